@@ -1,1 +1,184 @@
-"""pytest hooks of pytest-legaleval (work in progress)."""
+"""pytest hooks of pytest-legaleval: options, collection, fixtures and reporting.
+
+Hooks only; the work happens in pure modules (formats, validation, grading, run, metrics).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
+from pytest_legaleval.evaluation import EvalResult, Evaluation
+from pytest_legaleval.formats import FORMATS, RejectedRecord
+from pytest_legaleval.records import TASK_TYPES, Record
+from pytest_legaleval.run.ids import new_run_id
+from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
+from pytest_legaleval.settings import add_options, resolve
+
+RESULT_KEY = pytest.StashKey[EvalResult]()
+RUN_ID_KEY = pytest.StashKey[str]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def _check_settings(state: LegalEvalState) -> None:
+    """Config-time checks: impossible mixes fail before collection, naming the fix."""
+    s = state.settings
+    if s.dataset_format not in ("auto", *FORMATS):
+        raise ConfigError(
+            f"--dataset-format {s.dataset_format!r}: choose auto or one of {', '.join(FORMATS)}"
+        )
+    for path in s.dataset:
+        if not Path(path).exists():
+            raise ConfigError(f"--dataset {path}: no such file or directory")
+    if s.responses and s.model:
+        raise ConfigError(
+            "--responses and --model are exclusive: evaluate pre-computed "
+            "responses or call a model live, not both"
+        )
+    if not s.responses and not s.model:
+        raise ConfigError(
+            "no response source: pass --responses FILE (pre-computed answers) or "
+            "--model PROVIDER/NAME (live generation)"
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for task_type in TASK_TYPES:
+        config.addinivalue_line("markers", f"{task_type}: a legaleval record of type {task_type}")
+    config.addinivalue_line("markers", "invalid_record: a dataset record that failed validation")
+    try:
+        settings = resolve(config)
+        if not settings.active:
+            if settings.responses or settings.model:
+                raise ConfigError("--responses/--model need --dataset PATH")
+            return
+        state = LegalEvalState(settings, Path(str(config.rootpath)))
+        _check_settings(state)
+    except (ConfigError, ResponsesError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[STATE_KEY] = state
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        config.stash[RUN_ID_KEY] = workerinput["legaleval_run_id"]
+        return
+    run_id = settings.run_id or new_run_id()
+    if (Path(settings.run_dir) / run_id).exists():
+        raise pytest.UsageError(
+            f"run directory {Path(settings.run_dir) / run_id} already exists; runs are "
+            "write-once — choose another --run-id or omit it"
+        )
+    config.stash[RUN_ID_KEY] = run_id
+    from pytest_legaleval.run.recorder import RunRecorder
+
+    config.pluginmanager.register(RunRecorder(config, state, run_id), "legaleval-recorder")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(run_id), "legaleval-xdist")
+
+
+class _XdistHooks:
+    """xdist-only hooks, registered only when xdist is loaded."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["legaleval_run_id"] = self.run_id
+
+
+def _param(config: pytest.Config, spec: ItemSpec, marks_cache: dict[str, Any]) -> Any:
+    entry = spec.entry
+    names = (
+        [entry.task_type, *(marker_name("tag_", t) for t in entry.tags)]
+        if isinstance(entry, Record)
+        else ["invalid_record"]
+    )
+    marks = []
+    for name in names:
+        mark = marks_cache.get(name)
+        if mark is None:
+            if name.startswith("tag_"):
+                config.addinivalue_line("markers", f"{name}: records tagged {name[4:]}")
+            mark = marks_cache[name] = getattr(pytest.mark, name)
+        marks.append(mark)
+    return pytest.param(spec, marks=marks, id=spec.item_id)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "record" not in metafunc.fixturenames:
+        return
+    state = metafunc.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    try:
+        items = state.items
+    except DatasetRejected as exc:
+        pytest.fail(
+            f"dataset rejected (HTTP {exc.status}):\n{exc.envelope_json(state.request_id)}",
+            pytrace=False,
+        )
+    except ConfigError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    cache: dict[str, Any] = {}
+    metafunc.parametrize(
+        "record", [_param(metafunc.config, spec, cache) for spec in items], indirect=True
+    )
+
+
+def _spec(request: pytest.FixtureRequest) -> ItemSpec:
+    spec = getattr(request, "param", None)
+    if not isinstance(spec, ItemSpec):
+        pytest.fail(
+            "the record fixture needs a dataset: pass --dataset PATH with --responses "
+            "FILE or --model PROVIDER/NAME",
+            pytrace=False,
+        )
+    return spec
+
+
+@pytest.fixture
+def record(request: pytest.FixtureRequest) -> Record:
+    """The dataset record of this test item (invalid records error here with their errors)."""
+    spec = _spec(request)
+    entry = spec.entry
+    if isinstance(entry, RejectedRecord):
+        request.node.stash[_INVALID_KEY] = True
+        errors = [error.to_dict() for error in entry.errors]
+        pytest.fail(
+            json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False), pytrace=False
+        )
+    return entry
+
+
+_INVALID_KEY = pytest.StashKey[bool]()
+
+
+@pytest.fixture
+def evaluation(request: pytest.FixtureRequest, record: Record) -> Evaluation:
+    """The graded answer of this item's model to ``record``."""
+    spec: ItemSpec = request.node.callspec.params["record"]
+    state = request.config.stash[STATE_KEY]
+    result = state.evaluate(spec)
+    request.node.stash[RESULT_KEY] = result
+    return Evaluation(record, result)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "setup" and item.stash.get(_INVALID_KEY, False):
+        report.legaleval_invalid = True  # type: ignore[attr-defined]
+    elif report.when == "call":
+        result = item.stash.get(RESULT_KEY, None)
+        if result is not None:
+            report.legaleval = dict(result)  # type: ignore[attr-defined]
+    return report

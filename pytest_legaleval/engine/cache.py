@@ -1,0 +1,265 @@
+"""SQLite result cache shared by processes (xdist workers) and by reruns.
+
+Durability: WAL mode with ``synchronous=NORMAL``; each batch of results is committed by a
+dedicated writer thread *before* the caller's future is resolved, so anything a caller has
+seen survives a SIGKILL of the process and a rerun pays for nothing twice. The writer
+drains whatever is queued into one transaction, so batches grow by themselves under load.
+Only successful results are stored; a row is written in one statement, so there are no
+partial rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_legaleval.engine.types import GenerationRequest, utc_timestamp
+from pytest_legaleval.errors import ConfigError
+
+__all__ = ["CACHE_KEY_VERSION", "CachedRow", "ResultCache", "cache_key"]
+
+CACHE_KEY_VERSION = "legaleval-cache-v1"
+"""Mixed into every key; bump it when the key's meaning changes."""
+
+_log = logging.getLogger(__name__)
+_SELECT_CHUNK = 500  # stays below SQLite's bound-parameter limit on old builds
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    cache_key TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    finish_reason TEXT,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    latency_ms REAL,
+    model TEXT NOT NULL,
+    created_at TEXT NOT NULL
+) WITHOUT ROWID
+"""
+_COLUMNS = (
+    "cache_key, text, finish_reason, input_tokens, output_tokens, latency_ms, model, created_at"
+)
+
+
+def cache_key(request: GenerationRequest, endpoint: str) -> str:
+    """Hex SHA-256 of the canonical JSON of everything that determines a response.
+
+    Args:
+        request: the request (model, messages, params and template version are used;
+            ``purpose`` and ``max_latency_ms`` are not, as they do not change the response).
+        endpoint: the endpoint identity, e.g. ``openai:https://api.openai.com/v1``; never
+            contains the API key.
+
+    """
+    payload: list[Any] = [
+        CACHE_KEY_VERSION,
+        endpoint,
+        request.model,
+        [dict(m) for m in request.messages],
+        request.params.as_dict(),
+        request.template_version,
+    ]
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CachedRow:
+    """One stored successful result."""
+
+    cache_key: str
+    """The request's cache key."""
+    text: str
+    """The response text."""
+    finish_reason: str | None
+    """Finish reason of the original call."""
+    input_tokens: int | None
+    """Prompt tokens of the original call."""
+    output_tokens: int | None
+    """Completion tokens of the original call."""
+    latency_ms: float | None
+    """Latency of the original call."""
+    model: str
+    """``PROVIDER/NAME`` of the original call."""
+    created_at: str
+    """When the row was written (ISO-8601 UTC)."""
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    # Per connection: in WAL mode NORMAL skips the fsync per commit yet a committed row
+    # survives a process crash (only an OS crash can lose the last commits).
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def _initialise(conn: sqlite3.Connection) -> None:
+    # Switching to WAL needs a brief exclusive lock; two workers opening a fresh file at the
+    # same moment can see "database is locked" before the busy handler applies, so retry.
+    for attempt in range(50):
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(_SCHEMA)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 49:
+                raise
+            time.sleep(0.02 + 0.01 * attempt)
+
+
+_Item = tuple[CachedRow, Callable[[], None]] | None
+
+
+class ResultCache:
+    """Reads on the caller's thread, writes on a private writer thread.
+
+    Args:
+        path: the SQLite file; parent directories are created.
+
+    Raises:
+        ConfigError: the file cannot be created or is not a usable SQLite database.
+
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._read_lock = threading.Lock()
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._reader = _connect(path)
+            _initialise(self._reader)
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                f"Cannot use {path!r} as the result cache ({exc}); pick another cache path "
+                "or disable the cache"
+            ) from exc
+        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
+        self._closed = False
+        self.write_errors = 0
+        self._writer = threading.Thread(
+            target=self._write_loop, name="legaleval-cache-writer", daemon=True
+        )
+        self._writer.start()
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, CachedRow]:
+        """Return the stored rows among ``keys`` (missing keys are absent)."""
+        unique = list(dict.fromkeys(keys))
+        found: dict[str, CachedRow] = {}
+        with self._read_lock:
+            if self._closed:
+                return found
+            for start in range(0, len(unique), _SELECT_CHUNK):
+                chunk = unique[start : start + _SELECT_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = self._reader.execute(
+                    f"SELECT {_COLUMNS} FROM results WHERE cache_key IN ({marks})", chunk
+                ).fetchall()
+                for row in rows:
+                    found[row[0]] = CachedRow(*row)
+        return found
+
+    def get(self, key: str) -> CachedRow | None:
+        """Return the stored row for ``key``, if any."""
+        return self.get_many([key]).get(key)
+
+    def put(self, row: CachedRow, on_durable: Callable[[], None]) -> None:
+        """Queue ``row``; ``on_durable`` runs on the writer thread after the commit.
+
+        ``on_durable`` also runs if the write failed (the result is then just not cached),
+        so a caller never waits forever on a broken disk.
+        """
+        if self._closed:
+            on_durable()
+            return
+        self._queue.put((row, on_durable))
+
+    def _write_loop(self) -> None:
+        conn = _connect(self.path)
+        try:
+            while True:
+                item = self._queue.get()
+                if item is None:
+                    return
+                batch = [item]
+                stop = False
+                while len(batch) < 256:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is None:
+                        stop = True
+                        break
+                    batch.append(nxt)
+                self._commit(conn, batch)
+                if stop:
+                    return
+        finally:
+            conn.close()
+
+    def _commit(
+        self, conn: sqlite3.Connection, batch: Sequence[tuple[CachedRow, Callable[[], None]]]
+    ) -> None:
+        rows = [
+            (
+                r.cache_key,
+                r.text,
+                r.finish_reason,
+                r.input_tokens,
+                r.output_tokens,
+                r.latency_ms,
+                r.model,
+                r.created_at,
+            )
+            for r, _ in batch
+        ]
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(
+                f"INSERT OR REPLACE INTO results ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows
+            )
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self.write_errors += len(rows)
+            _log.warning("legaleval cache: could not store %d result(s): %s", len(rows), exc)
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+        for _, callback in batch:
+            try:
+                callback()
+            except Exception:  # a callback bug must not kill the writer
+                _log.exception("legaleval cache: completion callback failed")
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Flush queued writes, stop the writer and close the file; idempotent."""
+        with self._read_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._reader.close()
+        self._queue.put(None)
+        self._writer.join(timeout_s)
+        # A put racing with close may land behind the stop marker: release its waiter.
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                item[1]()
+
+
+def now_timestamp() -> str:
+    """Return the current time in the cache's ``created_at`` format."""
+    return utc_timestamp(time.time())

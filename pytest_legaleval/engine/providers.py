@@ -1,0 +1,297 @@
+"""Providers: who answers ``PROVIDER/NAME`` requests, looked up through a small registry."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx2
+import openai
+
+from pytest_legaleval.engine.retry import ProviderError, classify_error
+from pytest_legaleval.engine.types import (
+    EngineSettings,
+    GenerationParams,
+    GenerationRequest,
+    RawCompletion,
+)
+from pytest_legaleval.errors import ConfigError
+
+__all__ = [
+    "OPENAI_DEFAULT_BASE_URL",
+    "PREFERRED_TRANSPORT",
+    "OpenAIProvider",
+    "Provider",
+    "ProviderFactory",
+    "ProviderRegistry",
+    "default_registry",
+    "split_model",
+]
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Where ``openai/...`` goes without ``base_url`` or ``OPENAI_BASE_URL``."""
+
+PREFERRED_TRANSPORT = "aiohttp"
+"""What ``transport="auto"`` means; chosen by ``benchmarks/transport.py`` measurements."""
+
+_DUMMY_KEY = "not-needed"  # local servers ignore the key but the SDK insists on one
+
+
+class Provider(Protocol):
+    """Answers chat completions for one provider prefix (``openai``, later ``local`` …)."""
+
+    def endpoint(self, model: str) -> str:
+        """Identity of the endpoint serving ``model`` for the cache key (never a secret)."""
+        ...
+
+    def check(self, model: str) -> None:
+        """Raise ``ConfigError`` if ``model`` cannot be served with this configuration."""
+        ...
+
+    def effective_params(self, request: GenerationRequest) -> GenerationParams:
+        """Return the request's params with configured per-model defaults filled in."""
+        ...
+
+    async def complete(self, request: GenerationRequest) -> RawCompletion:
+        """One attempt; failures raise ``ProviderError`` with a classified code."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections (called on the engine's loop)."""
+        ...
+
+
+ProviderFactory = Callable[[EngineSettings], Provider]
+
+
+def split_model(model: str) -> tuple[str, str]:
+    """``"openai/gpt-4.1-mini"`` → ``("openai", "gpt-4.1-mini")``."""
+    provider, sep, name = model.partition("/")
+    if not sep or not provider or not name:
+        raise ConfigError(
+            f"Expected PROVIDER/NAME for the model but got {model!r} ({type(model).__name__}); "
+            "try e.g. 'openai/gpt-4.1-mini'"
+        )
+    return provider, name
+
+
+class ProviderRegistry:
+    """Maps provider prefixes to factories; one instance per engine (no global state)."""
+
+    def __init__(self, factories: Mapping[str, ProviderFactory] | None = None) -> None:
+        self._factories: dict[str, ProviderFactory] = dict(factories or {})
+
+    def register(self, name: str, factory: ProviderFactory) -> None:
+        """Add or replace the factory for prefix ``name``."""
+        self._factories[name] = factory
+
+    def names(self) -> tuple[str, ...]:
+        """Return the registered prefixes, sorted."""
+        return tuple(sorted(self._factories))
+
+    def create(self, name: str, settings: EngineSettings) -> Provider:
+        """Create a provider for prefix ``name``; unknown prefixes raise ``ConfigError``."""
+        factory = self._factories.get(name)
+        if factory is None:
+            raise ConfigError(
+                f"Unknown model provider {name!r}; accepted providers: "
+                f"{', '.join(self.names()) or '(none)'} (write the model as PROVIDER/NAME)"
+            )
+        return factory(settings)
+
+
+def default_registry() -> ProviderRegistry:
+    """Return a new registry with the built-in providers (``openai``)."""
+    return ProviderRegistry({"openai": OpenAIProvider})
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    base_url: str
+    api_key_env: str
+    defaults: GenerationParams
+    uses_default_endpoint: bool
+
+
+class OpenAIProvider:
+    """``openai/NAME`` through ``openai.AsyncOpenAI`` (also vLLM, llama.cpp, Ollama …).
+
+    One client per (base_url, api_key_env); the SDK's own retries are off so the engine's
+    policy is the only one. The key is read from the environment when a client is built and
+    lives only inside that client.
+    """
+
+    def __init__(self, settings: EngineSettings) -> None:
+        self._settings = settings
+        self._routes: dict[str, _Route] = {}
+        self._clients: dict[tuple[str, str], tuple[openai.AsyncOpenAI, str]] = {}
+        transport = settings.transport
+        self.transport = PREFERRED_TRANSPORT if transport == "auto" else transport
+        pool = settings.process_concurrency + (settings.process_judge_concurrency or 0)
+        self._pool_size = max(100, pool + 8)
+        self._options: openai.RequestOptions = {"security": {"bearer_auth": True}}
+
+    def _route(self, model: str) -> _Route:
+        route = self._routes.get(model)
+        if route is None:
+            overrides = self._settings.per_model.get(model, {})
+            base_url = (
+                overrides.get("base_url")
+                or self._settings.base_url
+                or os.environ.get("OPENAI_BASE_URL")
+                or None
+            )
+            params = overrides.get("params") or {}
+            try:
+                defaults = GenerationParams(**dict(params))
+            except TypeError as exc:
+                raise ConfigError(f"per_model[{model!r}]['params'] is invalid: {exc}") from None
+            route = _Route(
+                base_url=str(base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/"),
+                api_key_env=str(overrides.get("api_key_env") or self._settings.api_key_env),
+                defaults=defaults,
+                uses_default_endpoint=base_url is None,
+            )
+            self._routes[model] = route
+        return route
+
+    def endpoint(self, model: str) -> str:
+        """``openai:<base url>``."""
+        return "openai:" + self._route(model).base_url
+
+    def check(self, model: str) -> None:
+        """Reject a missing key, but only for the real OpenAI API (local servers need none)."""
+        split_model(model)
+        route = self._route(model)
+        if route.uses_default_endpoint and not os.environ.get(route.api_key_env):
+            raise ConfigError(
+                f"{route.api_key_env} is not set: export it for {model!r}, or point "
+                "--base-url / OPENAI_BASE_URL at an OpenAI-compatible server"
+            )
+
+    def effective_params(self, request: GenerationRequest) -> GenerationParams:
+        """Request params over the per-model defaults."""
+        return request.params.merged_over(self._route(request.model).defaults)
+
+    def _client(self, route: _Route) -> tuple[openai.AsyncOpenAI, str]:
+        key = (route.base_url, route.api_key_env)
+        entry = self._clients.get(key)
+        if entry is None:
+            api_key = os.environ.get(route.api_key_env) or _DUMMY_KEY
+            limits = httpx2.Limits(
+                max_connections=self._pool_size, max_keepalive_connections=self._pool_size
+            )
+            timeout = self._settings.request_timeout_s
+            http_client: httpx2.AsyncClient
+            if self.transport == "aiohttp":
+                http_client = openai.DefaultAioHttpClient(limits=limits, timeout=timeout)
+            else:
+                http_client = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
+            client = openai.AsyncOpenAI(
+                base_url=route.base_url,
+                api_key=api_key,
+                max_retries=0,
+                timeout=timeout,
+                http_client=http_client,
+            )
+            entry = (client, api_key)
+            self._clients[key] = entry
+        return entry
+
+    def _body(self, request: GenerationRequest, route: _Route) -> dict[str, Any]:
+        params = request.params.merged_over(route.defaults)
+        kwargs: dict[str, Any] = {
+            "model": split_model(request.model)[1],
+            "messages": [dict(m) for m in request.messages],
+        }
+        if params.temperature is not None:
+            kwargs["temperature"] = params.temperature
+        if params.top_p is not None:
+            kwargs["top_p"] = params.top_p
+        if params.max_new_tokens is not None:
+            # OpenAI's own API wants max_completion_tokens (reasoning models reject
+            # max_tokens); compatible servers (vLLM, llama.cpp, Ollama) all read max_tokens.
+            field = "max_completion_tokens" if route.uses_default_endpoint else "max_tokens"
+            kwargs[field] = params.max_new_tokens
+        if params.seed is not None:
+            kwargs["seed"] = params.seed
+        if params.response_format is not None:
+            kwargs["response_format"] = dict(params.response_format)
+        if params.extra_body is not None:
+            # Extra fields win over ours, as with the SDK's own ``extra_body``.
+            kwargs.update(params.extra_body)
+        return kwargs
+
+    async def complete(self, request: GenerationRequest) -> RawCompletion:
+        """One chat completion; every failure is re-raised as a scrubbed ``ProviderError``."""
+        route = self._route(request.model)
+        client, api_key = self._client(route)
+        try:
+            # The client's generic ``post`` (its documented way to call any endpoint) skips
+            # the typed ``create`` wrapper's recursive parameter transform and pydantic
+            # response model, which were most of the SDK's per-call CPU; auth, base URL,
+            # timeouts and status-error mapping are still the SDK's.
+            response = await client.post(
+                "/chat/completions",
+                cast_to=httpx2.Response,
+                body=self._body(request, route),
+                options=self._options,
+            )
+            return _parse_completion(response.content)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            found = classify_error(exc)
+            message = found.message.replace(api_key, "***") if api_key else found.message
+            raise ProviderError(
+                found.code,
+                message,
+                transient=found.transient,
+                status_code=found.status_code,
+                retry_after_s=found.retry_after_s,
+            ) from None
+
+    async def aclose(self) -> None:
+        """Close every client (and its connection pool)."""
+        clients, self._clients = self._clients, {}
+        for client, _ in clients.values():
+            await client.close()
+
+
+def _parse_completion(body: bytes) -> RawCompletion:
+    data = json.loads(body)
+    if not isinstance(data, dict):
+        raise ValueError("response body is not a JSON object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("response has no choices")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ValueError("response choice has no message")
+    finish_reason = choice.get("finish_reason")
+    if finish_reason == "content_filter":
+        raise ProviderError("content_filter", "response withheld by the content filter")
+    content = message.get("content")
+    if content is None:
+        content = message.get("refusal") or ""
+    if not isinstance(content, str):
+        raise ValueError("response message content is not a string")
+    usage = data.get("usage")
+    input_tokens = output_tokens = None
+    if isinstance(usage, dict):
+        input_tokens = _int_or_none(usage.get("prompt_tokens"))
+        output_tokens = _int_or_none(usage.get("completion_tokens"))
+    return RawCompletion(
+        text=content,
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,318 @@
+"""The pipelined engine: one asyncio loop per process in a daemon thread.
+
+The synchronous pytest side submits everything up front and each test then waits only for
+its own ``concurrent.futures.Future``. This module is the thread-safe, caller-side half
+(lifecycle, submission, dedupe, cache reads, resolution, stats); ``scheduler`` is the
+loop-side half (dispatch, attempts, retries, rate limits, cancellation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import gc
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
+from typing import Any
+
+from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
+from pytest_legaleval.engine.jobs import Job, cached_result
+from pytest_legaleval.engine.providers import Provider, ProviderRegistry, default_registry
+from pytest_legaleval.engine.ratelimit import estimate_tokens
+from pytest_legaleval.engine.scheduler import Scheduler
+from pytest_legaleval.engine.types import (
+    EngineSettings,
+    GenerationRequest,
+    GenerationResult,
+    RawCompletion,
+)
+from pytest_legaleval.errors import ConfigError
+
+__all__ = ["PURPOSES", "Engine"]
+
+PURPOSES: tuple[str, ...] = ("generation", "judge")
+"""Accepted values of ``GenerationRequest.purpose``."""
+
+
+class Engine:
+    """Runs generation requests concurrently with retries, rate limits and a result cache.
+
+    Thread-safe: ``submit``/``submit_many``/``cancel_all``/``stats``/``close`` may be called
+    from any thread. Futures never raise; failures are results with an ``error_code``.
+
+    Args:
+        settings: limits, retry policy, cache location and transport.
+        registry: provider lookup; defaults to the built-in providers (``openai``).
+
+    """
+
+    def __init__(self, settings: EngineSettings, *, registry: ProviderRegistry | None = None):
+        self.settings = settings
+        self._registry = registry if registry is not None else default_registry()
+        self._lock = threading.Lock()  # guards _inflight, _providers and the counters
+        self._inflight: dict[str, Job] = {}
+        self._providers: dict[str, Provider] = {}
+        self._checked_models: set[str] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._cache: ResultCache | None = None
+        self._scheduler = Scheduler(settings, self._store_and_resolve, self._resolve)
+        self._closed = False
+        self._counts: dict[str, int] = dict.fromkeys(
+            ("submitted", "completed", "failed", "cancelled", "cache_hits", "deduped"), 0
+        )
+
+    # ----------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Open the cache and start the loop thread; idempotent."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("Engine is closed")
+            if self._thread is not None:
+                return
+            if self.settings.cache_path is not None:
+                self._cache = ResultCache(self.settings.cache_path)
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+            thread = threading.Thread(
+                target=self._run_loop, args=(loop, ready), name="legaleval-engine", daemon=True
+            )
+            thread.start()
+            ready.wait()
+            # Pools exist before any other thread can see a started engine.
+            asyncio.run_coroutine_threadsafe(self._scheduler.setup(), loop).result()
+            self._loop, self._thread = loop, thread
+        atexit.register(self.close)
+
+    def _run_loop(self, loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(ready.set)
+        loop.run_forever()
+
+    def __enter__(self) -> Engine:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Cancel what is left, close clients, stop the loop and close the cache; idempotent.
+
+        Safe to call from ``atexit`` (it is registered there by ``start``).
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+        atexit.unregister(self.close)
+        if loop is not None and thread is not None and thread.is_alive():
+            self._cancel_all(loop, 2.0)
+            try:
+                asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(5.0)
+            except (FutureTimeout, RuntimeError):
+                pass
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(5.0)
+            if not thread.is_alive():
+                loop.close()
+        if self._cache is not None:
+            self._cache.close()
+
+    async def _shutdown(self) -> None:
+        self._scheduler.stop_dispatchers()
+        for provider in list(self._providers.values()):
+            try:
+                await provider.aclose()
+            except Exception:  # closing is best effort; the loop stops right after
+                pass
+
+    # ----------------------------------------------------------------- submission
+    def check_model(self, model: str) -> None:
+        """Raise ``ConfigError`` now if ``model`` cannot be served (unknown provider, no key)."""
+        self._provider_for(model)
+
+    def _provider_for(self, model: str) -> Provider:
+        with self._lock:
+            prefix = model.partition("/")[0]
+            provider = self._providers.get(prefix)
+            if provider is None:
+                provider = self._registry.create(prefix, self.settings)
+                self._providers[prefix] = provider
+            if model not in self._checked_models:
+                provider.check(model)
+                self._checked_models.add(model)
+            return provider
+
+    def submit(self, request: GenerationRequest) -> Future[GenerationResult]:
+        """Queue one request; non-blocking. Identical in-flight requests share one call.
+
+        Raises:
+            ConfigError: the model's provider is unknown or not configured.
+
+        """
+        return self.submit_many([request])[0]
+
+    def submit_many(self, requests: Sequence[GenerationRequest]) -> list[Future[GenerationResult]]:
+        """Queue many requests with one cache query and one loop wake-up; FIFO start order.
+
+        Raises:
+            ConfigError: a model's provider is unknown or not configured, or a purpose is
+                unknown; nothing is queued then.
+
+        """
+        self.start()
+        loop = self._loop
+        assert loop is not None
+        # Bulk-creating futures and jobs triggers repeated full GC passes over a growing heap
+        # (measured: 29 us instead of 3 us per future at 50,000); nothing here is cyclic
+        # garbage, so collection waits until the batch is built.
+        pause_gc = len(requests) > 1000 and gc.isenabled()
+        if pause_gc:
+            gc.disable()
+        try:
+            return self._submit_many(loop, requests)
+        finally:
+            if pause_gc:
+                gc.enable()
+
+    def _submit_many(
+        self, loop: asyncio.AbstractEventLoop, requests: Sequence[GenerationRequest]
+    ) -> list[Future[GenerationResult]]:
+        prepared: list[tuple[GenerationRequest, str, Provider]] = []
+        for request in requests:
+            if request.purpose not in PURPOSES:
+                raise ConfigError(f"Expected purpose in {PURPOSES} but got {request.purpose!r}")
+            provider = self._provider_for(request.model)
+            params = provider.effective_params(request)
+            if params is not request.params:
+                request = replace(request, params=params)
+            prepared.append(
+                (request, cache_key(request, provider.endpoint(request.model)), provider)
+            )
+        hits = self._cache.get_many(k for _, k, _ in prepared) if self._cache else {}
+
+        futures: list[Future[GenerationResult]] = []
+        ready: list[tuple[Future[GenerationResult], GenerationResult]] = []
+        new_jobs: list[Job] = []
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("Engine is closed")
+            for request, key, provider in prepared:
+                future: Future[GenerationResult] = Future()
+                futures.append(future)
+                self._counts["submitted"] += 1
+                job = self._inflight.get(key)
+                if job is not None:
+                    job.futures.append(future)
+                    self._counts["deduped"] += 1
+                elif key in hits:
+                    self._counts["cache_hits"] += 1
+                    ready.append((future, cached_result(request, hits[key])))
+                else:
+                    estimate = estimate_tokens(request.messages, request.params.max_new_tokens)
+                    job = Job(
+                        request,
+                        key,
+                        provider,
+                        self._scheduler.pools[request.purpose],
+                        [future],
+                        estimate,
+                    )
+                    self._inflight[key] = job
+                    new_jobs.append(job)
+            self._counts["completed"] += len(ready)
+        for future, result in ready:
+            future.set_result(result)
+        if new_jobs:
+            loop.call_soon_threadsafe(self._scheduler.enqueue, new_jobs)
+        return futures
+
+    # ----------------------------------------------------------------- completion
+    def _store_and_resolve(self, job: Job, raw: RawCompletion, result: GenerationResult) -> None:
+        if self._cache is None:
+            self._resolve(job, result)
+            return
+        row = CachedRow(
+            cache_key=job.key,
+            text=raw.text,
+            finish_reason=raw.finish_reason,
+            input_tokens=raw.input_tokens,
+            output_tokens=raw.output_tokens,
+            latency_ms=result.latency_ms,
+            model=job.request.model,
+            created_at=now_timestamp(),
+        )
+        # Callers see the result only after it is durable, so a SIGKILL can never lose a
+        # result someone already acted on.
+        self._cache.put(row, lambda: self._resolve(job, result))
+
+    def _resolve(self, job: Job, result: GenerationResult) -> None:
+        """Hand ``result`` to every waiter of ``job``; callable from any thread, once."""
+        with self._lock:
+            if job.resolved:
+                return
+            job.resolved = True
+            if self._inflight.get(job.key) is job:
+                del self._inflight[job.key]
+            futures, job.futures = job.futures, []
+            self._counts["completed"] += len(futures)
+            if result.error_code == "cancelled":
+                self._counts["cancelled"] += len(futures)
+            elif result.error_code is not None:
+                self._counts["failed"] += len(futures)
+        for future in futures:
+            if future.set_running_or_notify_cancel():
+                future.set_result(result)
+
+    # ----------------------------------------------------------------- cancellation
+    def cancel_all(self, timeout_s: float = 2.0) -> None:
+        """Cancel queued, waiting and in-flight calls; their futures get ``cancelled`` results.
+
+        Returns within about ``timeout_s``. The engine stays usable afterwards.
+        """
+        loop = self._loop
+        if loop is None or self._thread is None or not self._thread.is_alive():
+            return
+        self._cancel_all(loop, timeout_s)
+
+    def _cancel_all(self, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
+        future = asyncio.run_coroutine_threadsafe(
+            self._scheduler.cancel_everything(timeout_s), loop
+        )
+        try:
+            future.result(timeout_s + 0.5)
+        except (FutureTimeout, RuntimeError):
+            future.cancel()
+
+    # ----------------------------------------------------------------- introspection
+    def stats(self) -> dict[str, Any]:
+        """Return a snapshot of the counters.
+
+        Keys: submitted, completed, in_flight, queued, peak_in_flight, cache_hits, deduped,
+        retries, rate_limited, failed, cancelled, concurrency_limit (current, adaptive),
+        concurrency_max, concurrency_lowest, judge_concurrency_limit, cache_write_errors.
+        """
+        with self._lock:
+            out: dict[str, Any] = dict(self._counts)
+        scheduler = self._scheduler
+        pools = scheduler.distinct_pools()
+        main = scheduler.pools.get("generation")
+        judge = scheduler.pools.get("judge")
+        out.update(
+            in_flight=sum(len(p.running) for p in pools),
+            queued=sum(len(p.queue) + len(p.retries) for p in pools) + len(scheduler.waiting),
+            peak_in_flight=scheduler.peak_in_flight,
+            retries=scheduler.retries,
+            rate_limited=scheduler.rate_limited,
+            concurrency_limit=main.limiter.limit if main else self.settings.process_concurrency,
+            concurrency_max=self.settings.process_concurrency,
+            concurrency_lowest=main.limiter.lowest if main else self.settings.process_concurrency,
+            judge_concurrency_limit=judge.limiter.limit if judge and judge is not main else None,
+            cache_write_errors=self._cache.write_errors if self._cache else 0,
+        )
+        return out

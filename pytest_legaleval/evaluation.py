@@ -1,0 +1,176 @@
+"""Per-item evaluation results and the ``evaluation`` fixture's object.
+
+An ``EvalResult`` is a JSON-safe ``TypedDict``: it rides on the pytest report from an
+xdist worker to the controller, which alone writes artifacts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+import pytest
+
+from pytest_legaleval.grading.mcq import grade_mcq
+from pytest_legaleval.records import Record
+
+__all__ = ["EvalResult", "Evaluation", "grade_response", "missing_response_result"]
+
+Outcome = Literal["passed", "failed", "skipped", "error"]
+
+
+class EvalResult(TypedDict):
+    """What one (record × model) item produced; every value is JSON-safe."""
+
+    record_id: str
+    dataset: str
+    task_type: str
+    model: str
+    source: str
+    """``prefilled`` (from --responses) or ``live``."""
+    outcome: Outcome
+    """The grader's verdict as a pytest outcome."""
+    passed: bool | None
+    score: float | None
+    reason: str
+    """``correct``, ``wrong_answer``, ``no_answer_extracted``, ``missing_response``,
+    ``needs_judge`` …"""
+    explanation: str
+    response: str | None
+    grader: str
+    details: dict[str, Any]
+    record_sha256: str
+    latency_ms: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    total_tokens: int | None
+    first_attempt_at: str | None
+    last_attempt_at: str | None
+    attempts: list[dict[str, Any]]
+
+
+def _base(record: Record, model: str, source: str) -> EvalResult:
+    return EvalResult(
+        record_id=record.id,
+        dataset=record.dataset,
+        task_type=record.task_type,
+        model=model,
+        source=source,
+        outcome="error",
+        passed=None,
+        score=None,
+        reason="",
+        explanation="",
+        response=None,
+        grader="",
+        details={},
+        record_sha256=record.sha256,
+        latency_ms=None,
+        input_tokens=None,
+        output_tokens=None,
+        total_tokens=None,
+        first_attempt_at=None,
+        last_attempt_at=None,
+        attempts=[],
+    )
+
+
+def missing_response_result(record: Record, model: str, responses_path: str) -> EvalResult:
+    """The result of a selected record that has no response: a failure, never a skip."""
+    result = _base(record, model, "prefilled")
+    result.update(
+        outcome="failed",
+        passed=False,
+        score=0.0,
+        reason="missing_response",
+        grader="none",
+        explanation=f"no response for record {record.id!r} and model {model!r} in {responses_path}",
+    )
+    return result
+
+
+def grade_response(record: Record, model: str, response: str, source: str) -> EvalResult:
+    """Grade one response by the record's task type (MCQ programmatically).
+
+    Judged task types (reference, rubric, criteria) need a judge model; without one they
+    are reported as skipped with reason ``needs_judge`` — visible and counted, not silent.
+    """
+    result = _base(record, model, source)
+    result["response"] = response
+    if record.task_type == "mcq":
+        grade = grade_mcq(record, response)
+        result.update(
+            outcome="passed" if grade.passed else "failed",
+            passed=grade.passed,
+            score=grade.score,
+            reason=grade.reason,
+            explanation=grade.explanation,
+            grader="mcq",
+            details={
+                "chosen": list(grade.chosen),
+                "correct": list(grade.correct),
+                "method": grade.method,
+            },
+        )
+        return result
+    result.update(
+        outcome="skipped",
+        reason="needs_judge",
+        grader="none",
+        explanation=f"{record.task_type} records are graded by an LLM judge; pass --judge-model",
+    )
+    return result
+
+
+class Evaluation:
+    """The ``evaluation`` fixture's value: the graded answer of one item.
+
+    Use ``evaluation.check()`` for the default pass rule, or assert on ``passed``,
+    ``score``, ``response`` and ``explanation`` in your own suites.
+    """
+
+    def __init__(self, record: Record, result: EvalResult) -> None:
+        self.record = record
+        self.result = result
+
+    @property
+    def model(self) -> str:
+        """The model (or response-file label) that answered."""
+        return self.result["model"]
+
+    @property
+    def passed(self) -> bool:
+        """Whether the grader's pass rule holds."""
+        return bool(self.result["passed"])
+
+    @property
+    def score(self) -> float | None:
+        """The grader's score in [0, 1], or ``None`` when ungraded."""
+        return self.result["score"]
+
+    @property
+    def response(self) -> str | None:
+        """The model's answer text."""
+        return self.result["response"]
+
+    @property
+    def reason(self) -> str:
+        """A short machine-readable reason (``wrong_answer`` …)."""
+        return self.result["reason"]
+
+    @property
+    def explanation(self) -> str:
+        """The grader's explanation, for people."""
+        return self.result["explanation"]
+
+    def check(self) -> None:
+        """Apply the default pass rule: skip ungraded items, fail with the grader's reasons."""
+        if self.result["outcome"] == "skipped":
+            pytest.skip(f"{self.reason}: {self.explanation}")
+        if not self.passed:
+            pytest.fail(f"{self.reason}: {self.explanation}", pytrace=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"Evaluation(record={self.record.id!r}, model={self.model!r}, "
+            f"passed={self.passed}, score={self.score}, reason={self.reason!r})"
+        )

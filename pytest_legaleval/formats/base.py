@@ -1,0 +1,146 @@
+"""Types every format shares: what a load returns and what a format module provides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from pytest_legaleval.records import Record, SourceRef
+from pytest_legaleval.validation import RecordError
+
+__all__ = [
+    "DatasetFormat",
+    "DatasetInfo",
+    "Entry",
+    "FileLoad",
+    "LoadContext",
+    "LoadResult",
+    "RejectedRecord",
+    "display_name",
+]
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def display_name(path: Path) -> str:
+    r"""Return the file name for messages, undecodable bytes shown as ``\xNN`` escapes.
+
+    Messages end up in JSON artifacts, which cannot hold the lone surrogates Python uses
+    for file-name bytes that are not UTF-8.
+    """
+    try:
+        raw = path.name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = path.name.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedRecord:
+    """A record that failed validation; it becomes an ERROR test item."""
+
+    source: SourceRef
+    """Where the record was read."""
+    record_id: str | None
+    """Its id, when it has a usable one."""
+    dataset: str | None
+    """Its dataset name, when known."""
+    errors: tuple[RecordError, ...]
+    """Every problem found, in the contract's ``record_errors`` shape."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetInfo:
+    """One loaded dataset file."""
+
+    path: str
+    """The file."""
+    format: str
+    """The format that read it (``legal_eval_v1``, ``contract_v1``)."""
+    dataset_id: str
+    """The contract's ``dataset_id``; for JSONL the rows' ``dataset`` names joined with
+    ``+`` (sorted), or the file stem when no row is valid."""
+    dataset_version: str | None
+    """The contract's ``dataset_version``; for JSONL the rows' common
+    ``metadata.dataset_version``, if they share exactly one."""
+    schema_version: str
+    """``1.0`` or ``legal_eval_v1``."""
+    total_records: int
+    """Records (non-blank rows) in the file."""
+    accepted_records: int
+    """Records that passed validation."""
+    sha256: str
+    """SHA-256 of the file's bytes."""
+
+
+Entry = Record | RejectedRecord
+
+
+@dataclass
+class LoadResult:
+    """Everything :func:`~pytest_legaleval.formats.load_dataset` read, in file order."""
+
+    datasets: list[DatasetInfo] = field(default_factory=list)
+    """One entry per file, in load order."""
+    entries: list[Entry] = field(default_factory=list)
+    """Valid and rejected records, files in the given order, records in file order."""
+
+    @property
+    def records(self) -> list[Record]:
+        """The valid records."""
+        return [entry for entry in self.entries if isinstance(entry, Record)]
+
+    @property
+    def rejected(self) -> list[RejectedRecord]:
+        """The records that failed validation."""
+        return [entry for entry in self.entries if isinstance(entry, RejectedRecord)]
+
+    @property
+    def errors(self) -> list[RecordError]:
+        """Every record error, flattened in entry order."""
+        return [error for entry in self.rejected for error in entry.errors]
+
+
+@dataclass(frozen=True, slots=True)
+class FileLoad:
+    """What one format module returns for one file."""
+
+    info: DatasetInfo
+    entries: list[Entry]
+
+
+@dataclass
+class LoadContext:
+    """State shared by the files of one :func:`load_dataset` call."""
+
+    row_ids: dict[str, str] = field(default_factory=dict)
+    """``legal_eval_v1`` row id -> where it first appeared (``"a.jsonl line 3"``): row ids
+    are globally unique, so a repeat in any later file is a ``duplicate_record_id``."""
+
+
+class DatasetFormat(Protocol):
+    """What a format module provides; adding a format is adding one such module."""
+
+    NAME: str
+    """The ``--dataset-format`` name."""
+    SUFFIXES: tuple[str, ...]
+    """File suffixes that suggest the format when the content cannot tell."""
+
+    def sniff(self, first_line: object, head: str) -> bool:
+        """Say whether a file looks like this format.
+
+        Args:
+            first_line: the first non-blank line parsed as JSON, or ``None`` when it does
+                not parse (a pretty-printed document, a truncated head).
+            head: the start of the file, decoded leniently, BOM and leading blanks removed.
+
+        """
+
+    def load(self, path: Path, context: LoadContext) -> FileLoad:
+        """Read and validate one file.
+
+        Raises:
+            DatasetRejected: a dataset-level failure of this file.
+
+        """

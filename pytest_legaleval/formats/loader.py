@@ -1,0 +1,108 @@
+"""``load_dataset``: expand paths, pick each file's format, load and validate."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.formats.base import LoadContext, LoadResult
+from pytest_legaleval.formats.detect import detect_format
+from pytest_legaleval.formats.registry import FORMATS, REGISTRY
+
+__all__ = ["DATASET_SUFFIXES", "dataset_files", "load_dataset"]
+
+DATASET_SUFFIXES = (".jsonl", ".json")
+"""Files a directory argument contributes."""
+
+
+def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
+    """Expand ``--dataset`` arguments into files, in order, each file once.
+
+    A directory contributes its ``*.jsonl`` and ``*.json`` files (not recursively; hidden
+    files skipped), sorted by name.
+
+    Raises:
+        ConfigError: no paths, a path that does not exist, or a directory without datasets.
+
+    """
+    if not paths:
+        raise ConfigError("no dataset given; pass --dataset PATH (a file or a directory)")
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(
+                child
+                for child in path.iterdir()
+                if child.suffix.lower() in DATASET_SUFFIXES
+                and not child.name.startswith(".")
+                and child.is_file()
+            )
+            if not found:
+                raise ConfigError(
+                    f"--dataset {given}: the directory has no *.jsonl or *.json files"
+                )
+            files.extend(found)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise ConfigError(f"--dataset {given}: no such file or directory")
+    unique: dict[Path, Path] = {}
+    for file in files:
+        # The same file given twice (a directory and one of its files) loads once, instead
+        # of turning every row of the second copy into a duplicate id.
+        unique.setdefault(file.resolve(), file)
+    return list(unique.values())
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    # Loading allocates a few million small containers and frees none, so every cyclic
+    # garbage collection during the load is wasted work: with 50,000 rows it was ~40 % of
+    # the load time. Pausing it is safe because nothing here builds reference cycles.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def load_dataset(paths: Sequence[str | Path], fmt: str = "auto") -> LoadResult:
+    """Load and validate dataset files into records and rejected records.
+
+    Args:
+        paths: files or directories, in order (``--dataset``, repeatable).
+        fmt: a format name from :data:`FORMATS`, or ``"auto"`` to detect each file's
+            format from its content.
+
+    Returns:
+        The datasets read and every entry (valid ``Record`` or ``RejectedRecord``) in file
+        order, files in the given order, a directory's files by name.
+
+    Raises:
+        ConfigError: a missing path, an unknown format name, an undetectable format or
+            an unreadable file.
+        DatasetRejected: a dataset-level failure of any file (the contract's 400/413).
+
+    """
+    if fmt != "auto" and fmt not in REGISTRY:
+        raise ConfigError(
+            f"unknown --dataset-format {fmt!r}; choose auto or one of: {', '.join(FORMATS)}"
+        )
+    result = LoadResult()
+    context = LoadContext()
+    for path in dataset_files(paths):
+        name = detect_format(path) if fmt == "auto" else fmt
+        try:
+            with _collector_paused():
+                loaded = REGISTRY[name].load(path, context)
+        except OSError as exc:
+            raise ConfigError(f"cannot read dataset {path}: {exc.strerror or exc}") from None
+        result.datasets.append(loaded.info)
+        result.entries.extend(loaded.entries)
+    return result

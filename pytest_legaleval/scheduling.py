@@ -1,0 +1,142 @@
+"""Deterministic xdist scheduling, so every worker knows its items before it runs them.
+
+Item ``i`` of the (identical) collection goes to worker ``i mod K``. A worker computes the
+same assignment from its ``workerid`` and ``workercount`` and submits all of its model
+calls to the engine at once, instead of learning its items one batch at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+__all__ = ["RoundRobinScheduling", "own_indices", "worker_position"]
+
+
+def own_indices(n_items: int, position: int, count: int) -> range:
+    """Indices of the items that worker ``position`` of ``count`` runs."""
+    return range(position, n_items, count)
+
+
+def worker_position(workerid: str) -> int:
+    """``gw3`` → 3."""
+    return int(workerid.lstrip("gw") or 0)
+
+
+class RoundRobinScheduling:
+    """An xdist scheduler that hands each worker all of its items up front.
+
+    A node that dies leaves its pending items to the surviving nodes (they run them
+    without prefetching: correct, only slower).
+    """
+
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+        from xdist.workermanage import parse_tx_spec_config
+
+        self.config = config
+        self.numnodes = len(parse_tx_spec_config(config))
+        self.node2collection: dict[Any, list[str]] = {}
+        self.node2pending: dict[Any, list[int]] = {}
+        self._started: set[Any] = set()
+        self._orphans: list[int] = []
+        self._shut: set[Any] = set()
+        self._initial_done = False
+        self.collection: list[str] | None = None
+
+    @property
+    def nodes(self) -> list[Any]:
+        """Every node known to the scheduler."""
+        return list(self.node2pending)
+
+    @property
+    def collection_is_completed(self) -> bool:
+        """Whether every node has sent its collection."""
+        return len(self.node2collection) >= self.numnodes
+
+    @property
+    def tests_finished(self) -> bool:
+        """Whether nothing is left to run (a node keeps one item while it runs it)."""
+        if not self.collection_is_completed or self._orphans:
+            return False
+        return all(len(pending) < 2 for pending in self.node2pending.values())
+
+    @property
+    def has_pending(self) -> bool:
+        """Whether any item is still to be run."""
+        return bool(self._orphans) or any(self.node2pending.values())
+
+    def add_node(self, node: Any) -> None:
+        self.node2pending[node] = []
+
+    def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
+        if self.collection is not None and list(collection) != self.collection:
+            raise pytest.UsageError(
+                f"worker {node.gateway.id} collected different items; legaleval needs an "
+                "identical collection on every worker (same --dataset, --shard, --limit)"
+            )
+        self.collection = list(collection)
+        self.node2collection[node] = self.collection
+
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        pending = self.node2pending[node]
+        pending.remove(item_index)
+        if self._orphans and node not in self._shut:
+            self._send(node, self._orphans[:])
+            self._orphans.clear()
+        self._maybe_shutdown(node)
+
+    def mark_test_pending(self, item: str) -> None:
+        assert self.collection is not None
+        self._orphans.append(self.collection.index(item))
+
+    def remove_pending_tests_from_node(self, node: Any, indices: Sequence[int]) -> None:
+        raise NotImplementedError
+
+    def remove_node(self, node: Any) -> str | None:
+        pending = self.node2pending.pop(node)
+        self._started.discard(node)
+        if not pending:
+            return None
+        crashed = pending.pop(0)
+        self._orphans.extend(pending)
+        for other in self._started:
+            if other not in self._shut:
+                self._send(other, self._orphans[:])
+                self._orphans.clear()
+                break
+        assert self.collection is not None
+        return self.collection[crashed]
+
+    def _send(self, node: Any, indices: list[int]) -> None:
+        self.node2pending[node].extend(indices)
+        node.send_runtest_some(indices)
+
+    def _maybe_shutdown(self, node: Any) -> None:
+        # A worker keeps its last item until it learns what follows: shut it down then.
+        if node not in self._shut and not self._orphans and len(self.node2pending[node]) < 2:
+            node.shutdown()
+            self._shut.add(node)
+
+    def schedule(self) -> None:
+        assert self.collection_is_completed and self.collection is not None
+        if not self._initial_done:
+            ordered = sorted(self.node2pending, key=lambda n: worker_position(n.gateway.id))
+            for position, node in enumerate(ordered):
+                indices = list(own_indices(len(self.collection), position, len(ordered)))
+                if indices:
+                    self._send(node, indices)
+                self._started.add(node)
+            self._initial_done = True
+            for node in ordered:
+                self._maybe_shutdown(node)
+            return
+        for node in list(self.node2pending):  # a replacement for a node that died
+            if node in self._started:
+                continue
+            self._started.add(node)
+            if self._orphans:
+                self._send(node, self._orphans[:])
+                self._orphans.clear()
+            self._maybe_shutdown(node)

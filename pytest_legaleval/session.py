@@ -1,0 +1,132 @@
+"""Per-session state: settings, the loaded dataset, the response source and the items.
+
+One ``LegalEvalState`` lives in ``config.stash``; every process (controller and xdist
+workers) builds the same items from the same inputs, so collection is identical everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import pytest
+
+from pytest_legaleval.errors import DatasetRejected
+from pytest_legaleval.evaluation import EvalResult, grade_response, missing_response_result
+from pytest_legaleval.formats import LoadResult, RejectedRecord, load_dataset
+from pytest_legaleval.records import Record
+from pytest_legaleval.responses import ResponseTable, load_responses
+from pytest_legaleval.run.ids import new_request_id
+from pytest_legaleval.selection import select
+from pytest_legaleval.settings import Settings
+
+__all__ = ["ItemSpec", "LegalEvalState", "marker_name"]
+
+_MARKER_CHARS = re.compile(r"[^0-9A-Za-z_]+")
+
+
+def marker_name(prefix: str, value: str) -> str:
+    """A valid marker name for a tag (``tag_contract_law``)."""
+    cleaned = _MARKER_CHARS.sub("_", value).strip("_").lower()
+    return f"{prefix}{cleaned or 'x'}"
+
+
+@dataclass(frozen=True, slots=True)
+class ItemSpec:
+    """One test item: an entry (valid or rejected record) and the model that answers it."""
+
+    entry: Record | RejectedRecord
+    model: str
+    item_id: str
+
+
+class LegalEvalState:
+    """Everything one process knows about the evaluation."""
+
+    def __init__(self, settings: Settings, rootdir: Path) -> None:
+        self.settings = settings
+        self.rootdir = rootdir
+        self.request_id = new_request_id()
+        self.responses: ResponseTable | None = (
+            load_responses(settings.responses) if settings.responses else None
+        )
+        self._load: LoadResult | None = None
+        self._rejection: DatasetRejected | None = None
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models of this run: from the responses file, else ``--model``."""
+        if self.responses is not None:
+            return self.responses.models or ("prefilled",)
+        return self.settings.model
+
+    def load(self) -> LoadResult:
+        """Load (once) and validate the datasets; re-raise a dataset-level rejection."""
+        if self._rejection is not None:
+            raise self._rejection
+        if self._load is None:
+            try:
+                self._load = load_dataset(list(self.settings.dataset), self.settings.dataset_format)
+            except DatasetRejected as exc:
+                self._rejection = exc
+                raise
+        return self._load
+
+    @property
+    def rejected(self) -> DatasetRejected | None:
+        """The dataset-level rejection, once ``load`` has failed."""
+        return self._rejection
+
+    @cached_property
+    def selected(self) -> list[Record | RejectedRecord]:
+        """Entries this run evaluates, in file order."""
+        s = self.settings
+        return select(
+            self.load().entries, shard=s.shard, sample=s.sample, seed=s.seed, limit=s.limit
+        )
+
+    @cached_property
+    def items(self) -> list[ItemSpec]:
+        """One item per selected entry and model."""
+        models = self.models
+        several = len(models) > 1
+        items: list[ItemSpec] = []
+        for entry in self.selected:
+            if isinstance(entry, Record):
+                base = f"{entry.dataset}/{entry.id}"
+            else:
+                dataset = entry.dataset or Path(entry.source.path).stem
+                where = entry.record_id or (
+                    f"line{entry.source.line}"
+                    if entry.source.line
+                    else f"index{entry.source.index}"
+                )
+                base = f"{dataset}/{where}"
+            for model in models:
+                items.append(ItemSpec(entry, model, f"{base}-{model}" if several else base))
+        return items
+
+    def evaluate(self, spec: ItemSpec) -> EvalResult:
+        """The graded result of one item (pre-computed responses are graded here)."""
+        record = spec.entry
+        assert isinstance(record, Record), "rejected records never reach evaluation"
+        if self.responses is not None:
+            response = self.responses.get(record.id, spec.model)
+            if response is None:
+                return missing_response_result(record, spec.model, self.responses.path)
+            return grade_response(record, spec.model, response, "prefilled")
+        raise NotImplementedError("live generation arrives with the engine")
+
+    def tag_markers(self) -> set[str]:
+        """Marker names of every tag of the selected records."""
+        return {
+            marker_name("tag_", tag)
+            for entry in self.selected
+            if isinstance(entry, Record)
+            for tag in entry.tags
+        }
+
+
+STATE_KEY = pytest.StashKey[LegalEvalState]()

@@ -1,0 +1,349 @@
+"""Options of the ``legaleval`` group and how their values are resolved.
+
+Precedence: command line > ``--legaleval-config`` YAML (or ``legaleval.yaml`` at the
+rootdir) > ``[tool.pytest.ini_options]`` keys (``legaleval_<name>``) > defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_legaleval.errors import ConfigError
+
+__all__ = ["OPTIONS", "OptionSpec", "Settings", "Shard", "add_options", "parse_shard", "resolve"]
+
+_RUN_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """``--shard K/N``: this run evaluates the K-th of N disjoint parts (1-based)."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str) -> Shard:
+    """Parse ``K/N`` with ``1 <= K <= N``."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match:
+        raise ConfigError(f"--shard expects K/N such as 1/4, got {text!r}")
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1 or not 1 <= index <= count:
+        raise ConfigError(f"--shard {text}: K must be between 1 and N (N >= 1)")
+    return Shard(index, count)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be >= 1, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    """One option: its flag, its settings attribute and how to read it."""
+
+    flag: str
+    dest: str
+    help: str
+    default: Any = None
+    convert: Callable[[str], Any] | None = None
+    multiple: bool = False
+    metavar: str | None = None
+    secret: bool = False
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec(
+        "--dataset", "dataset", "Dataset file or directory (repeatable).", (), None, True, "PATH"
+    ),
+    OptionSpec(
+        "--dataset-format",
+        "dataset_format",
+        "Input format: auto (detect from content), legal_eval_v1 or contract_v1.",
+        "auto",
+    ),
+    OptionSpec(
+        "--responses",
+        "responses",
+        "JSONL of pre-computed responses {record_id, response, model?} (no generation).",
+        None,
+        None,
+        False,
+        "PATH",
+    ),
+    OptionSpec(
+        "--model",
+        "model",
+        "Model to evaluate live, PROVIDER/NAME (repeatable).",
+        (),
+        None,
+        True,
+        "PROVIDER/NAME",
+    ),
+    OptionSpec(
+        "--base-url",
+        "base_url",
+        "OpenAI-compatible endpoint (else OPENAI_BASE_URL).",
+        None,
+        None,
+        False,
+        "URL",
+    ),
+    OptionSpec(
+        "--judge-model",
+        "judge_model",
+        "Judge model PROVIDER/NAME (repeatable).",
+        (),
+        None,
+        True,
+        "PROVIDER/NAME",
+    ),
+    OptionSpec(
+        "--concurrency",
+        "concurrency",
+        "Model calls in flight, in total.",
+        32,
+        _positive_int,
+        False,
+        "N",
+    ),
+    OptionSpec(
+        "--run-dir",
+        "run_dir",
+        "Directory that receives run directories.",
+        "legaleval-runs",
+        None,
+        False,
+        "DIR",
+    ),
+    OptionSpec(
+        "--run-id", "run_id", "Run id (default: generated run_<ULID>).", None, None, False, "ID"
+    ),
+    OptionSpec(
+        "--limit",
+        "limit",
+        "Evaluate only the first N selected records.",
+        None,
+        _positive_int,
+        False,
+        "N",
+    ),
+    OptionSpec(
+        "--sample",
+        "sample",
+        "Evaluate a seeded random sample of N records.",
+        None,
+        _positive_int,
+        False,
+        "N",
+    ),
+    OptionSpec(
+        "--seed",
+        "seed",
+        "Seed for --sample (and for the model, where supported).",
+        None,
+        int,
+        False,
+        "S",
+    ),
+    OptionSpec(
+        "--shard",
+        "shard",
+        "Evaluate the K-th of N parts, stable by record id.",
+        None,
+        parse_shard,
+        False,
+        "K/N",
+    ),
+    OptionSpec(
+        "--cache", "cache", "SQLite response cache.", ".legaleval/cache.sqlite", None, False, "PATH"
+    ),
+    OptionSpec(
+        "--gate",
+        "gate",
+        "Quality gate such as pass_rate>=0.8 (repeatable).",
+        (),
+        None,
+        True,
+        "EXPR",
+    ),
+    OptionSpec(
+        "--baseline",
+        "baseline",
+        "Baseline run directory for paired comparison.",
+        None,
+        None,
+        False,
+        "PATH",
+    ),
+)
+
+_BY_DEST = {spec.dest: spec for spec in OPTIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The resolved configuration of one session."""
+
+    dataset: tuple[str, ...] = ()
+    dataset_format: str = "auto"
+    responses: str | None = None
+    model: tuple[str, ...] = ()
+    base_url: str | None = None
+    judge_model: tuple[str, ...] = ()
+    concurrency: int = 32
+    run_dir: str = "legaleval-runs"
+    run_id: str | None = None
+    limit: int | None = None
+    sample: int | None = None
+    seed: int | None = None
+    shard: Shard | None = None
+    cache: str | None = ".legaleval/cache.sqlite"
+    gate: tuple[str, ...] = ()
+    baseline: str | None = None
+    config_file: str | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Where each value came from: ``cli``, ``yaml``, ``ini`` or ``default``."""
+
+    @property
+    def active(self) -> bool:
+        """Whether a dataset was configured at all."""
+        return bool(self.dataset)
+
+    def public_dict(self) -> dict[str, Any]:
+        """JSON-safe view for the run manifest (no secrets are held here)."""
+        out: dict[str, Any] = {}
+        for spec in OPTIONS:
+            value = getattr(self, spec.dest)
+            out[spec.dest] = (
+                list(value)
+                if isinstance(value, tuple)
+                else (str(value) if isinstance(value, Shard) else value)
+            )
+        out["config_file"] = self.config_file
+        out["sources"] = dict(self.sources)
+        return out
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the ``legaleval`` option group and its ini keys."""
+    group = parser.getgroup("legaleval", "LLM evaluation (pytest-legaleval)")
+    for spec in OPTIONS:
+        group.addoption(
+            spec.flag,
+            action="append" if spec.multiple else "store",
+            dest=f"legaleval_{spec.dest}",
+            default=None,
+            metavar=spec.metavar,
+            help=spec.help,
+        )
+        parser.addini(
+            f"legaleval_{spec.dest}", spec.help, type="linelist" if spec.multiple else "string"
+        )
+    group.addoption(
+        "--no-cache",
+        action="store_true",
+        dest="legaleval_no_cache",
+        default=False,
+        help="Do not read or write the response cache.",
+    )
+    group.addoption(
+        "--legaleval-config",
+        dest="legaleval_config",
+        default=None,
+        metavar="FILE",
+        help="YAML configuration (default: legaleval.yaml at the rootdir, if any).",
+    )
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read --legaleval-config {path}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"--legaleval-config {path} must hold a mapping, got {type(data).__name__}"
+        )
+    return data
+
+
+def _coerce(spec: OptionSpec, value: Any, origin: str) -> Any:
+    """Bring a value from any source to the type the settings hold."""
+    if spec.multiple:
+        items: Sequence[Any] = value if isinstance(value, list | tuple) else [value]
+        return tuple(str(v) for v in items if str(v).strip())
+    if value is None:
+        return None
+    if spec.convert is not None and isinstance(value, str | int | float):
+        try:
+            return spec.convert(str(value))
+        except ConfigError:
+            raise
+        except ValueError as exc:
+            raise ConfigError(f"{spec.flag} ({origin}): {exc}") from exc
+    return value
+
+
+def resolve(config: pytest.Config) -> Settings:
+    """Resolve every option by precedence; raise ``ConfigError`` on bad values."""
+    rootdir = Path(str(config.rootpath))
+    config_file: Path | None = None
+    explicit = config.getoption("legaleval_config")
+    if explicit:
+        config_file = Path(explicit)
+        if not config_file.is_file():
+            raise ConfigError(f"--legaleval-config {explicit}: no such file")
+    elif (rootdir / "legaleval.yaml").is_file():
+        config_file = rootdir / "legaleval.yaml"
+    yaml_values = _read_yaml(config_file) if config_file else {}
+    unknown = sorted(
+        set(yaml_values) - set(_BY_DEST) - {"models", "gates", "judge", "pricing", "per_model"}
+    )
+    if unknown:
+        raise ConfigError(f"{config_file}: unknown keys {unknown}; accepted: {sorted(_BY_DEST)}")
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for spec in OPTIONS:
+        cli_value = config.getoption(f"legaleval_{spec.dest}")
+        ini_value = config.getini(f"legaleval_{spec.dest}")
+        yaml_key = spec.dest if spec.dest in yaml_values else None
+        if spec.dest == "gate" and "gates" in yaml_values:
+            yaml_key = "gates"
+        if cli_value not in (None, []):
+            values[spec.dest], sources[spec.dest] = _coerce(spec, cli_value, "command line"), "cli"
+        elif yaml_key is not None:
+            values[spec.dest] = _coerce(spec, yaml_values[yaml_key], str(config_file))
+            sources[spec.dest] = "yaml"
+        elif ini_value not in (None, "", []):
+            values[spec.dest], sources[spec.dest] = _coerce(spec, ini_value, "ini"), "ini"
+        else:
+            values[spec.dest], sources[spec.dest] = spec.default, "default"
+    if config.getoption("legaleval_no_cache"):
+        values["cache"], sources["cache"] = None, "cli"
+    run_id = values.get("run_id")
+    if run_id is not None and not _RUN_ID_RE.match(str(run_id)):
+        raise ConfigError(
+            f"--run-id {run_id!r} is not a safe directory name; use letters, digits, '_', '-', '.'"
+        )
+    base_url = values.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
+    values["base_url"] = base_url
+    return Settings(
+        config_file=str(config_file) if config_file else None, sources=sources, **values
+    )

@@ -1,0 +1,66 @@
+"""pytest fixtures that serve a mock OpenAI endpoint (see :mod:`.mock_openai`) to a test.
+
+Example::
+
+    def test_retries(mock_openai):
+        mock_openai.add_fault("500", match="record-7", times=2)
+        client = openai.OpenAI(base_url=mock_openai.base_url, api_key="x", max_retries=0)
+        ...
+
+    def test_two_endpoints(mock_openai_factory):
+        fast = mock_openai_factory()
+        slow = mock_openai_factory(latency=0.2, models=["slow-model"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
+
+__all__ = ["MockOpenAIFactory", "mock_openai", "mock_openai_factory"]
+
+MockOpenAIFactory = Callable[..., MockOpenAIServer]
+"""``factory(config: MockConfig | None = None, **config_fields) -> MockOpenAIServer``."""
+
+
+@pytest.fixture
+def mock_openai() -> Iterator[MockOpenAIServer]:
+    """Serve a started mock OpenAI endpoint with the default config for one test.
+
+    Configure it in the test through the handle (``add_reply``, ``add_fault``,
+    ``set_latency``...). It is stopped after the test.
+
+    Yields:
+        The running server; ``mock_openai.base_url`` is the client's base URL.
+
+    """
+    with MockOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def mock_openai_factory() -> Iterator[MockOpenAIFactory]:
+    """Start any number of configured mock OpenAI endpoints; all are stopped after the test.
+
+    Yields:
+        ``factory(config=None, **config_fields)`` returning a started
+        :class:`~pytest_legaleval.testing.mock_openai.MockOpenAIServer`.
+
+    """
+    servers: list[MockOpenAIServer] = []
+
+    def factory(config: MockConfig | None = None, **config_fields: Any) -> MockOpenAIServer:
+        server = MockOpenAIServer(config, **config_fields)
+        server.start()
+        servers.append(server)
+        return server
+
+    try:
+        yield factory
+    finally:
+        for server in servers:
+            server.stop()

@@ -1,0 +1,103 @@
+"""The Dataset Contract's ``record_errors`` entry and its closed list of codes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_legaleval.errors import DatasetRejected
+from pytest_legaleval.validation.checks import Issue, dedupe_issues, format_path
+
+__all__ = ["ERROR_CODES", "AllRecordsRejected", "RecordError", "issues_to_errors"]
+
+ERROR_CODES: frozenset[str] = frozenset(
+    {
+        "missing_required_field",
+        "invalid_field_type",
+        "value_out_of_range",
+        "string_too_long",
+        "invalid_enum_value",
+        "duplicate_record_id",
+        "record_too_large",
+        "invalid_encoding",
+        "unsupported_field",
+    }
+)
+"""The contract's nine ``code`` values (Dataset Contract v1, §2.2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordError:
+    """One record-level validation failure, in the contract's ``record_errors`` shape."""
+
+    index: int
+    """Zero-based index of the record (``records[i]`` or the i-th row of a JSONL file)."""
+    record_id: str | None
+    """The record's id, or ``None`` when it has no usable one."""
+    code: str
+    """One of :data:`ERROR_CODES`."""
+    message: str
+    """Human-readable reason; names file and line where they are known."""
+    path: str
+    """JSONPath-like location such as ``records[1].input.prompt``."""
+    severity: str = "error"
+    """Always ``error`` in contract v1."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the contract's six keys, in the contract's order."""
+        return {
+            "index": self.index,
+            "record_id": self.record_id,
+            "code": self.code,
+            "message": self.message,
+            "path": self.path,
+            "severity": self.severity,
+        }
+
+
+class AllRecordsRejected(DatasetRejected):
+    """Every record of a dataset failed validation (HTTP 400, ``invalid_request``).
+
+    The envelope's ``details`` are exactly ``{rejected_records, accepted_records}`` as the
+    contract shows them; the individual failures ride along in :attr:`record_errors` so a
+    caller can still show why.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        record_errors: tuple[RecordError, ...],
+        rejected_records: int,
+    ) -> None:
+        super().__init__(
+            message,
+            details={"rejected_records": rejected_records, "accepted_records": 0},
+        )
+        self.record_errors = record_errors
+
+
+def issues_to_errors(
+    issues: Iterable[Issue], index: int, record_id: str | None, where: str = ""
+) -> list[RecordError]:
+    """Turn a record's issues into contract ``RecordError`` entries for ``records[index]``.
+
+    The message starts with the field path relative to the record (``choices[1].id``),
+    so it reads on its own; ``where`` (``"lexam.jsonl line 4"``) is appended in brackets.
+    """
+    base = f"records[{index}]"
+    suffix = f" ({where})" if where else ""
+    errors = []
+    for issue in dedupe_issues(list(issues)):
+        subject = format_path("", issue.parts) or "record"
+        errors.append(
+            RecordError(
+                index=index,
+                record_id=record_id,
+                code=issue.code,
+                message=f"{subject} {issue.text}{suffix}",
+                path=format_path(base, issue.parts),
+            )
+        )
+    return errors

@@ -1,0 +1,269 @@
+"""The SQLite result cache, crash safety, secrets and configuration errors."""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_legaleval.engine import (
+    Engine,
+    EngineSettings,
+    GenerationRequest,
+    ResultCache,
+    RetryPolicy,
+)
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer, prompt_hash
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def server() -> Iterator[MockOpenAIServer]:
+    with MockOpenAIServer(MockConfig(latency=0.0)) as srv:
+        yield srv
+
+
+def settings_for(base_url: str, cache: Path | None, **kw: Any) -> EngineSettings:
+    options: dict[str, Any] = {
+        "base_url": base_url,
+        "cache_path": None if cache is None else str(cache),
+        "retry": RetryPolicy.scaled(0.001),
+        "request_timeout_s": 10.0,
+    }
+    options.update(kw)
+    return EngineSettings(**options)
+
+
+def request(text: str, **kw: Any) -> GenerationRequest:
+    return GenerationRequest(
+        model="openai/mock-model", messages=({"role": "user", "content": text},), **kw
+    )
+
+
+def test_cache_hit_avoids_the_network_and_survives_a_new_engine(
+    server: MockOpenAIServer, tmp_path: Path
+) -> None:
+    cache = tmp_path / "sub" / "cache.sqlite"
+    server.add_reply("cached-question", {"usage": {"prompt_tokens": 5, "completion_tokens": 3}})
+    with Engine(settings_for(server.base_url, cache)) as engine:
+        first = engine.submit(request("cached-question")).result(timeout=10)
+        again = engine.submit(request("cached-question")).result(timeout=10)
+        assert engine.stats()["cache_hits"] == 1
+    assert first.ok and not first.cached
+    assert again.cached and again.text == first.text and again.attempts == ()
+    assert server.stats()["requests"] == 1
+    with Engine(settings_for(server.base_url, cache)) as engine:
+        hit = engine.submit(request("cached-question", max_latency_ms=1)).result(timeout=10)
+    assert server.stats()["requests"] == 1
+    assert hit.cached and hit.ok and hit.text == first.text
+    assert (hit.input_tokens, hit.output_tokens) == (5, 3)
+    assert hit.latency_ms == pytest.approx(first.latency_ms)
+    assert hit.latency_exceeded == (first.latency_ms is not None and first.latency_ms > 1)
+    assert hit.cache_key == first.cache_key
+    assert hit.first_attempt_at is None
+
+
+def test_a_different_template_or_endpoint_misses(server: MockOpenAIServer, tmp_path: Path) -> None:
+    cache = tmp_path / "cache.sqlite"
+    with Engine(settings_for(server.base_url, cache)) as engine:
+        engine.submit(request("versioned")).result(timeout=10)
+        assert not engine.submit(request("versioned", template_version="v2")).result().cached
+    other = server.base_url.replace("127.0.0.1", "localhost")
+    with Engine(settings_for(other, cache)) as engine:
+        assert not engine.submit(request("versioned")).result(timeout=10).cached
+    assert server.count_for("versioned") == 3
+
+
+def test_errors_are_never_cached(server: MockOpenAIServer, tmp_path: Path) -> None:
+    cache = tmp_path / "cache.sqlite"
+    server.add_fault("400", match="rejected", times=1)
+    with Engine(settings_for(server.base_url, cache)) as engine:
+        assert engine.submit(request("rejected")).result(timeout=10).error_code == "bad_request"
+    with Engine(settings_for(server.base_url, cache)) as engine:
+        result = engine.submit(request("rejected")).result(timeout=10)
+    assert result.ok and not result.cached and server.count_for("rejected") == 2
+    rows = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    assert rows == 1
+
+
+def test_bulk_submission_reads_hits_in_one_go(server: MockOpenAIServer, tmp_path: Path) -> None:
+    cache = tmp_path / "cache.sqlite"
+    batch = [request(f"bulk {i}") for i in range(1200)]
+    with Engine(settings_for(server.base_url, cache, concurrency=64)) as engine:
+        assert all(f.result(timeout=30).ok for f in engine.submit_many(batch[:700]))
+    with Engine(settings_for(server.base_url, cache, concurrency=64)) as engine:
+        results = [f.result(timeout=30) for f in engine.submit_many(batch)]
+        assert engine.stats()["cache_hits"] == 700
+    assert [r.cached for r in results] == [True] * 700 + [False] * 500
+    assert server.stats()["requests"] == 1200
+
+
+def _cache_worker(base_url: str, cache: str, worker: int) -> None:
+    settings = settings_for(base_url, Path(cache), concurrency=16)
+    batch = [request(f"worker {worker} item {i}") for i in range(150)]
+    batch += [request(f"shared item {i}") for i in range(50)]
+    with Engine(settings) as engine:
+        results = [f.result(timeout=60) for f in engine.submit_many(batch)]
+        errors = engine.stats()["cache_write_errors"]
+    if errors or not all(r.ok for r in results):
+        raise SystemExit(3)
+
+
+def test_two_processes_share_one_cache_file(server: MockOpenAIServer, tmp_path: Path) -> None:
+    cache = str(tmp_path / "shared.sqlite")
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_cache_worker, args=(server.base_url, cache, n)) for n in (1, 2)
+    ]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(60)
+    assert [p.exitcode for p in workers] == [0, 0]
+    rows = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    assert rows == 350  # 150 + 150 own rows, the 50 shared ones once
+    store = ResultCache(cache)
+    try:
+        keys = [k for (k,) in sqlite3.connect(cache).execute("SELECT cache_key FROM results")]
+        assert len(store.get_many(keys)) == 350
+    finally:
+        store.close()
+
+
+_KILLED_CHILD = textwrap.dedent(
+    """
+    import sys
+    from pytest_legaleval.engine import Engine, EngineSettings, GenerationRequest, RetryPolicy
+
+    base_url, cache = sys.argv[1], sys.argv[2]
+    settings = EngineSettings(base_url=base_url, cache_path=cache, concurrency=4,
+                              retry=RetryPolicy.scaled(0.001))
+    batch = [GenerationRequest(model="openai/mock-model",
+                               messages=({"role": "user", "content": f"crash item {i:03d}"},))
+             for i in range(200)]
+    engine = Engine(settings)
+    for i, future in enumerate(engine.submit_many(batch)):
+        assert future.result().ok
+        print(f"done {i}", flush=True)
+    """
+)
+
+
+def test_rerun_after_sigkill_repeats_no_finished_call(
+    server: MockOpenAIServer, tmp_path: Path
+) -> None:
+    server.set_latency(0.02)
+    cache = str(tmp_path / "crash.sqlite")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_CHILD, server.base_url, cache],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    assert child.stdout is not None
+    finished: list[int] = []
+    for line in child.stdout:
+        finished.append(int(line.split()[1]))
+        if len(finished) >= 40:
+            break
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    assert child.returncode == -signal.SIGKILL
+    assert server.stats()["requests"] < 200  # really killed mid-run
+    batch = [request(f"crash item {i:03d}") for i in range(200)]
+    with Engine(settings_for(server.base_url, Path(cache), concurrency=16)) as engine:
+        results = [f.result(timeout=30) for f in engine.submit_many(batch)]
+    assert all(r.ok for r in results)
+    per_prompt = server.stats()["per_prompt"]
+    for i in finished:
+        assert results[i].cached
+        assert per_prompt[prompt_hash(batch[i].messages)] == 1, f"item {i} was paid twice"
+    assert sum(r.cached for r in results) >= len(finished)
+
+
+def test_api_key_never_reaches_cache_results_or_messages(
+    server: MockOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-planted-SECRET-0123456789"
+    monkeypatch.setenv("LEGALEVAL_PLANTED_KEY", secret)
+    server.update_config(api_key=secret)
+    server.add_reply("leaky", {"status": 401, "content": f"Incorrect API key provided: {secret}"})
+    cache = tmp_path / "secret.sqlite"
+    settings = settings_for(server.base_url, cache, api_key_env="LEGALEVAL_PLANTED_KEY")
+    with Engine(settings) as engine:
+        good = [
+            f.result(timeout=10) for f in engine.submit_many([request(f"q{i}") for i in range(5)])
+        ]
+        leaky = engine.submit(request("leaky")).result(timeout=10)
+        assert secret not in repr(engine.stats())
+    assert all(r.ok for r in good)
+    assert leaky.error_code == "auth_error" and "***" in leaky.error_message
+    for text in (repr(good), repr(leaky), repr(settings)):
+        assert secret not in text
+    files = [p for p in tmp_path.iterdir() if p.name.startswith("secret.sqlite")]
+    assert files
+    for path in files:
+        assert secret.encode() not in path.read_bytes()
+
+
+def test_unknown_provider_is_a_config_error(tmp_path: Path) -> None:
+    with Engine(EngineSettings(cache_path=None)) as engine:
+        with pytest.raises(ConfigError, match="accepted providers: openai"):
+            engine.submit(
+                GenerationRequest("anthropic/claude", ({"role": "user", "content": "x"},))
+            )
+        with pytest.raises(ConfigError, match="PROVIDER/NAME"):
+            engine.check_model("gpt-4.1")
+        with pytest.raises(ConfigError, match="purpose"):
+            engine.submit(
+                GenerationRequest(
+                    "openai/x", ({"role": "user", "content": "x"},), purpose="grading"
+                )
+            )
+        assert engine.stats()["submitted"] == 0
+
+
+def test_missing_key_without_base_url_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("LEGALEVAL_ABSENT_KEY", raising=False)
+    with Engine(EngineSettings(cache_path=None, api_key_env="LEGALEVAL_ABSENT_KEY")) as engine:
+        with pytest.raises(ConfigError, match="LEGALEVAL_ABSENT_KEY is not set"):
+            engine.check_model("openai/gpt-4.1-mini")
+    # A local server needs no key: the dummy one is used.
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    with Engine(EngineSettings(cache_path=None, api_key_env="LEGALEVAL_ABSENT_KEY")) as engine:
+        engine.check_model("openai/gpt-4.1-mini")
+
+
+def test_cache_writes_are_durable_before_results_are_seen(
+    server: MockOpenAIServer, tmp_path: Path
+) -> None:
+    cache = tmp_path / "durable.sqlite"
+    with Engine(settings_for(server.base_url, cache)) as engine:
+        result = engine.submit(request("durable")).result(timeout=10)
+        # Read with an independent connection while the engine is still open.
+        row = (
+            sqlite3.connect(cache)
+            .execute("SELECT text, model FROM results WHERE cache_key = ?", (result.cache_key,))
+            .fetchone()
+        )
+    assert row == (result.text, "openai/mock-model")
+
+
+def test_unusable_cache_file_is_a_config_error(tmp_path: Path) -> None:
+    garbage = tmp_path / "not-a-db.sqlite"
+    garbage.write_bytes(b"this is not an SQLite database, just some text" * 100)
+    engine = Engine(EngineSettings(cache_path=str(garbage)))
+    with pytest.raises(ConfigError, match="result cache"):
+        engine.start()
+    engine.close()

@@ -1,0 +1,227 @@
+"""Pipelining, concurrency limits, FIFO, dedupe, rate limits, 429 storms and cancellation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from pytest_legaleval.engine import (
+    Engine,
+    EngineSettings,
+    GenerationParams,
+    GenerationRequest,
+    RetryPolicy,
+)
+from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
+
+
+@pytest.fixture
+def server() -> Iterator[MockOpenAIServer]:
+    with MockOpenAIServer(MockConfig(latency=0.0)) as srv:
+        yield srv
+
+
+def engine_for(server: MockOpenAIServer, **settings: Any) -> Engine:
+    options: dict[str, Any] = {
+        "base_url": server.base_url,
+        "cache_path": None,
+        "retry": RetryPolicy.scaled(0.001),
+        "request_timeout_s": 10.0,
+    }
+    options.update(settings)
+    return Engine(EngineSettings(**options))
+
+
+def requests(n: int, tag: str = "item", **kw: Any) -> list[GenerationRequest]:
+    return [
+        GenerationRequest(
+            model="openai/mock-model",
+            messages=({"role": "user", "content": f"{tag} {i:05d}"},),
+            **kw,
+        )
+        for i in range(n)
+    ]
+
+
+def test_run_is_pipelined_and_bounded(server: MockOpenAIServer) -> None:
+    server.set_latency(0.1)
+    with engine_for(server, concurrency=8) as engine:
+        start = time.perf_counter()
+        futures = engine.submit_many(requests(40))
+        results = [f.result(timeout=30) for f in futures]
+        elapsed = time.perf_counter() - start
+        stats = engine.stats()
+    assert all(r.ok for r in results)
+    # 40 x 100 ms / 8 = 0.5 s ideal; sequential would be 4 s.
+    assert elapsed < 2.0
+    assert server.stats()["peak_in_flight"] == 8
+    assert stats["peak_in_flight"] == 8 and stats["in_flight"] == 0
+    assert stats["submitted"] == stats["completed"] == 40
+
+
+def test_share_divides_concurrency_per_process(server: MockOpenAIServer) -> None:
+    server.set_latency(0.05)
+    with engine_for(server, concurrency=8, share=2) as engine:
+        assert all(f.result(timeout=30).ok for f in engine.submit_many(requests(20)))
+    assert server.stats()["peak_in_flight"] == 4
+
+
+def test_judges_get_their_own_pool(server: MockOpenAIServer) -> None:
+    server.set_latency(0.1)
+    with engine_for(server, concurrency=4, judge_concurrency=2) as engine:
+        judged = engine.submit_many(requests(8, "judge", purpose="judge"))
+        generated = engine.submit_many(requests(8, "gen"))
+        assert all(f.result(timeout=30).ok for f in judged + generated)
+        assert engine.stats()["judge_concurrency_limit"] == 2
+    assert server.stats()["peak_in_flight"] == 6
+
+
+def test_start_order_is_submission_order(server: MockOpenAIServer) -> None:
+    with engine_for(server, concurrency=1) as engine:
+        results = [f.result(timeout=30) for f in engine.submit_many(requests(30, "fifo"))]
+    arrived = [body["messages"][0]["content"] for body in server.requests()]
+    assert arrived == [f"fifo {i:05d}" for i in range(30)]
+    starts = [r.attempts[0].started_at for r in results]
+    assert starts == sorted(starts)
+
+
+def test_start_order_is_fifo_under_concurrency(server: MockOpenAIServer) -> None:
+    server.set_latency((0.0, 0.02), seed=3)
+    with engine_for(server, concurrency=4) as engine:
+        results = [f.result(timeout=30) for f in engine.submit_many(requests(60, "fifo"))]
+    starts = [r.attempts[0].started_at for r in results]
+    assert starts == sorted(starts)  # engine-side start times follow submission order
+    arrived = [int(body["messages"][0]["content"].split()[1]) for body in server.requests()]
+    assert all(abs(pos - index) <= 4 for pos, index in enumerate(arrived))
+
+
+def test_identical_requests_share_one_call(server: MockOpenAIServer) -> None:
+    server.set_latency(0.1)
+    same = requests(1, "dedupe")[0]
+    with engine_for(server) as engine:
+        futures = engine.submit_many([same, same, same])
+        futures.append(engine.submit(same))
+        results = [f.result(timeout=30) for f in futures]
+        stats = engine.stats()
+    assert server.count_for("dedupe") == 1
+    assert len({id(r) for r in results}) == 1 and results[0].ok
+    assert stats["deduped"] == 3 and stats["submitted"] == 4 and stats["completed"] == 4
+
+
+def test_cancel_all_resolves_everything_quickly(server: MockOpenAIServer) -> None:
+    server.add_fault("500", match="waiting-retry", delay=0)
+    with engine_for(server, concurrency=4, retry=RetryPolicy(delays_s=(30.0,))) as engine:
+        retrying = engine.submit(requests(1, "waiting-retry")[0])
+        deadline = time.monotonic() + 5
+        while engine.stats()["retries"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        server.set_latency(30.0)
+        futures = engine.submit_many(requests(20, "cancel-me"))
+        while engine.stats()["in_flight"] < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        start = time.perf_counter()
+        engine.cancel_all()
+        elapsed = time.perf_counter() - start
+        assert elapsed < 2.0
+        results = [f.result(timeout=0.5) for f in [retrying, *futures]]
+        assert all(r.error_code == "cancelled" and r.text is None for r in results)
+        in_flight = [r for r in results if r.attempts and r.attempts[-1].error_code == "cancelled"]
+        assert len(in_flight) >= 1
+        assert [a.error_code for a in results[0].attempts] == ["internal_error"]
+        assert len(in_flight) == 4 and engine.stats()["in_flight"] == 0
+        assert engine.stats()["cancelled"] == 21
+        # The engine stays usable after a cancel.
+        server.set_latency(0.0)
+        assert engine.submit(requests(1, "after-cancel")[0]).result(timeout=10).ok
+
+
+def test_close_cancels_and_is_idempotent(server: MockOpenAIServer) -> None:
+    server.set_latency(30.0)
+    engine = engine_for(server, concurrency=2)
+    futures = engine.submit_many(requests(5, "closing"))
+    start = time.perf_counter()
+    engine.close()
+    engine.close()
+    assert time.perf_counter() - start < 5.0
+    assert all(f.result(timeout=0.5).error_code == "cancelled" for f in futures)
+    with pytest.raises(RuntimeError):
+        engine.submit(requests(1)[0])
+
+
+def test_rpm_limit_spaces_requests(server: MockOpenAIServer) -> None:
+    # 1200 rpm = 20/s with a one-second burst of 20: 40 requests need about 1 s.
+    with engine_for(server, rpm=1200) as engine:
+        start = time.perf_counter()
+        assert all(f.result(timeout=30).ok for f in engine.submit_many(requests(40, "rpm")))
+        elapsed = time.perf_counter() - start
+    assert 0.8 <= elapsed < 5.0
+
+
+def test_rpm_is_shared_among_processes(server: MockOpenAIServer) -> None:
+    # The same 40 requests with 2400 rpm split over 2 workers take as long as 1200 rpm.
+    with engine_for(server, rpm=2400, share=2) as engine:
+        start = time.perf_counter()
+        assert all(f.result(timeout=30).ok for f in engine.submit_many(requests(40, "rpm2")))
+        elapsed = time.perf_counter() - start
+    assert 0.8 <= elapsed < 5.0
+
+
+def test_tpm_limit_slows_the_run(server: MockOpenAIServer) -> None:
+    # 12,000 tpm = 200 tokens/s (burst 200); each call is charged ~34 and really uses ~17.
+    params = GenerationParams(max_new_tokens=20)
+    batch = [
+        GenerationRequest(
+            model="openai/mock-model",
+            messages=({"role": "user", "content": f"tpm {i:03d} " + "x" * 31},),
+            params=params,
+        )
+        for i in range(20)
+    ]
+    with engine_for(server, tpm=12_000) as engine:
+        start = time.perf_counter()
+        assert all(f.result(timeout=30).ok for f in engine.submit_many(batch))
+        elapsed = time.perf_counter() - start
+    assert 0.35 <= elapsed < 5.0
+
+
+def test_429_storm_shrinks_concurrency_and_every_record_succeeds(
+    server: MockOpenAIServer,
+) -> None:
+    server.set_latency(0.02)
+    server.add_fault("429", times=40, retry_after=0.001)
+    policy = RetryPolicy(max_attempts=6, delays_s=(0.005, 0.01, 0.02), jitter=0.2)
+    with engine_for(server, concurrency=16, retry=policy) as engine:
+        results = [f.result(timeout=30) for f in engine.submit_many(requests(64, "storm"))]
+        stats = engine.stats()
+    assert all(r.ok for r in results), [r.error_code for r in results if not r.ok]
+    assert stats["rate_limited"] == 40
+    assert stats["concurrency_lowest"] < 16
+    assert sum(len(r.attempts) for r in results) == 64 + 40
+
+
+@pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
+def test_connection_pool_is_not_the_bottleneck(server: MockOpenAIServer, transport: str) -> None:
+    # Raw httpx and aiohttp default to 100 connections; the engine sizes the pool to its limit.
+    server.set_latency(0.3)
+    with engine_for(server, concurrency=150, transport=transport) as engine:
+        assert all(f.result(timeout=30).ok for f in engine.submit_many(requests(150, "pool")))
+    assert server.stats()["peak_in_flight"] == 150
+
+
+def test_submission_from_many_threads(server: MockOpenAIServer) -> None:
+    server.set_latency(0.01)
+    batch = requests(40, "threads")
+    with engine_for(server, concurrency=8) as engine:
+        with ThreadPoolExecutor(4) as pool:
+            chunks = list(pool.map(lambda k: engine.submit_many(batch[k % 2 :: 2]), range(4)))
+        results = [f.result(timeout=30) for chunk in chunks for f in chunk]
+        stats = engine.stats()
+    assert len(results) == 80 and all(r.ok for r in results)
+    # Each prompt was submitted twice; the copy either joined the call or hit the cache-less
+    # engine after it finished, so the server saw each prompt once or twice, never more.
+    per_prompt = server.stats()["per_prompt"].values()
+    assert sum(per_prompt) == 80 - stats["deduped"] and max(per_prompt) <= 2

@@ -1,0 +1,339 @@
+"""Unit tests of the multiple-choice extractor and grader on realistic replies."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pytest_legaleval.grading.mcq import Extraction, MCQGrade, extract_choice_ids, grade_mcq
+from pytest_legaleval.records import Choice, Record
+
+ABCD = ("A", "B", "C", "D")
+A_H = tuple("ABCDEFGH")
+A_P = tuple("ABCDEFGHIJKLMNOP")
+
+# (reply, choice ids, expected chosen ids). Replies are English and German, short and long,
+# single- and multi-answer, with ids up to P, and traps (articles, the pronoun "I", Roman
+# numerals of LEXam statements, citations, hedges, option-by-option discussions).
+CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    # --- JSON ---------------------------------------------------------------------------------
+    ('{"answer": "B"}', ABCD, ("B",)),
+    ('{"answer": ["A", "C"]}', ABCD, ("A", "C")),
+    ('{"answer": "A, C"}', ABCD, ("A", "C")),
+    (
+        'Here is my reply:\n```json\n{\n  "answer": "D",\n  "reasoning": "Art. 97 OR applies"\n}'
+        "\n```",
+        ABCD,
+        ("D",),
+    ),
+    ('{"Final_Answer": "c"}', ABCD, ("C",)),
+    ('{"choices": ["D", "B"]}', ABCD, ("B", "D")),
+    ('{"reasoning": "Option A is wrong because the term is implied.", "answer": "C"}', ABCD, ("C",)),
+    ("{'answer': 'B'}", ABCD, ("B",)),
+    ('{\\"answer\\": \\"D\\"}', ABCD, ("D",)),
+    ('{"answer": "B) The contract is void."}', ABCD, ("B",)),
+    (
+        '{"answer": "B"}\n\nExplanation: Option D would only apply if the buyer had consented.',
+        ABCD,
+        ("B",),
+    ),
+    # --- answer lines -------------------------------------------------------------------------
+    ("Answer: B", ABCD, ("B",)),
+    ("Final answer: (C)", ABCD, ("C",)),
+    ("**Answer:** D", ABCD, ("D",)),
+    ("Antwort: B", ABCD, ("B",)),
+    ("Lösung: A und C", ABCD, ("A", "C")),
+    ("Réponse : B", ABCD, ("B",)),
+    ("Answers: A, C", ABCD, ("A", "C")),
+    ("Answers: A, B, and D", ABCD, ("A", "B", "D")),
+    ("answer: c", ABCD, ("C",)),
+    ("Answer:\n\nC", ABCD, ("C",)),
+    ("## Final Answer\n\nB", ABCD, ("B",)),
+    ("Answer: **E** – the claim is time-barred.", A_H, ("E",)),
+    ("Answer: Option B is correct, since the offer was accepted in time.", ABCD, ("B",)),
+    ("Answer: I think it is B.", A_P, ("B",)),
+    ("Ａｎｔｗｏｒｔ：Ｂ", ABCD, ("B",)),
+    ("Antwort: (N)", A_P, ("N",)),
+    ("Answer: P", A_P, ("P",)),
+    ("Answer: O", A_P, ("O",)),
+    # --- statements ---------------------------------------------------------------------------
+    ("The correct answer is B.", ABCD, ("B",)),
+    ("The answer is option B.", ABCD, ("B",)),
+    ("The correct answers are A and C.", ABCD, ("A", "C")),
+    ("Looking at each statement in turn, the correct option is **A**.", ABCD, ("A",)),
+    ("The best answer here is D, because the limitation period had run.", ABCD, ("D",)),
+    ("My final answer is: B", ABCD, ("B",)),
+    ("I choose B.", ABCD, ("B",)),
+    ("I'd go with C.", ABCD, ("C",)),
+    ("I believe I would go with I.", A_P, ("I",)),
+    ("The answer is I.", A_P, ("I",)),
+    ("Die richtige Antwort lautet C.", ABCD, ("C",)),
+    ("Richtig ist nur Antwort B.", ABCD, ("B",)),
+    ("Ich wähle B.", ABCD, ("B",)),
+    ("Die Antworten A und C sind korrekt.", ABCD, ("A", "C")),
+    ("Daher ist B richtig.", ABCD, ("B",)),
+    ("Die korrekte Antwort ist J.", A_P, ("J",)),
+    ("La bonne réponse est D.", ABCD, ("D",)),
+    ("The answer is not A but C.", ABCD, ("C",)),
+    ("C is the correct answer.", ABCD, ("C",)),
+    ("Option A is incorrect. Option D is also incorrect. Option C is correct.", ABCD, ("C",)),
+    ("Therefore, B.", ABCD, ("B",)),
+    ("Statements ii and iii are correct, so the answer is B.", ABCD, ("B",)),
+    ("\\boxed{D}", ABCD, ("D",)),
+    ("<answer>C</answer>", ABCD, ("C",)),
+    # --- revisions: the last explicit statement wins -------------------------------------------
+    ("Answer: A ... wait, actually Answer: C", ABCD, ("C",)),
+    (
+        "Answer: A\n\nOn reflection, the limitation period had not expired.\n\nFinal answer: D",
+        ABCD,
+        ("D",),
+    ),
+    (
+        "The answer would be A if the contract were valid; since it is not, the answer is C.",
+        ABCD,
+        ("C",),
+    ),
+    ("Both A and C are plausible. Answer: A, C", ABCD, ("A", "C")),
+    # --- reasoning tags ------------------------------------------------------------------------
+    ("<think>The options... maybe A? Answer: A</think>\nAnswer: C", ABCD, ("C",)),
+    ("<think>Let me think. The correct answer is B.</think>", ABCD, ("B",)),
+    ("The buyer bears the risk ... so A?</think>\n\n**Final answer: D**", ABCD, ("D",)),
+    ("<reasoning>Answer: B seems right</reasoning>The correct answer is A.", ABCD, ("A",)),
+    # --- formatting only -----------------------------------------------------------------------
+    ("Option B", ABCD, ("B",)),
+    ("(b)", ABCD, ("B",)),
+    ("**B**", ABCD, ("B",)),
+    ("B)", ABCD, ("B",)),
+    ("B.", ABCD, ("B",)),
+    ("b", ABCD, ("B",)),
+    ("A and C", ABCD, ("A", "C")),
+    ("A, C", ABCD, ("A", "C")),
+    ("A & C", ABCD, ("A", "C")),
+    ("A und C", ABCD, ("A", "C")),
+    ("A/C", ABCD, ("A", "C")),
+    ("B and D", A_H, ("B", "D")),
+    ("B) The contract is void because the seller lacked capacity.", ABCD, ("B",)),
+    ("The seller lacked capacity, so the contract is void (B).", ABCD, ("B",)),
+    ("After weighing the arguments I settle on **G**.", A_H, ("G",)),
+    ("Both **A** and **C** describe the law correctly.", ABCD, ("A", "C")),
+    # --- German LEXam-style with Roman numerals ------------------------------------------------
+    (
+        "Aussage i ist falsch, da die Frist nicht gewahrt wurde. Aussage ii ist korrekt. "
+        "Somit sind die Aussagen ii und iii zutreffend.\n\nAntwort: F",
+        A_P,
+        ("F",),
+    ),
+    ("Die Aussagen i, ii und iv sind falsch; daher ist Antwort M richtig.", A_P, ("M",)),
+    ("Antwort: B\n\nBegründung: Aussage i ist falsch, Aussage ii ist richtig.", A_P, ("B",)),
+    # --- traps: nothing (or only the real answer) must be extracted ----------------------------
+    ("Die Aussagen i und ii sind richtig.", A_P, ()),
+    ("Antwort: i und ii", A_P, ()),
+    ("A contract is void if it violates mandatory law.", ABCD, ()),
+    ("Answer: A contract concluded under duress is voidable, so the answer is C.", ABCD, ("C",)),
+    ("I think the seller is liable. The correct answer is K.", A_P, ("K",)),
+    ("The answer is a breach of contract by the seller.", ABCD, ()),
+    ("A is wrong, B is wrong, C is right, D is wrong.", ABCD, ()),
+    (
+        "**A**: incorrect, the term is not implied.\n**B**: incorrect.\n**C**: correct.\n"
+        "**D**: incorrect.",
+        ABCD,
+        (),
+    ),
+    (
+        "**A**: incorrect, the term is not implied.\n**B**: incorrect.\n**C**: correct.\n"
+        "**D**: incorrect.\n\nSo the answer is C.",
+        ABCD,
+        ("C",),
+    ),
+    ("The answer is either A or C.", ABCD, ()),
+    ("Answer: B or C", ABCD, ()),
+    ("Hence B must pay damages to A.", ABCD, ()),
+    ("Under § 3 (b) the seller must deliver on time.", ABCD, ()),
+    ("I am not able to determine which statements are correct.", ABCD, ()),
+    ("I.  Sachverhalt\nII. Rechtliche Würdigung\nIII. Ergebnis: Der Vertrag ist gültig.", A_P, ()),
+    ("", ABCD, ()),
+    ("   \n\t", ABCD, ()),
+    ("¯\\_(ツ)_/¯", ABCD, ()),
+    ("A.B.C. Ltd. sued the U.S.A. in 2021.", ABCD, ()),
+    # --- other id sets -------------------------------------------------------------------------
+    ("Answer: 2", ("1", "2", "3"), ("2",)),
+    ("The correct answer is A2.", ("A1", "A2", "B1"), ("A2",)),
+    ("Answer: B", ("a", "b", "c"), ("b",)),
+]
+
+
+@pytest.mark.parametrize(("reply", "ids", "expected"), CASES)
+def test_extraction_table(reply: str, ids: tuple[str, ...], expected: tuple[str, ...]) -> None:
+    result = extract_choice_ids(reply, ids)
+    assert result.chosen == expected, result
+    if expected:
+        assert result.method not in {"none", "ambiguous"}
+        assert result.evidence
+    else:
+        assert result.method in {"none", "ambiguous"}
+
+
+def test_table_is_large_enough() -> None:
+    assert len(CASES) >= 60
+
+
+@pytest.mark.parametrize(
+    ("reply", "method"),
+    [
+        ('{"answer": "B"}', "json"),
+        ("<answer>B</answer>", "answer_tag"),
+        ("\\boxed{B}", "boxed"),
+        ("Answer: B", "answer_line"),
+        ("The correct answer is B.", "final_statement"),
+        ("Therefore, B.", "conclusion"),
+        ("B is the correct answer.", "postfix"),
+        ("B", "bare"),
+        ("I lean towards **B** here.", "bold"),
+        ("I lean towards option B here.", "option_mention"),
+        ("I lean towards (B) here.", "parenthesized"),
+        ("Some analysis first.\nB) The contract is void.", "label_line"),
+        ("Nothing to see here.", "none"),
+        ("**A** looks fine. **B** looks fine too.", "ambiguous"),
+    ],
+)
+def test_methods(reply: str, method: str) -> None:
+    assert extract_choice_ids(reply, ABCD).method == method
+
+
+def test_evidence_is_the_matched_span() -> None:
+    result = extract_choice_ids("Some reasoning.\n\nAnswer: C\n", ABCD)
+    assert result == Extraction(chosen=("C",), method="answer_line", evidence="Answer: C")
+
+
+def test_no_choice_ids_means_nothing() -> None:
+    assert extract_choice_ids("Answer: B", ()) == Extraction((), "none", "")
+    assert extract_choice_ids("Answer: B", ("", "  ")) == Extraction((), "none", "")
+
+
+def test_duplicate_ids_in_reply_are_reported_once_in_choice_order() -> None:
+    assert extract_choice_ids("Answer: C, A, C", ABCD).chosen == ("A", "C")
+
+
+def test_json_list_with_unknown_ids_keeps_the_known_ones() -> None:
+    assert extract_choice_ids('{"answer": ["B", "Z"]}', ABCD).chosen == ("B",)
+
+
+# --------------------------------------------------------------------------------------------
+# grade_mcq
+# --------------------------------------------------------------------------------------------
+
+
+def _record(correct: tuple[str, ...], ids: tuple[str, ...] = ABCD) -> Record:
+    return Record(
+        id="r1",
+        dataset="t",
+        task_type="mcq",
+        prompt="Which statement is correct?",
+        choices=tuple(Choice(i, f"option {i}") for i in ids),
+        correct_choice_ids=correct,
+    )
+
+
+def test_grade_correct() -> None:
+    grade = grade_mcq(_record(("C",)), "Reasoning ...\nAnswer: C")
+    assert grade == MCQGrade(
+        passed=True,
+        score=1.0,
+        chosen=("C",),
+        correct=("C",),
+        reason="correct",
+        explanation="chose C (from 'Answer: C'); correct is C",
+        method="answer_line",
+    )
+
+
+def test_grade_wrong_answer() -> None:
+    grade = grade_mcq(_record(("C",)), "Answer: B")
+    assert not grade.passed
+    assert grade.score == 0.0
+    assert grade.reason == "wrong_answer"
+    assert grade.chosen == ("B",)
+    assert grade.explanation == "chose B (from 'Answer: B'); correct is C"
+
+
+def test_grade_no_answer_extracted() -> None:
+    reply = "I cannot answer this question without more facts. " * 10
+    grade = grade_mcq(_record(("C",)), reply)
+    assert not grade.passed
+    assert grade.score == 0.0
+    assert grade.reason == "no_answer_extracted"
+    assert grade.chosen == ()
+    assert grade.method == "none"
+    assert grade.explanation.startswith("no choice id could be extracted from the response")
+    assert "I cannot answer this question" in grade.explanation
+    assert "…" in grade.explanation  # the reply is cut to its first 200 characters
+    assert grade.explanation.endswith("correct is C")
+
+
+def test_grade_ambiguous_is_no_answer_not_wrong_answer() -> None:
+    grade = grade_mcq(_record(("C",)), "**A** is tempting. **C** is better.")
+    assert grade.reason == "no_answer_extracted"
+    assert grade.method == "ambiguous"
+    assert "several options" in grade.explanation
+
+
+def test_grade_multi_answer_needs_the_exact_set() -> None:
+    record = _record(("C", "A"))
+    assert grade_mcq(record, '{"answer": ["A", "C"]}').reason == "correct"
+    assert grade_mcq(record, "Answer: C and A").correct == ("A", "C")
+    partial = grade_mcq(record, "Answer: A")
+    assert partial.reason == "wrong_answer"
+    assert partial.explanation == "chose A (from 'Answer: A'); correct is A, C"
+    assert grade_mcq(record, "Answer: A, B, C").reason == "wrong_answer"
+
+
+def test_grade_sixteen_options() -> None:
+    record = _record(("I",), A_P)
+    assert grade_mcq(record, "Die Aussagen i und iii sind falsch. Antwort: I").passed
+    assert grade_mcq(record, "I think the answer is K.").reason == "wrong_answer"
+
+
+def test_grade_choice_text_fallback() -> None:
+    record = Record(
+        id="hearsay-2",
+        dataset="t",
+        task_type="mcq",
+        prompt="Is there hearsay?",
+        choices=(Choice("A", "Yes"), Choice("B", "No")),
+        correct_choice_ids=("B",),
+    )
+    grade = grade_mcq(record, "No.")
+    assert grade.passed
+    assert grade.method == "choice_text"
+    assert grade_mcq(record, "Answer: Yes").reason == "wrong_answer"
+    assert grade_mcq(record, "No hearsay here, the statement is not assertive.").reason == (
+        "no_answer_extracted"
+    )
+
+
+def test_grade_keeps_record_spelling_of_ids() -> None:
+    record = _record(("b",), ("a", "b", "c"))
+    grade = grade_mcq(record, "The correct answer is B.")
+    assert grade.chosen == ("b",)
+    assert grade.passed
+
+
+def test_throughput_on_one_kilobyte_replies() -> None:
+    reply = (
+        "Zunächst ist zu prüfen, ob der Vertrag gültig zustande gekommen ist. Aussage i ist "
+        "falsch, weil die Form nicht eingehalten wurde. Aussage ii trifft zu: Nach Art. 11 OR "
+        "bedürfen Verträge nur dann einer besonderen Form, wenn das Gesetz sie vorschreibt. "
+        "Aussage iii ist ebenfalls zutreffend, denn der Irrtum war wesentlich (Art. 24 Abs. 1 "
+        "Ziff. 4 OR). A contract concluded under duress is voidable, and the party may avoid it "
+        "within one year. Option A covers only statement i, option B covers i and ii. "
+    ) * 2 + "\n\nAntwort: F"
+    assert 900 <= len(reply) <= 1400
+    extract_choice_ids(reply, A_P)
+    n = 300
+    start = time.perf_counter()
+    for _ in range(n):
+        assert extract_choice_ids(reply, A_P).chosen == ("F",)
+    per_second = n / (time.perf_counter() - start)
+    # Generous floor (a slow CI machine); 50,000 records must not take minutes.
+    assert per_second > 500, per_second
