@@ -92,6 +92,12 @@ class _XdistHooks:
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["legaleval_run_id"] = self.run_id
 
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """Our round-robin scheduler, so that every worker can prefetch its items."""
+        from pytest_legaleval.scheduling import RoundRobinScheduling
+
+        return RoundRobinScheduling(config, log)
+
 
 def _param(config: pytest.Config, spec: ItemSpec, marks_cache: dict[str, Any]) -> Any:
     entry = spec.entry
@@ -168,6 +174,53 @@ def evaluation(request: pytest.FixtureRequest, record: Record) -> Evaluation:
     result = state.evaluate(spec)
     request.node.stash[RESULT_KEY] = result
     return Evaluation(record, result)
+
+
+def _own_specs(session: pytest.Session) -> list[ItemSpec]:
+    """The items this process will run, in order (an xdist worker: its round-robin share)."""
+    items = session.items
+    workerinput = getattr(session.config, "workerinput", None)
+    if workerinput is not None:
+        from pytest_legaleval.scheduling import own_indices, worker_position
+
+        indices = own_indices(len(items), worker_position(workerinput["workerid"]),
+                              int(workerinput["workercount"]))
+        items = [items[i] for i in indices]
+    specs = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        spec = callspec.params.get("record") if callspec is not None else None
+        if isinstance(spec, ItemSpec) and isinstance(spec.entry, Record):
+            specs.append(spec)
+    return specs
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    state = session.config.stash.get(STATE_KEY, None)
+    live = None
+    if (state is not None and state.responses is None and session.items
+            and not session.config.option.collectonly):
+        workerinput = getattr(session.config, "workerinput", None)
+        share = int(workerinput["workercount"]) if workerinput else 1
+        from pytest_legaleval.live import LiveEvaluator
+
+        try:
+            live = state.live = LiveEvaluator(state.settings, share=share,
+                                              conversation=state.conversation)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        live.prefetch([(spec.entry, spec.model) for spec in _own_specs(session)
+                       if isinstance(spec.entry, Record)])
+    try:
+        return (yield)
+    except KeyboardInterrupt:
+        if live is not None:
+            live.cancel()
+        raise
+    finally:
+        if live is not None:
+            live.close()
 
 
 @pytest.hookimpl(wrapper=True)

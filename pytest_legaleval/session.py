@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -21,6 +22,9 @@ from pytest_legaleval.responses import ResponseTable, load_responses
 from pytest_legaleval.run.ids import new_request_id
 from pytest_legaleval.selection import select
 from pytest_legaleval.settings import Settings
+
+if TYPE_CHECKING:
+    from pytest_legaleval.live import LiveEvaluator
 
 __all__ = ["ItemSpec", "LegalEvalState", "marker_name"]
 
@@ -52,6 +56,10 @@ class LegalEvalState:
         self.responses: ResponseTable | None = (
             load_responses(settings.responses) if settings.responses else None
         )
+        self.conversation: ResponseTable | None = (
+            load_responses(settings.conversation_from) if settings.conversation_from else None
+        )
+        self.live: LiveEvaluator | None = None
         self._load: LoadResult | None = None
         self._rejection: DatasetRejected | None = None
 
@@ -117,7 +125,9 @@ class LegalEvalState:
             if response is None:
                 return missing_response_result(record, spec.model, self.responses.path)
             return grade_response(record, spec.model, response, "prefilled")
-        raise NotImplementedError("live generation arrives with the engine")
+        if self.live is None:
+            raise RuntimeError("live evaluation was not started for this process")
+        return self.live.evaluate(record, spec.model)
 
     def tag_markers(self) -> set[str]:
         """Marker names of every tag of the selected records."""

@@ -52,6 +52,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError(f"must be > 0, got {value}")
+    return value
+
+
+def _delays(text: str) -> tuple[float, ...]:
+    values = tuple(float(part) for part in str(text).split(",") if part.strip())
+    if not values or any(v < 0 for v in values):
+        raise ValueError(f"expects comma-separated seconds >= 0, got {text!r}")
+    return values
+
+
 @dataclass(frozen=True, slots=True)
 class OptionSpec:
     """One option: its flag, its settings attribute and how to read it."""
@@ -173,6 +187,100 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "--cache", "cache", "SQLite response cache.", ".legaleval/cache.sqlite", None, False, "PATH"
     ),
     OptionSpec(
+        "--api-key-env",
+        "api_key_env",
+        "Environment variable holding the API key (the key is never read elsewhere).",
+        "OPENAI_API_KEY",
+        None,
+        False,
+        "VAR",
+    ),
+    OptionSpec(
+        "--temperature",
+        "temperature",
+        "Sampling temperature of generation.",
+        None,
+        float,
+        False,
+        "T",
+    ),
+    OptionSpec(
+        "--top-p", "top_p", "Nucleus sampling top_p of generation.", None, float, False, "P"
+    ),
+    OptionSpec(
+        "--max-new-tokens",
+        "max_new_tokens",
+        "Maximum tokens per answer.",
+        None,
+        _positive_int,
+        False,
+        "N",
+    ),
+    OptionSpec(
+        "--rpm",
+        "rpm",
+        "Requests per minute, in total over all workers.",
+        None,
+        _positive_float,
+        False,
+        "N",
+    ),
+    OptionSpec(
+        "--tpm",
+        "tpm",
+        "Tokens per minute, in total over all workers.",
+        None,
+        _positive_float,
+        False,
+        "N",
+    ),
+    OptionSpec(
+        "--request-timeout",
+        "request_timeout",
+        "Seconds per model call attempt.",
+        120.0,
+        _positive_float,
+        False,
+        "S",
+    ),
+    OptionSpec(
+        "--retry-delays",
+        "retry_delays",
+        "Backoff before retries 1, 2, … in seconds (±20 %% jitter).",
+        (2.0, 6.0, 14.0),
+        _delays,
+        False,
+        "S,S,…",
+    ),
+    OptionSpec(
+        "--max-attempts",
+        "max_attempts",
+        "Attempts per call, the first included.",
+        3,
+        _positive_int,
+        False,
+        "N",
+    ),
+    OptionSpec(
+        "--transport",
+        "transport",
+        "HTTP transport of the openai SDK: auto, httpx or aiohttp.",
+        "auto",
+        None,
+        False,
+        "NAME",
+    ),
+    OptionSpec(
+        "--conversation-from",
+        "conversation_from",
+        "Responses file whose answers become the assistant turn before each record's "
+        "follow-up prompt.",
+        None,
+        None,
+        False,
+        "PATH",
+    ),
+    OptionSpec(
         "--gate",
         "gate",
         "Quality gate such as pass_rate>=0.8 (repeatable).",
@@ -213,6 +321,19 @@ class Settings:
     seed: int | None = None
     shard: Shard | None = None
     cache: str | None = ".legaleval/cache.sqlite"
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float | None = None
+    top_p: float | None = None
+    max_new_tokens: int | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    request_timeout: float = 120.0
+    retry_delays: tuple[float, ...] = (2.0, 6.0, 14.0)
+    max_attempts: int = 3
+    transport: str = "auto"
+    conversation_from: str | None = None
+    per_model: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Per-model settings from the YAML ``models:`` mapping."""
     gate: tuple[str, ...] = ()
     baseline: str | None = None
     config_file: str | None = None
@@ -234,6 +355,7 @@ class Settings:
                 if isinstance(value, tuple)
                 else (str(value) if isinstance(value, Shard) else value)
             )
+        out["per_model"] = {k: dict(v) for k, v in self.per_model.items()}
         out["config_file"] = self.config_file
         out["sources"] = dict(self.sources)
         return out
@@ -291,6 +413,8 @@ def _coerce(spec: OptionSpec, value: Any, origin: str) -> Any:
         return tuple(str(v) for v in items if str(v).strip())
     if value is None:
         return None
+    if isinstance(value, list | tuple) and spec.dest == "retry_delays":
+        value = ",".join(str(v) for v in value)
     if spec.convert is not None and isinstance(value, str | int | float):
         try:
             return spec.convert(str(value))
@@ -342,6 +466,15 @@ def resolve(config: pytest.Config) -> Settings:
         raise ConfigError(
             f"--run-id {run_id!r} is not a safe directory name; use letters, digits, '_', '-', '.'"
         )
+    per_model = yaml_values.get("models", {})
+    if not isinstance(per_model, dict) or not all(isinstance(v, dict) for v in per_model.values()):
+        raise ConfigError(
+            f"{config_file}: 'models' must map PROVIDER/NAME to a mapping of "
+            "settings (base_url, api_key_env, temperature, …)"
+        )
+    values["per_model"] = per_model
+    if values["transport"] not in ("auto", "httpx", "aiohttp"):
+        raise ConfigError(f"--transport {values['transport']!r}: choose auto, httpx or aiohttp")
     base_url = values.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
     values["base_url"] = base_url
     return Settings(

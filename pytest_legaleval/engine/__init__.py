@@ -1,7 +1,23 @@
 """The generation engine: pipelined, rate-limited, retrying, cached LLM calls.
 
 Independent of pytest: the plugin submits every request up front and each test waits only
-for its own future.
+for its own future. Futures never raise; a failure is a ``GenerationResult`` with an
+``error_code``. Decisions worth knowing:
+
+* Retries (Dataset Contract §3.2): transient codes are ``timeout``, ``rate_limited``,
+  ``service_unavailable``, ``internal_error``, ``connection_error`` and ``invalid_response``
+  (a malformed body is treated like a 5xx). The wait before retry k is ``delays_s[k-1]``
+  ±jitter, but never shorter than the server's ``Retry-After`` capped at
+  ``retry_after_cap_s``. A waiting retry holds no concurrency slot.
+* A cache hit has ``cached=True``, ``attempts=()`` and the original call's tokens and
+  latency (cost accounting should skip it: nothing was paid this run).
+* Results are committed to the cache before any caller sees them, so a SIGKILL never loses
+  a result that was acted on; only successes are stored.
+* Limits are per process = total / ``share`` (static split across xdist workers). A 429
+  halves the in-flight limit (once per burst) and it grows back by 1 per 8 successes.
+* The API key is read from ``api_key_env`` only when a client is built; a missing key is a
+  ``ConfigError`` (at ``submit``/``check_model``) only for the real OpenAI endpoint, local
+  servers get a dummy key. Error texts are scrubbed of the key.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pytest_legaleval.engine.cache import CachedRow
 from pytest_legaleval.engine.providers import Provider
@@ -21,7 +21,14 @@ from pytest_legaleval.engine.types import (
     RawCompletion,
 )
 
-__all__ = ["Job", "Pool", "cached_result", "failed_result", "success_result"]
+__all__ = [
+    "Job",
+    "Pool",
+    "cached_result",
+    "failed_result",
+    "for_waiter",
+    "success_result",
+]
 
 
 @dataclass(slots=True, eq=False)
@@ -32,7 +39,8 @@ class Job:
     key: str
     provider: Provider
     pool: Pool
-    futures: list[Future[GenerationResult]]
+    waiters: list[tuple[Future[GenerationResult], int | None]]
+    """Each caller's future with its own ``max_latency_ms`` (duplicates may differ there)."""
     token_estimate: int
     attempts: list[Attempt] = field(default_factory=list)
     started_epoch: int = 0
@@ -64,6 +72,14 @@ class Pool:
     def pop_next(self) -> Job:
         """Remove and return what ``next_job`` returned."""
         return self.retries.popleft() if self.retries else self.queue.popleft()
+
+
+def for_waiter(result: GenerationResult, job: Job, max_latency_ms: int | None) -> GenerationResult:
+    """Adapt ``result`` to a deduplicated waiter whose latency budget differs from the job's."""
+    if max_latency_ms == job.request.max_latency_ms or result.latency_ms is None:
+        return result
+    exceeded = max_latency_ms is not None and result.latency_ms > max_latency_ms
+    return replace(result, latency_exceeded=exceeded)
 
 
 def success_result(job: Job, raw: RawCompletion) -> GenerationResult:

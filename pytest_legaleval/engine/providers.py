@@ -35,7 +35,9 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """Where ``openai/...`` goes without ``base_url`` or ``OPENAI_BASE_URL``."""
 
 PREFERRED_TRANSPORT = "aiohttp"
-"""What ``transport="auto"`` means; chosen by ``benchmarks/transport.py`` measurements."""
+"""What ``transport="auto"`` means. Measured with ``benchmarks/transport.py`` (2,000 calls,
+concurrency 50, 100 ms latency, ideal 4.0 s): aiohttp 4.4 s and 1.1 ms client CPU per call,
+httpx 4.7 s and 1.9 ms; the CPU gap decides once the client shares a busy machine."""
 
 _DUMMY_KEY = "not-needed"  # local servers ignore the key but the SDK insists on one
 

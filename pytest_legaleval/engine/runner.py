@@ -19,8 +19,13 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
-from pytest_legaleval.engine.jobs import Job, cached_result
-from pytest_legaleval.engine.providers import Provider, ProviderRegistry, default_registry
+from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter
+from pytest_legaleval.engine.providers import (
+    Provider,
+    ProviderRegistry,
+    default_registry,
+    split_model,
+)
 from pytest_legaleval.engine.ratelimit import estimate_tokens
 from pytest_legaleval.engine.scheduler import Scheduler
 from pytest_legaleval.engine.types import (
@@ -49,7 +54,9 @@ class Engine:
 
     """
 
-    def __init__(self, settings: EngineSettings, *, registry: ProviderRegistry | None = None):
+    def __init__(
+        self, settings: EngineSettings, *, registry: ProviderRegistry | None = None
+    ) -> None:
         self.settings = settings
         self._registry = registry if registry is not None else default_registry()
         self._lock = threading.Lock()  # guards _inflight, _providers and the counters
@@ -138,7 +145,7 @@ class Engine:
 
     def _provider_for(self, model: str) -> Provider:
         with self._lock:
-            prefix = model.partition("/")[0]
+            prefix = split_model(model)[0]
             provider = self._providers.get(prefix)
             if provider is None:
                 provider = self._registry.create(prefix, self.settings)
@@ -150,6 +157,9 @@ class Engine:
 
     def submit(self, request: GenerationRequest) -> Future[GenerationResult]:
         """Queue one request; non-blocking. Identical in-flight requests share one call.
+
+        A duplicate submitted after the first one finished is a cache hit (or, without a
+        cache, a new call).
 
         Raises:
             ConfigError: the model's provider is unknown or not configured.
@@ -208,7 +218,7 @@ class Engine:
                 self._counts["submitted"] += 1
                 job = self._inflight.get(key)
                 if job is not None:
-                    job.futures.append(future)
+                    job.waiters.append((future, request.max_latency_ms))
                     self._counts["deduped"] += 1
                 elif key in hits:
                     self._counts["cache_hits"] += 1
@@ -220,7 +230,7 @@ class Engine:
                         key,
                         provider,
                         self._scheduler.pools[request.purpose],
-                        [future],
+                        [(future, request.max_latency_ms)],
                         estimate,
                     )
                     self._inflight[key] = job
@@ -259,15 +269,15 @@ class Engine:
             job.resolved = True
             if self._inflight.get(job.key) is job:
                 del self._inflight[job.key]
-            futures, job.futures = job.futures, []
-            self._counts["completed"] += len(futures)
+            waiters, job.waiters = job.waiters, []
+            self._counts["completed"] += len(waiters)
             if result.error_code == "cancelled":
-                self._counts["cancelled"] += len(futures)
+                self._counts["cancelled"] += len(waiters)
             elif result.error_code is not None:
-                self._counts["failed"] += len(futures)
-        for future in futures:
+                self._counts["failed"] += len(waiters)
+        for future, max_latency_ms in waiters:
             if future.set_running_or_notify_cancel():
-                future.set_result(result)
+                future.set_result(for_waiter(result, job, max_latency_ms))
 
     # ----------------------------------------------------------------- cancellation
     def cancel_all(self, timeout_s: float = 2.0) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -10,6 +11,9 @@ from pytest_legaleval.records import Record, SourceRef
 from pytest_legaleval.validation import RecordError
 
 __all__ = [
+    "JSON_DECODER",
+    "JSON_WHITESPACE",
+    "UTF8_BOM",
     "DatasetFormat",
     "DatasetInfo",
     "Entry",
@@ -21,6 +25,17 @@ __all__ = [
 ]
 
 UTF8_BOM = b"\xef\xbb\xbf"
+JSON_WHITESPACE = b" \t\r\n"
+"""The bytes JSON counts as whitespace (``bytes.strip()`` would also take \\v and \\f)."""
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+"""Strict JSON: Python's ``NaN``/``Infinity`` extensions are errors. One shared instance,
+because ``json.loads`` with an argument builds a new decoder per call."""
 
 
 def display_name(path: Path) -> str:
@@ -59,8 +74,8 @@ class DatasetInfo:
     format: str
     """The format that read it (``legal_eval_v1``, ``contract_v1``)."""
     dataset_id: str
-    """The contract's ``dataset_id``; for JSONL the rows' ``dataset`` names joined with
-    ``+`` (sorted), or the file stem when no row is valid."""
+    """The contract's ``dataset_id``; for JSONL the valid rows' ``dataset`` names, sorted
+    and joined with ``+`` (a file without valid rows is rejected, so there is always one)."""
     dataset_version: str | None
     """The contract's ``dataset_version``; for JSONL the rows' common
     ``metadata.dataset_version``, if they share exactly one."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.formats.base import (
+    JSON_DECODER,
     UTF8_BOM,
     DatasetInfo,
     Entry,
@@ -41,10 +42,6 @@ def sniff(first_line: object, head: str) -> bool:
     return head.startswith("{") and _DOCUMENT_KEY.search(head) is not None
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON value")
-
-
 def _read_document(path: Path) -> tuple[object, int, str]:
     """Return ``(document, payload_bytes, sha256)``; every failure is a 400 or 413."""
     name = display_name(path)
@@ -67,7 +64,7 @@ def _read_document(path: Path) -> tuple[object, int, str]:
     payload_bytes = len(data)
     del data
     try:
-        document = json.loads(text, parse_constant=_reject_constant)
+        document = JSON_DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise DatasetRejected(
             f"payload is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} "

@@ -16,6 +16,8 @@ from typing import Any, cast
 
 from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.formats.base import (
+    JSON_DECODER,
+    JSON_WHITESPACE,
     UTF8_BOM,
     DatasetInfo,
     Entry,
@@ -56,14 +58,6 @@ def sniff(first_line: object, head: str) -> bool:
     return first.startswith("{") and _SCHEMA_MARK.search(first) is not None
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-# One decoder for every line: json.loads with an argument builds a new one per call.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
 def parse_json_line(raw: bytes) -> tuple[object, str | None]:
     """Decode one line strictly as UTF-8 and parse it as JSON.
 
@@ -77,7 +71,7 @@ def parse_json_line(raw: bytes) -> tuple[object, str | None]:
         bad = raw[exc.start : exc.start + 1].hex()
         return None, f"not valid UTF-8 ({exc.reason}, byte 0x{bad} at offset {exc.start})"
     try:
-        return _DECODER.decode(text), None
+        return JSON_DECODER.decode(text), None
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
     except ValueError as exc:
@@ -147,7 +141,7 @@ def load(path: Path, context: LoadContext) -> FileLoad:
         for line_number, raw in enumerate(handle, start=1):
             hasher.update(raw)
             line = raw[len(UTF8_BOM) :] if line_number == 1 and raw.startswith(UTF8_BOM) else raw
-            line = line.strip(b" \t\r\n")
+            line = line.strip(JSON_WHITESPACE)
             if not line:
                 continue
             where = f"{name} line {line_number}"
@@ -193,10 +187,7 @@ def load(path: Path, context: LoadContext) -> FileLoad:
                 versions.add(record.dataset_version)
             index += 1
     if not entries:
-        raise DatasetRejected(
-            f"records must have at least 1 item: the file has no rows ({name})",
-            details={"path": str(path)},
-        )
+        raise DatasetRejected(f"records must have at least 1 item: the file has no rows ({name})")
     accepted = len(entries) - sum(isinstance(entry, RejectedRecord) for entry in entries)
     if not accepted:
         raise AllRecordsRejected(
@@ -209,7 +200,8 @@ def load(path: Path, context: LoadContext) -> FileLoad:
     info = DatasetInfo(
         path=str(path),
         format=NAME,
-        dataset_id="+".join(sorted(datasets)) or path.stem,
+        # Non-empty: a file without a single valid row was rejected above.
+        dataset_id="+".join(sorted(datasets)),
         dataset_version=next(iter(versions)) if len(versions) == 1 else None,
         schema_version=NAME,
         total_records=len(entries),

@@ -1,42 +1,57 @@
-"""Multiple-choice answer extraction and grading.
+r"""Multiple-choice answer extraction and grading.
 
 A model's reply is free text; the grader needs the set of choice ids it committed to. The
-extractor applies an ordered list of small rules to the reply (after dropping ``<think>``-style
-reasoning when an answer part follows it):
+extractor applies an ordered list of small rules to the reply, after NFKC normalisation
+(full-width letters) and after dropping ``<think>``/``<reasoning>`` blocks when an answer part
+follows them.
 
 **Explicit statements** — every match of every explicit rule is collected and the one that starts
-*last* in the reply wins, because models revise ("Answer: A ... wait, Answer: C"):
+*last* in the reply wins, because models revise ("Answer: A ... wait, Answer: C"). Prose inside a
+JSON object that has an answer key ("explanation": "... the answer is D ...") does not count.
 
 1. ``json`` — ``{"answer": "B"}``, ``{"answers": ["A", "C"]}``, ``{"final_answer": "A, C"}``;
    keys ``answer(s)``, ``choice(s)``, ``final_answer``, ``correct_answer`` … in any case, also
    inside prose, code fences or escaped JSON.
 2. ``answer_tag`` — ``<answer>B</answer>``.
-3. ``boxed`` — ``\\boxed{B}``.
+3. ``boxed`` — ``\boxed{B}``.
 4. ``answer_line`` — ``Answer: B``, ``Final answer: (C)``, ``**Answer:** D``, ``Antwort: B``,
-   ``Lösung: A und C``, ``Réponse : B``, or an ``Answer`` heading with the id on the next line.
+   ``Lösung: A und C``, ``Réponse : B``, ``Correct options: A, C``, or an ``Answer`` heading
+   with the id on the next line. When the text after the colon does not start with an id
+   ("Answer: I think it is B."), the first id on that line that ends a sentence is taken,
+   unless the line negates or hedges ("not", "or").
 5. ``final_statement`` — ``The correct answer is B``, ``The answer is option B``,
    ``I choose B``, ``Die richtige Antwort lautet B``, ``Richtig ist B``,
-   ``La bonne réponse est B``, ``The answer is not A but C``.
+   ``La bonne réponse est B``, ``The answer is not A but C``; not inside a hedged clause
+   ("if the answer is C", "one might think the answer is C").
 6. ``conclusion`` — ``Therefore, B.``, ``Daher ist B richtig`` (only when the sentence ends right
-   after the ids or states them correct, so "hence B must pay" is not an answer).
+   after the ids or calls them correct, so "Hence B must pay" is not an answer).
 7. ``postfix`` — ``C is the correct answer``, ``Option C is correct.``,
    ``Antwort B ist richtig.``
 
 **Formatting** — tried only when no explicit statement exists, in this order; the first rule that
 finds anything decides. When its hits name different id sets (the model formatted every option
-while discussing it), the reply is ``ambiguous`` and nothing is chosen — a wrong guess would be
+while discussing it), the result is ``ambiguous`` and nothing is chosen — a wrong guess would be
 worse than an honest "no answer":
 
 8. ``bare`` — the whole reply is ids: ``B``, ``b``, ``(B)``, ``B.``, ``A, C``, ``Option B``.
-9. ``bold`` — ``**B**``, ``__B__``, ``**(B)**``, ``**B) The contract is void**``.
-10. ``option_mention`` — ``Option B``, ``Antwort B``, ``choice (C)``.
-11. ``parenthesized`` — a standalone ``(B)`` (not a citation such as ``Art. 5 (b)``).
-12. ``label_line`` — a line starting ``B)``, ``B.`` or ``B:``.
+9. ``leading`` — the reply opens with ids and goes on: ``B, because ...``, ``B – ...``.
+10. ``bold`` — ``**B**``, ``__B__``, ``**(B)**``, ``**B) The contract is void**``.
+11. ``verdict`` — ``B is correct.``, only if no option is called wrong anywhere in the reply
+    ("A is wrong, B is wrong, C is right" is a walk-through: ``ambiguous``).
+12. ``option_mention`` — ``Option B``, ``Antwort B``, ``choice (C)``.
+13. ``parenthesized`` — a standalone ``(B)`` (not a citation such as ``§ 3 (b)``).
+14. ``label_line`` — a line starting ``B)``, ``B.`` or ``B -`` (not ``A:``, which is the
+    answer line of "Q: ... A: ..." transcripts).
 
-Guards shared by the rules keep words out: ids only count as whole tokens; ``A``/``I`` followed by
-a word ("Answer: A contract is ...", "Answer: I think ...") are an article or pronoun, not ids;
-"A or C" (hedging), "A is wrong" (negation) and "A if ..." (conditional) are not answers; ids
-next to Roman numerals of LEXam statements ("i und ii") are statements, not choices.
+Guards shared by the rules keep words out: ids only count as whole tokens (not in "U.S.A.",
+"A's", "B-Plan"); ``A``/``I`` followed by a word ("Answer: A contract is ...", "Answer: I think
+...") are the article or the pronoun, not ids; "A or C" (hedging), "A is wrong" (negation) and
+"A if ..." (conditional) are not answers; ids next to Roman numerals of LEXam statements
+("i und ii") are statement numbers, and with such numerals in the reply a formatted ``i``/``v``/
+``x`` is ignored by the formatting rules.
+
+Regexes are compiled once per choice-id set (``functools.lru_cache``); all of them run in linear
+time (possessive decoration, atomic and capped id lists), so 50,000 replies grade in seconds.
 """
 
 from __future__ import annotations
@@ -98,9 +113,12 @@ _NONE = Extraction(chosen=(), method="none", evidence="")
 _NOT_AFTER_ALNUM = r"(?<![^\W_])"
 _NOT_BEFORE_ALNUM = r"(?![^\W_])"
 # Opening decoration before an id: markdown emphasis, quotes, brackets (same line only).
-_OPEN = r"[ \t*_\"'`“”„‚‘’«»\[(]*"
+# Quantifiers here are possessive (``*+``): decoration never has to be given back, and
+# backtracking through long runs of spaces or asterisks would be quadratic or worse.
+_OPEN_CHARS = r"[ \t*_\"'`“”„‚‘’«»\[(]"
+_OPEN = _OPEN_CHARS + "*+"
 # Closing decoration after an id.
-_CLOSE = r"[*_\"'`“”‘’»\])]*"
+_CLOSE = r"[*_\"'`“”‘’»\])]*+"
 # A noun that may introduce an id inside a list: "option B", "Antwort C", "letter (D)".
 _NOUN_WORDS = (
     r"(?:options?|optionen|choices?|letters?|alternatives?|alternativen?|answers?"
@@ -108,17 +126,19 @@ _NOUN_WORDS = (
 )
 _NOUN = (
     rf"(?:{_NOT_AFTER_ALNUM}{_NOUN_WORDS}(?:[ \t]+(?:no\.?|nr\.?|number|nummer))?"
-    r"[ \t]*[:#]?[ \t]*)"
+    r"[ \t]*+[:#]?[ \t]*+)"
 )
 # Separators of an id list: "A, C", "A and C", "A und C", "A & C", "A/C", "A, B, and C".
 _SEP = (
-    r"[ \t]*(?:[,;/&+]\s*|(?<![^\W_])(?:and|und|et|sowie|as[ \t]+well[ \t]+as)(?![^\W_]))"
-    r"(?:[ \t]*(?:and|und|et)(?![^\W_]))?[ \t]*"
+    r"[ \t]*+(?:[,;/&+]\s*+|(?<![^\W_])(?:and|und|et|sowie|as[ \t]+well[ \t]+as)(?![^\W_]))"
+    r"(?:[ \t]*+(?:and|und|et)(?![^\W_]))?[ \t]*+"
 )
 _SEP_ONLY_RE = re.compile(rf"\s*(?:{_SEP})?\s*", re.IGNORECASE)
 _CLOSE_RE = re.compile(_CLOSE)
 _ROMAN = r"(?:i{1,3}|iv|vi{0,3}|ix|xi{0,3})"
-_ROMAN_TOKEN_RE = re.compile(rf"{_NOT_AFTER_ALNUM}{_ROMAN}{_NOT_BEFORE_ALNUM}", re.IGNORECASE)
+_ROMAN_TOKEN_RE = re.compile(
+    rf"(?=[ivx]){_NOT_AFTER_ALNUM}{_ROMAN}{_NOT_BEFORE_ALNUM}", re.IGNORECASE
+)
 _ROMAN_AFTER_RE = re.compile(rf"{_SEP}[(\[]?(?P<r>{_ROMAN}){_NOT_BEFORE_ALNUM}", re.IGNORECASE)
 _ROMAN_BEFORE_RE = re.compile(
     rf"{_NOT_AFTER_ALNUM}(?P<r>{_ROMAN})[)\]]?{_SEP}[ \t*_\"'(\[]*\Z", re.IGNORECASE
@@ -137,7 +157,7 @@ _ID_FOLLOWERS = frozenset(
 )  # fmt: skip
 _FOLLOWING_WORD_RE = re.compile(r"[ \t]+([^\W\d_]+)")
 _NEGATION_AFTER_RE = re.compile(
-    r"[ \t]*(?:(?:is|are|ist|sind|est|was|wäre|seems|scheint)[ \t]+)?"
+    r"[ \t]*+(?:(?:is|are|ist|sind|est|was|wäre|seems|scheint)[ \t]+)?"
     r"(?:not|nicht|falsch|wrong|incorrect|false|unzutreffend|unrichtig|inkorrekt|faux|fausse"
     r"|ausgeschlossen)(?![^\W_])",
     re.IGNORECASE,
@@ -195,9 +215,10 @@ _JSON_ITEM_RE = re.compile(r"\\?(?P<q>[\"'])(?P<s>[^\n]{0,300}?)\\?(?P=q)|(?P<b>
 _JSON_BARE_RE = re.compile(r"(?P<b>[^\s,}\]\"']{1,20})")
 _TAG_RE = re.compile(r"<(?:answer|final_answer|antwort)>", re.IGNORECASE)
 _BOXED_RE = re.compile(r"\\boxed\s*\{\s*(?:\\[a-z]+\s*\{\s*)?", re.IGNORECASE)
+# Speed: patterns searched over whole replies start with a lookahead on the keywords' initial
+# letters, which lets the regex engine skip most positions without trying every alternative.
 _ANSWER_KEY_RE = re.compile(
-    r"(?<![^\W_])(?:(?:final|correct|right|my|best|richtige|korrekte|finale|endgültige|bonne"
-    r"|the|die|la|your)[ \t]+)?"
+    r"(?=[abcefgklrsvé])(?<![^\W_])"
     r"(?:answers?|antwort(?:en)?|lösung(?:en)?|réponses?|risposta|respuesta|choice|selection"
     r"|auswahl|conclusion|fazit|ergebnis|résultat|verdict"
     r"|(?:correct|right|selected|chosen|best)[ \t]+(?:options?|choices?|letters?)"
@@ -243,28 +264,55 @@ _FINAL_PHRASES = (
 )
 _FINAL_RE = re.compile(
     # Atomic: the "not" check must see the word after the spaces ("answer is not A").
-    rf"{_NOT_AFTER_ALNUM}(?:{'|'.join(_FINAL_PHRASES)})(?>{_ADVERBS}[ \t]*:?[ \t]*)"
+    rf"(?=[abcefgijkmoprstvz]){_NOT_AFTER_ALNUM}(?:{'|'.join(_FINAL_PHRASES)})"
+    rf"(?>{_ADVERBS}[ \t]*:?[ \t]*)"
     r"(?!(?:not|nicht|kein|keine|pas)(?![^\W_]))",
     re.IGNORECASE,
 )
 _CONCLUSION_RE = re.compile(
-    rf"{_NOT_AFTER_ALNUM}(?:therefore|thus|hence|consequently|accordingly|so|daher|somit"
+    rf"(?=[acdefhst]){_NOT_AFTER_ALNUM}(?:therefore|thus|hence|consequently|accordingly|so|daher|somit"
     r"|folglich|demnach|deshalb|also|donc|ergo)(?:[ \t]*,)?"
     r"(?:[ \t]+(?:the[ \t]+(?:correct[ \t]+)?answer[ \t]+is|die[ \t]+(?:richtige[ \t]+)?"
     r"antwort[ \t]+(?:ist|lautet)|ist|sind|it[ \t]+is|it's|it’s|we[ \t]+(?:choose|get|have)))?"
     r"[ \t]*:?[ \t]*",
     re.IGNORECASE,
 )
+# Predicates that follow an id list; the list itself is read backwards from the predicate
+# (searching for "<ids> is correct" from every position of the reply would be slow).
+_CORRECT_WORDS = (
+    r"(?:(?:correct|right|best|true|richtige|korrekte|zutreffende|bonne)n?[ \t]+"
+    r"(?:answer|option|choice|one|response|antwort|lösung|réponse)(?:s|en)?"
+    r"|answer|antwort|lösung)"
+)
+# Each starts only where a run of blanks starts: matching from inside a long run would be
+# quadratic.
+_PRED_START = r"(?<![ \t])[ \t]++"
+_POSTFIX_PRED_RE = re.compile(
+    rf"{_PRED_START}(?:is|are|ist|sind|est|sont)[ \t]+"
+    r"(?:(?:therefore|thus|hence|clearly|daher|somit|also|eindeutig|folglich|demnach"
+    r"|donc)[ \t]+)?(?:(?:the|die|la)[ \t]+)?(?:only[ \t]+|einzig[ \t]+)?"
+    rf"{_CORRECT_WORDS}{_NOT_BEFORE_ALNUM}"
+    r"(?![ \t]+(?:only|if|when|unless|nur|wenn|falls|sofern))",
+    re.IGNORECASE,
+)
+# "Option C is correct." needs the noun and the sentence end; see _rule_postfix.
+_POSTFIX_NOUN_PRED_RE = re.compile(
+    rf"{_PRED_START}(?:is|are|ist|sind)[ \t]+"
+    r"(?:(?:therefore|thus|hence|clearly|daher|somit|also|eindeutig)[ \t]+)?"
+    r"(?:correct|right|richtig|korrekt|zutreffend)(?=[ \t]*(?:[.!;]|\n|\Z))",
+    re.IGNORECASE,
+)
+_VERDICT_PRED_RE = re.compile(
+    rf"{_PRED_START}(?:is|are|ist|sind|est)[ \t]+(?:also[ \t]+|auch[ \t]+)?"
+    r"(?P<verdict>correct|right|true|richtig|korrekt|zutreffend|wahr"
+    r"|(?:not|nicht)[ \t]+\w+|wrong|incorrect|false|falsch|unzutreffend|unrichtig"
+    r"|inkorrekt)(?![^\W_])",
+    re.IGNORECASE,
+)
 _BOLD_RE = re.compile(r"(?:\*\*|__)[ \t]*(?P<inner>[^*_\n]{1,200}?)[ \t]*(?:\*\*|__)")
-_REASONING_BLOCK_RE = re.compile(
-    r"<(?P<tag>think|thinking|reasoning|reflection|scratchpad)\b[^>]*>.*?</(?P=tag)\s*>",
-    re.IGNORECASE | re.DOTALL,
-)
-_REASONING_CLOSE_RE = re.compile(
-    r"</(?:think|thinking|reasoning|reflection|scratchpad)\s*>", re.IGNORECASE
-)
 _REASONING_TAG_RE = re.compile(
-    r"</?(?:think|thinking|reasoning|reflection|scratchpad)\b[^>]*>", re.IGNORECASE
+    r"<(?P<close>/?)(?:think|thinking|reasoning|reflection|scratchpad)\b[^<>]{0,200}>",
+    re.IGNORECASE,
 )
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _WHITESPACE_RE = re.compile(r"\s+")
@@ -288,13 +336,13 @@ class _Patterns:
     hedge_re: re.Pattern[str]
     value_full_re: re.Pattern[str]
     value_label_re: re.Pattern[str]
-    postfix_re: re.Pattern[str]
-    postfix_noun_re: re.Pattern[str]
+    id_end_re: re.Pattern[str]
+    tail_list_re: re.Pattern[str]
+    noun_tail_list_re: re.Pattern[str]
     option_re: re.Pattern[str]
     paren_re: re.Pattern[str]
     label_re: re.Pattern[str]
     leading_re: re.Pattern[str]
-    verdict_re: re.Pattern[str]
 
 
 def _normalize(text: str) -> str:
@@ -316,71 +364,63 @@ def _patterns(ids: tuple[str, ...]) -> _Patterns | None:
     if not canon:
         return None
     # Longest first, so "A1" is not read as "A" followed by junk.
-    alternation = "|".join(re.escape(k) for k in sorted(canon, key=len, reverse=True))
+    if all(len(k) == 1 for k in canon):
+        # One-letter ids (the usual case): a character class compiles and matches faster.
+        alternation = "[" + "".join(re.escape(k) for k in sorted(canon)) + "]"
+    else:
+        alternation = "|".join(re.escape(k) for k in sorted(canon, key=len, reverse=True))
     ident = (
         rf"{_NOT_AFTER_ALNUM}(?<![^\W_][-'’.])(?:{alternation}){_NOT_BEFORE_ALNUM}"
         r"(?![-'’.][^\W_])"
     )
     item = rf"{_OPEN}(?:{_NOUN}{_OPEN})?{ident}{_CLOSE}"
-    id_list = rf"(?P<list>{item}(?:{_SEP}{item})*)"
+    # Atomic: once a list is read it is never re-split. Without it, the spaces a separator and
+    # the next item's decoration could share make a failing match backtrack exponentially
+    # ("A and B and C ..." of 16 ids took 0.2 s).
+    # The item count is capped so that scanning a huge "A and B and C ..." run stays linear.
+    cap = min(len(canon) + 4, 64)
+    id_list = rf"(?P<list>(?>{item}(?:{_SEP}{item}){{0,{cap}}}))"
+    # Patterns searched at every position start where a decoration run starts, not inside it.
+    scan_start = rf"(?<!{_OPEN_CHARS})"
     flags = re.IGNORECASE
-    correct_words = (
-        r"(?:(?:correct|right|best|true|richtige|korrekte|zutreffende|bonne)n?[ \t]+"
-        r"(?:answer|option|choice|one|response|antwort|lösung|réponse)(?:s|en)?"
-        r"|answer|antwort|lösung)"
-    )
     return _Patterns(
         canon=canon,
         order=order,
         id_re=re.compile(ident, flags),
-        list_re=re.compile(rf"\s*{id_list}", flags),
+        list_re=re.compile(rf"\s*+{id_list}", flags),
         hedge_re=re.compile(
-            rf"[ \t]*,?[ \t]*(?:or|oder|ou|bzw\.?|beziehungsweise)[ \t]+{item}", flags
+            rf"[ \t]*+,?[ \t]*+(?:or|oder|ou|bzw\.?|beziehungsweise)[ \t]+{item}", flags
         ),
-        value_full_re=re.compile(rf"\s*{id_list}[\s.!*_\"'`)\]]*", flags),
+        value_full_re=re.compile(rf"\s*+{id_list}[\s.!*_\"'`)\]]*", flags),
         value_label_re=re.compile(
             rf"[\s*_\"'`(\[]*(?:{_NOUN})?[\s*_\"'`(\[]*(?P<list>{ident})[*_\"'`]*[ \t]*"
             r"(?:[)\]:]|\.(?:\s|\Z)|[ \t][-–—](?:\s|\Z))",
             flags,
         ),
-        postfix_re=re.compile(
-            rf"{id_list}[ \t]+(?:is|are|ist|sind|est|sont)[ \t]+"
-            r"(?:(?:therefore|thus|hence|clearly|daher|somit|also|eindeutig|folglich|demnach"
-            r"|donc)[ \t]+)?(?:(?:the|die|la)[ \t]+)?(?:only[ \t]+|einzig[ \t]+)?"
-            rf"{correct_words}{_NOT_BEFORE_ALNUM}"
-            r"(?![ \t]+(?:only|if|when|unless|nur|wenn|falls|sofern))",
-            flags,
-        ),
-        postfix_noun_re=re.compile(
+        id_end_re=re.compile(rf"{ident}{_CLOSE}\Z", flags),
+        tail_list_re=re.compile(rf"{scan_start}{id_list}\Z", flags),
+        noun_tail_list_re=re.compile(
             r"(?<![^\W_])(?:options?|answers?|choices?|antwort(?:en)?|alternatives?|lösung(?:en)?"
-            rf"|varianten?)[ \t]+{id_list}[ \t]+(?:is|are|ist|sind)[ \t]+"
-            r"(?:(?:therefore|thus|hence|clearly|daher|somit|also|eindeutig)[ \t]+)?"
-            r"(?:correct|right|richtig|korrekt|zutreffend)(?=[ \t]*(?:[.!;]|\n|\Z))",
+            rf"|varianten?)[ \t]+{id_list}\Z",
             flags,
         ),
         option_re=re.compile(
-            rf"{_NOT_AFTER_ALNUM}(?:options?|optionen|choices?|alternatives?|alternativen?"
+            rf"(?=[abclov]){_NOT_AFTER_ALNUM}(?:options?|optionen|choices?|alternatives?|alternativen?"
             r"|antwort(?:en)?|answers?|buchstaben?|letters?|varianten?)"
-            rf"(?:[ \t]+(?:no\.?|nr\.?))?[ \t]*{id_list}",
+            rf"(?:[ \t]+(?:no\.?|nr\.?))?[ \t]*+{id_list}",
             flags,
         ),
         paren_re=re.compile(rf"{_NOT_AFTER_ALNUM}\([ \t]*(?P<list>{ident})[ \t]*\)", flags),
         # "A:" is left out: "Q: ... / A: ..." transcripts (LegalBench prompts) use it.
         label_re=re.compile(
-            r"^[ \t>*#-]*(?:\*\*|__)?[ \t]*[(\[]?"
+            r"^[ \t>*#-]*+(?:\*\*|__)?[ \t]*+[(\[]?"
             rf"(?P<list>{ident})(?:[)\]]|[ \t]*\.(?=\s|\Z)|[ \t]+[-–—][ \t])",
             flags | re.MULTILINE,
         ),
         leading_re=re.compile(
-            rf"[\s>*#-]*{id_list}[ \t]*(?:[,;]|\n|\Z|[-–—][ \t]"
-            r"|(?:because|since|as|given|weil|da|denn|car)(?![^\W_]))",
-            flags,
-        ),
-        verdict_re=re.compile(
-            rf"{id_list}[ \t]+(?:is|are|ist|sind|est)[ \t]+(?:also[ \t]+|auch[ \t]+)?"
-            r"(?P<verdict>correct|right|true|richtig|korrekt|zutreffend|wahr"
-            r"|(?:not|nicht)[ \t]+\w+|wrong|incorrect|false|falsch|unzutreffend|unrichtig"
-            r"|inkorrekt)(?![^\W_])",
+            # "B, because ..." but not "A, the buyer, sold ..." (a party, not an option).
+            rf"[\s>*#-]*+{id_list}[ \t]*+(?:\n|\Z|[-–—][ \t]"
+            r"|,?[ \t]*+(?:because|since|as|given|weil|da|denn|car)(?![^\W_]))",
             flags,
         ),
     )
@@ -403,7 +443,6 @@ class _Hit:
 class _Context:
     text: str
     pats: _Patterns
-    roman_mode: bool
 
 
 def _used_as_word(text: str, end: int) -> bool:
@@ -462,8 +501,11 @@ def _list_at(ctx: _Context, pos: int, method: str, hit_start: int) -> _Hit | Non
 
 
 def _loose_at(ctx: _Context, pos: int, method: str, hit_start: int) -> _Hit | None:
-    """After an explicit keyword whose text does not start with an id ("Answer: I think B."),
-    take the first id on the same line that ends a sentence — unless the line negates."""
+    """Take the first sentence-ending id on the keyword's line ("Answer: I think it is B.").
+
+    Used when the text after an explicit keyword does not start with an id; a line that
+    negates or hedges ("not", "or") gives nothing.
+    """
     text = ctx.text
     newline = text.find("\n", pos)
     stop = min(len(text) if newline < 0 else newline, pos + 160)
@@ -484,7 +526,7 @@ def _loose_at(ctx: _Context, pos: int, method: str, hit_start: int) -> _Hit | No
 def _value_ids(ctx: _Context, value: str) -> tuple[str, ...]:
     """Ids in a JSON value or bold span: the whole value is ids, or it starts with a label."""
     pats = ctx.pats
-    sub = _Context(value, pats, ctx.roman_mode)
+    sub = _Context(value, pats)
     found = pats.value_full_re.fullmatch(value) or pats.value_label_re.match(value)
     if found is None:
         return ()
@@ -567,12 +609,30 @@ def _rule_conclusion(ctx: _Context) -> list[_Hit]:
     return hits
 
 
+def _list_before(ctx: _Context, end: int, tail_re: re.Pattern[str]) -> tuple[int, int, int] | None:
+    """Find the id list that ends right before ``end``: (match start, list start, list end)."""
+    if ctx.pats.id_end_re.search(ctx.text, max(0, end - 8), end) is None:
+        return None  # cheap pre-check: no id right before the predicate
+    found = tail_re.search(ctx.text, max(0, end - 160), end)
+    if found is None:
+        return None
+    return found.start(), found.start("list"), found.end("list")
+
+
 def _rule_postfix(ctx: _Context) -> list[_Hit]:
     hits: list[_Hit] = []
-    for pattern in (ctx.pats.postfix_re, ctx.pats.postfix_noun_re):
-        for m in pattern.finditer(ctx.text):
-            hit = _accept_list(ctx, m.start("list"), m.end("list"), "postfix", m.start())
-            if hit and not _hedged(ctx.text, m.start()):
+    pats = ctx.pats
+    for pred_re, tail_re in (
+        (_POSTFIX_PRED_RE, pats.tail_list_re),
+        (_POSTFIX_NOUN_PRED_RE, pats.noun_tail_list_re),
+    ):
+        for m in pred_re.finditer(ctx.text):
+            before = _list_before(ctx, m.start(), tail_re)
+            if before is None:
+                continue
+            start, list_start, list_end = before
+            hit = _accept_list(ctx, list_start, list_end, "postfix", start)
+            if hit and not _hedged(ctx.text, start):
                 hits.append(_Hit(hit.start, m.end(), hit.ids, hit.method))
     return hits
 
@@ -595,7 +655,7 @@ def _rule_bare(ctx: _Context) -> list[_Hit]:
 
 
 def _rule_leading(ctx: _Context) -> list[_Hit]:
-    """The reply opens with ids and goes on: "B, because ...", "A and C – both ..."."""
+    """Find ids that open the reply and go on: "B, because ...", "A and C – both ..."."""
     found = ctx.pats.leading_re.match(ctx.text)
     if found is None:
         return []
@@ -604,7 +664,7 @@ def _rule_leading(ctx: _Context) -> list[_Hit]:
 
 
 def _rule_verdict(ctx: _Context) -> list[_Hit]:
-    """ "B is correct." — used only when the reply passes no verdict on any other option.
+    """Find "B is correct." — used only when no other option gets a verdict.
 
     A reply that goes through the options ("A is wrong, B is wrong, C is right") gets no
     answer: its negative verdicts are returned as conflicting hits, so the driver reports
@@ -613,18 +673,23 @@ def _rule_verdict(ctx: _Context) -> list[_Hit]:
     """
     positive: list[_Hit] = []
     negative: list[_Hit] = []
-    for m in ctx.pats.verdict_re.finditer(ctx.text):
+    for m in _VERDICT_PRED_RE.finditer(ctx.text):
+        before = _list_before(ctx, m.start(), ctx.pats.tail_list_re)
+        if before is None:
+            continue
+        start, list_start, list_end = before
         if m.group("verdict").casefold() in _POSITIVE_VERDICTS:
-            hit = _accept_list(ctx, m.start("list"), m.end("list"), "verdict", m.start("list"))
-            if hit and not _hedged(ctx.text, m.start()):
+            hit = _accept_list(ctx, list_start, list_end, "verdict", list_start)
+            if hit and not _hedged(ctx.text, start):
                 positive.append(_Hit(hit.start, m.end(), hit.ids, hit.method))
         else:
-            ids = tuple(
-                ctx.pats.canon[t.group().casefold()]
-                for t in ctx.pats.id_re.finditer(ctx.text, m.start("list"), m.end("list"))
+            found = (
+                ctx.pats.canon.get(t.group().casefold())
+                for t in ctx.pats.id_re.finditer(ctx.text, list_start, list_end)
             )
+            ids = tuple(i for i in found if i is not None)
             if ids:
-                negative.append(_Hit(m.start("list"), m.end(), ids, "verdict"))
+                negative.append(_Hit(list_start, m.end(), ids, "verdict"))
     return positive + negative if positive else []
 
 
@@ -695,17 +760,33 @@ _FORMAT_RULES: tuple[_Rule, ...] = (
 
 
 def _strip_reasoning(text: str) -> str:
-    """Drop ``<think>…</think>``-style reasoning when an answer part follows it."""
-    if "</" not in text:
+    """Drop ``<think>…</think>``-style reasoning when an answer part follows it.
+
+    One linear pass over the tags (no regex spanning a block, which is quadratic on replies
+    full of unclosed tags). A closing tag without an opening one (the opening tag was part of
+    the prompt template) makes everything before it reasoning.
+    """
+    if "<" not in text:
         return text
-    without = _REASONING_BLOCK_RE.sub("\n", text)
-    # Some models emit only the closing tag (the opening one is in the prompt template).
-    closing = list(_REASONING_CLOSE_RE.finditer(without))
-    if closing:
-        without = without[closing[-1].end() :]
-    if without.strip():
-        return _REASONING_TAG_RE.sub(" ", without)
-    # Nothing after the reasoning: the reasoning is all there is.
+    kept: list[str] = []
+    depth = 0
+    pos = 0
+    for tag in _REASONING_TAG_RE.finditer(text):
+        if depth == 0:
+            kept.append(text[pos : tag.start()])
+        if not tag.group("close"):
+            depth += 1
+        elif depth:
+            depth -= 1
+        else:
+            kept.clear()
+        pos = tag.end()
+    if depth == 0:
+        kept.append(text[pos:])
+    answer = " ".join(kept)
+    if pos == 0 or answer.strip():
+        return answer
+    # Nothing outside the reasoning: the reasoning is all there is.
     return _REASONING_TAG_RE.sub(" ", text)
 
 
@@ -742,18 +823,19 @@ _JSON_DECODER = json.JSONDecoder()
 def _json_object_spans(text: str, hits: list[_Hit]) -> list[tuple[int, int]]:
     """Spans of the outermost parseable JSON objects that contain a JSON answer key."""
     spans: list[tuple[int, int]] = []
-    for hit in hits:
+    # Bounded work: the last few answer keys, objects up to 20,000 characters, 4 levels up.
+    for hit in hits[-8:]:
         pos, best = hit.start, None
-        for _ in range(4):  # nesting depth worth looking through
+        for _ in range(4):
             brace = text.rfind("{", 0, pos)
             if brace < 0:
                 break
             try:
-                _, end = _JSON_DECODER.raw_decode(text, brace)
-            except ValueError:
-                end = -1
-            if end > hit.start:
-                best = (brace, end)
+                _, length = _JSON_DECODER.raw_decode(text[brace : brace + 20_000])
+            except (ValueError, RecursionError):  # deeply nested junk recurses in the decoder
+                length = -1
+            if brace + length > hit.start:
+                best = (brace, brace + length)
             pos = brace
         if best:
             spans.append(best)
@@ -780,11 +862,7 @@ def extract_choice_ids(text: str, choice_ids: Sequence[str]) -> Extraction:
     if pats is None or not text:
         return _NONE
     body = _strip_reasoning(_normalize(text))
-    roman_mode = any(
-        len(t.group()) >= 2 or t.group().casefold() not in pats.canon
-        for t in _ROMAN_TOKEN_RE.finditer(body)
-    )
-    ctx = _Context(text=body, pats=pats, roman_mode=roman_mode)
+    ctx = _Context(text=body, pats=pats)
 
     explicit = [hit for rule in _EXPLICIT_RULES for hit in rule(ctx)]
     json_hits = [hit for hit in explicit if hit.method == "json"]
@@ -805,6 +883,7 @@ def extract_choice_ids(text: str, choice_ids: Sequence[str]) -> Extraction:
         evidence = _evidence(body, best.start, best.end)
         return Extraction(_ordered(best.ids, pats), best.method, evidence)
 
+    roman_mode = any(_is_roman_statement(t.group(), pats) for t in _ROMAN_TOKEN_RE.finditer(body))
     for format_rule in _FORMAT_RULES:
         hits = format_rule(ctx)
         if roman_mode:
@@ -841,7 +920,7 @@ _TEXT_TRIM = " \t\r\n.!*_\"'`“”„«»"
 
 
 def _choice_text_match(record: Record, response: str) -> str | None:
-    """The choice whose full text is the whole reply ("No." for a Yes/No question), if any."""
+    """Return the choice whose full text is the whole reply ("No." for Yes/No), if any."""
     body = _strip_reasoning(_normalize(response)).strip()
     if len(body) > 200:
         return None

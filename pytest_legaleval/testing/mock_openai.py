@@ -49,8 +49,10 @@ than the reply's tokens the reply is cut to ``4 * limit`` characters with ``fini
 
 The HTTP layer is a small HTTP/1.1 implementation on :mod:`asyncio` protocols (keep-alive,
 pipelining, ``Content-Length`` and chunked request bodies, ``Expect: 100-continue``). It needs
-nothing outside the standard library, which matters because the fixture ships with the plugin,
-and it measured faster than ``aiohttp.web`` for this workload.
+nothing outside the standard library, which matters because the fixture ships with the plugin.
+Measured against an ``aiohttp.web`` server on the same request logic (2 cores, raw aiohttp client,
+concurrency 50): about as fast in a separate process (~5,000 requests/s, client-bound) and about
+40 % faster in the test's own process (~2,600 against ~1,850 requests/s), where both share the GIL.
 """
 
 from __future__ import annotations
@@ -575,6 +577,7 @@ class _Core:
     def __init__(self, config: MockConfig) -> None:
         self.lock = threading.Lock()
         self.config = config
+        self.in_flight = 0
         self._reset_locked()
 
     # -- state ------------------------------------------------------------------------------
@@ -585,8 +588,8 @@ class _Core:
         self.completed = 0
         self.errors = 0
         self.cancelled = 0
-        self.in_flight = 0
-        self.peak_in_flight = 0
+        # in_flight is a gauge, not a counter: requests still being served will settle later.
+        self.peak_in_flight = self.in_flight
         self.faults_by_kind: collections.Counter[str] = collections.Counter()
         self.per_prompt: collections.Counter[str] = collections.Counter()
         self.models: collections.Counter[str] = collections.Counter()
@@ -687,10 +690,8 @@ class _Core:
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
             outcome = self._chat_outcome(call, headers, raw)
-        except Exception as exc:  # a user's reply callable failed: tell the test, loudly
-            outcome = _error(
-                500, f"mock reply raised {type(exc).__name__}: {exc}", "mock_reply_error"
-            )
+        except Exception as exc:  # a bug of the mock: answer, so the request still settles
+            outcome = _error(500, f"mock server failed: {type(exc).__name__}: {exc}")
         outcome.counts = True
         outcome.headers = (*outcome.headers, ("x-request-id", f"req_mock_{call}"))
         return outcome
@@ -1074,9 +1075,11 @@ class _Connection(asyncio.Protocol):
             self._pending.append((head, body))
 
     def _maybe_continue(self, head: _Head) -> None:
-        # curl and others wait (about a second) for this before sending a large body.
+        # curl and others wait (about a second) for this before sending a large body. Not
+        # while earlier responses are still owed: the 100 would overtake them.
         expect = head.headers.get("expect", "").lower()
-        if expect == "100-continue" and not head.continue_sent and self._transport is not None:
+        busy = self._pending or self._task is not None
+        if expect == "100-continue" and not head.continue_sent and not busy and self._transport:
             head.continue_sent = True
             self._transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 

@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
 
+from pytest_legaleval.validation.checks import format_path
+
 __all__ = [
     "CONTRACT_CRITERIA",
     "LEGAL_EVAL_TASK_TYPES",
@@ -408,6 +410,4 @@ def contract_record_mutations(draw: st.DrawFn) -> Mutation:
     for field in fields[:-1]:
         target = target[field]
     target[fields[-1]] = copy.deepcopy(value)
-    location = fields if where is None else where
-    path = "records[0]" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in location)
-    return Mutation(rec, code, path)
+    return Mutation(rec, code, format_path("records[0]", fields if where is None else where))

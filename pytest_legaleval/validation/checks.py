@@ -261,23 +261,32 @@ def canonicalize(obj: object) -> Canonical:
 
     The verdict reads the canonical text instead of walking the value: U+0000 always
     appears as the escape ``\u0000``, a lone surrogate makes strict UTF-8 encoding fail,
-    and NaN/infinities appear as bare ``NaN``/``Infinity``. NFC of the whole text implies
+    and NaN/infinities make ``allow_nan=False`` serialization fail. NFC of the whole text implies
     NFC of every string in it, because each string is delimited by ``"`` (a starter that
     never composes) and JSON escapes only replace such non-composing characters. The
-    verdict may say "not clean" for clean text (a prompt mentioning ``NaN``); it never
-    says "clean" for text that is not.
+    verdict may say "not clean" for clean text (a prompt containing a literal backslash
+    followed by ``u0000``); it never says "clean" for text that is not.
     """
+    clean = True
     try:
-        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
+        # allow_nan=False turns a NaN or infinity into an exception instead of a scan.
+        text = json.dumps(
+            obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except ValueError:
+        clean = False
+        try:
+            text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            return Canonical(sha256="", size=sys.maxsize, clean=False)
+    except (TypeError, RecursionError):
         return Canonical(sha256="", size=sys.maxsize, clean=False)
     try:
         data = text.encode("utf-8")
-        clean = True
     except UnicodeEncodeError:
         data = text.encode("utf-8", "surrogatepass")
         clean = False
-    if clean and ("\\u0000" in text or "NaN" in text or "Infinity" in text):
+    if clean and "\\u0000" in text:
         clean = False
     if clean and not text.isascii():
         clean = unicodedata.is_normalized("NFC", text)

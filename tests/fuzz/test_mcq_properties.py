@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 
 from pytest_legaleval.grading.mcq import extract_choice_ids
 
-SETTINGS = settings(max_examples=150, deadline=None)
+# Each new id set compiles its patterns once (~15 ms); 100 examples keep the file well
+# under 15 s.
+SETTINGS = settings(max_examples=100, deadline=None)
 _ROMAN = re.compile(r"(?:i{1,3}|iv|vi{0,3}|ix|xi{0,3})")
 
 id_sets = st.lists(st.sampled_from(string.ascii_uppercase), min_size=2, max_size=16, unique=True)
@@ -117,7 +119,7 @@ def test_answer_like_noise_never_raises(text: str, ids: list[str]) -> None:
 
 
 @SETTINGS
-@given(st.text(alphabet=st.characters(exclude_categories=("L",)), max_size=300), id_sets)
+@given(st.text(alphabet=st.characters(exclude_categories=["L"]), max_size=300), id_sets)
 def test_text_without_letters_yields_nothing(text: str, ids: list[str]) -> None:
     # NFKC turns a few symbols into letters ("Ⓐ" -> "A"); those texts do contain letters.
     assume(not any(c.isalpha() for c in unicodedata.normalize("NFKC", text)))

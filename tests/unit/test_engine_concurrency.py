@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -110,6 +111,17 @@ def test_identical_requests_share_one_call(server: MockOpenAIServer) -> None:
     assert server.count_for("dedupe") == 1
     assert len({id(r) for r in results}) == 1 and results[0].ok
     assert stats["deduped"] == 3 and stats["submitted"] == 4 and stats["completed"] == 4
+
+
+def test_a_deduplicated_waiter_keeps_its_own_latency_budget(server: MockOpenAIServer) -> None:
+    server.set_latency(0.1)
+    relaxed = requests(1, "budget")[0]
+    strict = replace(relaxed, max_latency_ms=1)
+    with engine_for(server) as engine:
+        first, second = engine.submit_many([relaxed, strict])
+        assert not first.result(timeout=30).latency_exceeded
+        assert second.result(timeout=30).latency_exceeded
+    assert server.count_for("budget") == 1
 
 
 def test_cancel_all_resolves_everything_quickly(server: MockOpenAIServer) -> None:

@@ -29,10 +29,20 @@ CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ),
     ('{"Final_Answer": "c"}', ABCD, ("C",)),
     ('{"choices": ["D", "B"]}', ABCD, ("B", "D")),
-    ('{"reasoning": "Option A is wrong because the term is implied.", "answer": "C"}', ABCD, ("C",)),
+    (
+        '{"reasoning": "Option A is wrong because the term is implied.", "answer": "C"}',
+        ABCD,
+        ("C",),
+    ),
     ("{'answer': 'B'}", ABCD, ("B",)),
     ('{\\"answer\\": \\"D\\"}', ABCD, ("D",)),
     ('{"answer": "B) The contract is void."}', ABCD, ("B",)),
+    (
+        '{"answer": "B", "explanation": "Some would say the answer is D, but the statute '
+        'says otherwise."}',
+        ABCD,
+        ("B",),
+    ),
     (
         '{"answer": "B"}\n\nExplanation: Option D would only apply if the buyer had consented.',
         ABCD,
@@ -117,6 +127,9 @@ CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("The seller lacked capacity, so the contract is void (B).", ABCD, ("B",)),
     ("After weighing the arguments I settle on **G**.", A_H, ("G",)),
     ("Both **A** and **C** describe the law correctly.", ABCD, ("A", "C")),
+    ("B is correct.", ABCD, ("B",)),
+    ("B, because the offer lapsed before it was accepted.", ABCD, ("B",)),
+    ("B – the offer lapsed before it was accepted.", ABCD, ("B",)),
     # --- German LEXam-style with Roman numerals ------------------------------------------------
     (
         "Aussage i ist falsch, da die Frist nicht gewahrt wurde. Aussage ii ist korrekt. "
@@ -152,6 +165,14 @@ CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("Under § 3 (b) the seller must deliver on time.", ABCD, ()),
     ("I am not able to determine which statements are correct.", ABCD, ()),
     ("I.  Sachverhalt\nII. Rechtliche Würdigung\nIII. Ergebnis: Der Vertrag ist gültig.", A_P, ()),
+    ("Q: Is there hearsay?\nA: No, the statement is not offered for its truth.", ("A", "B"), ()),
+    ("A, a merchant, sold goods to B, who refused to pay.", ABCD, ()),
+    ("If the answer is C, the seller would be liable; I am not sure it is.", ABCD, ()),
+    (
+        "Answer: B\n\nOne might think the answer is C, but the limitation period had run.",
+        ABCD,
+        ("B",),
+    ),
     ("", ABCD, ()),
     ("   \n\t", ABCD, ()),
     ("¯\\_(ツ)_/¯", ABCD, ()),
@@ -337,3 +358,41 @@ def test_throughput_on_one_kilobyte_replies() -> None:
     per_second = n / (time.perf_counter() - start)
     # Generous floor (a slow CI machine); 50,000 records must not take minutes.
     assert per_second > 500, per_second
+
+
+PATHOLOGICAL = {
+    "spaces": " " * 20000,
+    "blanks after an id": "A" + " \t" * 5000 + "x",
+    "long id chain": " and ".join("ABCD" * 500) + " zz",
+    "long id chain after a keyword": "Answer: " + "  ,  ".join("ABCD" * 500) + " or",
+    "asterisks": "*" * 20000,
+    "bold ids": "**A** and " * 2000,
+    "repeated keyword": "Answer: " * 2500,
+    "repeated statement": "the answer is " * 1500,
+    "parentheses": "(" * 10000 + "A" + ")" * 10000,
+    "quotes": "\"'`" * 5000 + "A",
+    "json keys": '{"answer": ' * 2000,
+    "json answers": '{"answer": "A", ' * 2000,
+    "nested json": '[{"answer": "A", "x": [' * 1000,
+    "reasoning tags": "<think>" * 3000 + "</think>" * 3000,
+    "unclosed reasoning tags": "<think>" * 5000,
+    "roman numerals": " ii und " * 2500,
+    "negations": "is not " * 3000,
+    "conclusions": "therefore, " * 2000,
+    "option then blanks": "Option" + " " * 20000 + "B",
+    "verdicts": "A is " * 4000,
+    "newlines": "\n" * 20000 + "B",
+    "label lines": "A) x\n" * 4000,
+    "one long word": "a" * 50000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
+def test_pathological_replies_take_linear_time(name: str) -> None:
+    # Regression guard against catastrophic backtracking: each of these took seconds to
+    # minutes before the patterns were made possessive/atomic; now ~10 ms.
+    extract_choice_ids("warm up", A_P)
+    start = time.perf_counter()
+    result = extract_choice_ids(PATHOLOGICAL[name], A_P)
+    assert time.perf_counter() - start < 1.0
+    assert set(result.chosen) <= set(A_P)

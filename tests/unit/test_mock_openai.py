@@ -38,7 +38,7 @@ mock_openai_factory = _fixtures.mock_openai_factory
 MCQ = "Which court hears the appeal?\nA) The district court\nB) The court of appeals\nC) Nobody"
 
 
-def user(content: str) -> list[dict[str, Any]]:
+def user(content: str) -> list[Any]:
     return [{"role": "user", "content": content}]
 
 
@@ -77,11 +77,11 @@ def wait_until(predicate: Any, timeout: float = 5.0) -> bool:
 def test_completion_has_openai_shape_and_deterministic_usage(
     mock_openai: MockOpenAIServer, client: openai.OpenAI
 ) -> None:
-    messages = [
+    messages: list[Any] = [
         {"role": "system", "content": "You are a careful lawyer."},
         {"role": "user", "content": MCQ},
     ]
-    completion = client.chat.completions.create(model="gpt-test", messages=messages)  # type: ignore[arg-type]
+    completion = client.chat.completions.create(model="gpt-test", messages=messages)
 
     assert completion.object == "chat.completion"
     assert completion.id.startswith("chatcmpl-")
@@ -166,7 +166,7 @@ def test_strict_models_and_api_key(mock_openai_factory: Any) -> None:
     with openai.OpenAI(base_url=server.base_url, api_key="sekret", max_retries=0) as good:
         assert ask(good, "hi").choices[0].message.content
         with pytest.raises(openai.NotFoundError):
-            good.chat.completions.create(model="other", messages=user("hi"))  # type: ignore[arg-type]
+            good.chat.completions.create(model="other", messages=user("hi"))
     with openai.OpenAI(base_url=server.base_url, api_key="wrong", max_retries=0) as bad:
         with pytest.raises(openai.AuthenticationError):
             ask(bad, "hi")
@@ -326,7 +326,7 @@ def test_429_carries_retry_after(mock_openai: MockOpenAIServer, client: openai.O
 
 @pytest.mark.parametrize("status", [500, 502, 503])
 def test_server_errors(mock_openai: MockOpenAIServer, client: openai.OpenAI, status: int) -> None:
-    mock_openai.add_fault(str(status))  # type: ignore[arg-type]
+    mock_openai.add_fault(status)
     with pytest.raises(openai.InternalServerError) as info:
         ask(client, "x")
     assert info.value.status_code == status
@@ -598,6 +598,25 @@ def test_stats_and_reset_over_http(mock_openai: MockOpenAIServer, client: openai
         ask(client, "a")
 
 
+def test_reset_while_requests_are_in_flight(mock_openai: MockOpenAIServer) -> None:
+    mock_openai.set_latency(0.3)
+
+    def slow() -> None:
+        with client_for(mock_openai) as c:
+            ask(c, "slow")
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    assert wait_until(lambda: mock_openai.stats()["in_flight"] == 1)
+    mock_openai.reset()
+    assert mock_openai.stats()["in_flight"] == 1  # still being served
+    thread.join(5)
+    stats = mock_openai.stats()
+    assert stats["in_flight"] == 0
+    assert stats["completed"] == 1
+    assert stats["requests"] == 0  # received before the reset
+
+
 def _raw_exchange(server: MockOpenAIServer, payload: bytes, until: int = 1) -> bytes:
     """Send raw bytes; read until `until` complete responses arrived or the peer closed."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
@@ -663,6 +682,7 @@ def test_http_garbage_gets_400(mock_openai: MockOpenAIServer) -> None:
 def test_unknown_path_is_404(mock_openai: MockOpenAIServer) -> None:
     with pytest.raises(urllib.error.HTTPError) as info:
         _get_json(f"{mock_openai.base_url}/embeddingz")
+    info.value.close()  # the error holds the response open
     assert info.value.code == 404
 
 

@@ -264,7 +264,7 @@ def test_top_level_limits_at_their_boundaries(top: dict[str, Any], accepted: boo
     else:
         exc = rejection(doc)
         assert (exc.status, exc.code) == (400, "invalid_request")
-        assert exc.details["errors"][0]["path"] == next(iter(top))
+        assert exc.details["errors"][0]["path"].startswith(next(iter(top)))
 
 
 def test_unsupported_schema_version() -> None:
@@ -292,7 +292,10 @@ def test_all_records_invalid_is_400_with_counts() -> None:
         "All records failed validation",
     )
     assert exc.details == {"rejected_records": 2, "accepted_records": 0}
-    assert [e.path for e in exc.record_errors] == ["records[0].record_id", "records[1].input.prompt"]
+    assert [e.path for e in exc.record_errors] == [
+        "records[0].record_id",
+        "records[1].input.prompt",
+    ]
 
 
 def test_duplicate_record_ids_flag_each_later_copy() -> None:

@@ -138,7 +138,10 @@ def test_messages_are_specific() -> None:
         ),
         (
             changed(REFERENCE, rubric="x", choices=[]),
-            [("unsupported_field", "records[0].rubric"), ("unsupported_field", "records[0].choices")],
+            [
+                ("unsupported_field", "records[0].rubric"),
+                ("unsupported_field", "records[0].choices"),
+            ],
         ),
         (
             changed(REFERENCE, reference_answers=["ok", ""]),
@@ -214,7 +217,8 @@ def test_missing_per_task_type_fields() -> None:
 def test_every_missing_common_field_is_reported() -> None:
     (error, *rest) = validate_legal_eval_row({}, 0)
     assert [e.path for e in (error, *rest)] == [
-        f"records[0].{field}" for field in ("schema_version", "id", "dataset", "task_type", "prompt")
+        f"records[0].{field}"
+        for field in ("schema_version", "id", "dataset", "task_type", "prompt")
     ]
     assert error.message == "schema_version is required"
 
