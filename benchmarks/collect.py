@@ -18,20 +18,27 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FILLER = ("The tenant argues that the landlord failed to maintain the premises in a habitable "
-          "condition, and that the lease therefore terminated by operation of law. ")
+FILLER = (
+    "The tenant argues that the landlord failed to maintain the premises in a habitable "
+    "condition, and that the lease therefore terminated by operation of law. "
+)
 
 
 def make_dataset(path: Path, n: int) -> None:
     with path.open("w", encoding="utf-8") as out:
         for i in range(n):
-            row = {"schema_version": "legal_eval_v1", "id": f"bench:{i:06d}", "dataset": "bench",
-                   "task_type": "mcq",
-                   "prompt": f"Question {i}: {FILLER * 4}Which statement is correct?",
-                   "choices": [{"id": c, "text": f"Statement {c} about clause {i % 97}."}
-                               for c in "ABCD"],
-                   "correct_choice_ids": ["ABCD"[i % 4]],
-                   "metadata": {"policy_id": "default", "split": "test", "n": i}}
+            row = {
+                "schema_version": "legal_eval_v1",
+                "id": f"bench:{i:06d}",
+                "dataset": "bench",
+                "task_type": "mcq",
+                "prompt": f"Question {i}: {FILLER * 4}Which statement is correct?",
+                "choices": [
+                    {"id": c, "text": f"Statement {c} about clause {i % 97}."} for c in "ABCD"
+                ],
+                "correct_choice_ids": ["ABCD"[i % 4]],
+                "metadata": {"policy_id": "default", "split": "test", "n": i},
+            }
             out.write(json.dumps(row) + "\n")
 
 
@@ -44,8 +51,13 @@ def make_responses(path: Path, n: int) -> None:
 def run(cmd: list[str], cwd: Path) -> tuple[float, float, str]:
     """Wall seconds, peak RSS in MiB (of the pytest process itself), last output line."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
     assert proc.stdout is not None
     output = proc.stdout.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -72,17 +84,40 @@ def main() -> None:
         (work / "bare" / "test_bare.py").write_text(
             "import pytest\n\n"
             f"@pytest.mark.parametrize('x', range({n}))\n"
-            "def test_x(x):\n    pass\n")
+            "def test_x(x):\n    pass\n"
+        )
         suite = work / "suite"
         suite.mkdir()
         (suite / "test_legal.py").write_text((REPO / "suites" / "test_legal.py").read_text())
         size_mb = data.stat().st_size / 2**20
         print(f"{n} records, dataset {size_mb:.1f} MiB ({data.stat().st_size / n:.0f} B/record)")
         py = sys.executable
-        bare_cmd = [py, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                    "-p", "no:legaleval", "bare"]
-        ours_cmd = [py, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                    "suite", "--dataset", str(data), "--responses", str(responses)]
+        bare_cmd = [
+            py,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:legaleval",
+            "bare",
+        ]
+        ours_cmd = [
+            py,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "suite",
+            "--dataset",
+            str(data),
+            "--responses",
+            str(responses),
+        ]
         rows = []
         for _ in range(args.repeat):
             rows.append(("bare pytest, trivial params", *run(bare_cmd, work)))

@@ -24,6 +24,7 @@ def validation_body(paths: Sequence[str], fmt: str = "auto") -> tuple[int, dict[
         ``(http_status, body, exit_code)``: 202 with the run object (exit 0 when every
         record is accepted, 1 when some are rejected), or 400/413 with the error envelope
         (exit 2).
+
     """
     request_id = new_request_id()
     try:

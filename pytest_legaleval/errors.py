@@ -37,6 +37,7 @@ class DatasetRejected(LegalEvalError, ValueError):
         code: ``invalid_request`` or ``payload_too_large``.
         message: human-readable reason.
         details: extra JSON-safe details for the envelope.
+
     """
 
     def __init__(

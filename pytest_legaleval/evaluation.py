@@ -13,7 +13,13 @@ import pytest
 from pytest_legaleval.grading.mcq import grade_mcq
 from pytest_legaleval.records import Record
 
-__all__ = ["EvalResult", "Evaluation", "grade_response", "missing_response_result"]
+__all__ = [
+    "EvalResult",
+    "Evaluation",
+    "cancelled_result",
+    "grade_response",
+    "missing_response_result",
+]
 
 Outcome = Literal["passed", "failed", "skipped", "error"]
 
@@ -78,12 +84,29 @@ def missing_response_result(record: Record, model: str, responses_path: str) -> 
     """The result of a selected record that has no response: a failure, never a skip."""
     result = _base(record, model, "prefilled")
     result.update(
-        outcome="failed",
-        passed=False,
-        score=0.0,
-        reason="missing_response",
-        grader="none",
-        explanation=f"no response for record {record.id!r} and model {model!r} in {responses_path}",
+        {
+            "outcome": "failed",
+            "passed": False,
+            "score": 0.0,
+            "reason": "missing_response",
+            "grader": "none",
+            "explanation": f"no response for record {record.id!r} and model {model!r} "
+            f"in {responses_path}",
+        }
+    )
+    return result
+
+
+def cancelled_result(record: Record, model: str) -> EvalResult:
+    """The result of an item that never finished because the run was cancelled."""
+    result = _base(record, model, "none")
+    result.update(
+        {
+            "outcome": "error",
+            "reason": "cancelled",
+            "grader": "none",
+            "explanation": "the run was cancelled before this item finished",
+        }
     )
     return result
 
@@ -99,24 +122,29 @@ def grade_response(record: Record, model: str, response: str, source: str) -> Ev
     if record.task_type == "mcq":
         grade = grade_mcq(record, response)
         result.update(
-            outcome="passed" if grade.passed else "failed",
-            passed=grade.passed,
-            score=grade.score,
-            reason=grade.reason,
-            explanation=grade.explanation,
-            grader="mcq",
-            details={
-                "chosen": list(grade.chosen),
-                "correct": list(grade.correct),
-                "method": grade.method,
-            },
+            {
+                "outcome": "passed" if grade.passed else "failed",
+                "passed": grade.passed,
+                "score": grade.score,
+                "reason": grade.reason,
+                "explanation": grade.explanation,
+                "grader": "mcq",
+                "details": {
+                    "chosen": list(grade.chosen),
+                    "correct": list(grade.correct),
+                    "method": grade.method,
+                },
+            }
         )
         return result
     result.update(
-        outcome="skipped",
-        reason="needs_judge",
-        grader="none",
-        explanation=f"{record.task_type} records are graded by an LLM judge; pass --judge-model",
+        {
+            "outcome": "skipped",
+            "reason": "needs_judge",
+            "grader": "none",
+            "explanation": f"{record.task_type} records are graded by an LLM judge; "
+            "pass --judge-model",
+        }
     )
     return result
 

@@ -1,5 +1,4 @@
-"""Live generation: items of this process go to the engine up front, each test waits
-only for its own result."""
+"""Live generation: a process submits all of its items up front; each test waits for its own."""
 
 from __future__ import annotations
 
@@ -33,10 +32,15 @@ def _per_model(settings: Settings) -> dict[str, dict[str, Any]]:
     for model, values in settings.per_model.items():
         unknown = set(values) - _MODEL_KEYS
         if unknown:
-            hint = " (keys are read from the environment only: use api_key_env)" if any(
-                "key" in k for k in unknown) else ""
-            raise ConfigError(f"models[{model!r}]: unknown settings {sorted(unknown)}; accepted: "
-                              f"{sorted(_MODEL_KEYS)}{hint}")
+            hint = (
+                " (keys are read from the environment only: use api_key_env)"
+                if any("key" in k for k in unknown)
+                else ""
+            )
+            raise ConfigError(
+                f"models[{model!r}]: unknown settings {sorted(unknown)}; accepted: "
+                f"{sorted(_MODEL_KEYS)}{hint}"
+            )
         entry: dict[str, Any] = {k: values[k] for k in ("base_url", "api_key_env") if k in values}
         params = {k: values[k] for k in _PARAM_KEYS if k in values}
         if params:
@@ -48,68 +52,108 @@ def _per_model(settings: Settings) -> dict[str, dict[str, Any]]:
 def engine_settings(settings: Settings, share: int) -> EngineSettings:
     """Engine configuration of one process out of ``share``."""
     return EngineSettings(
-        base_url=settings.base_url, api_key_env=settings.api_key_env,
-        concurrency=settings.concurrency, rpm=settings.rpm, tpm=settings.tpm,
+        base_url=settings.base_url,
+        api_key_env=settings.api_key_env,
+        concurrency=settings.concurrency,
+        rpm=settings.rpm,
+        tpm=settings.tpm,
         request_timeout_s=settings.request_timeout,
         retry=RetryPolicy(max_attempts=settings.max_attempts, delays_s=settings.retry_delays),
-        cache_path=settings.cache, share=share, transport=settings.transport,
+        cache_path=settings.cache,
+        share=share,
+        transport=settings.transport,
         per_model=_per_model(settings),
     )
 
 
 def _attempt_dict(attempt: Any) -> dict[str, Any]:
-    return {"number": attempt.number, "started_at": attempt.started_at,
-            "latency_ms": attempt.latency_ms, "error_code": attempt.error_code,
-            "status_code": attempt.status_code, "input_tokens": attempt.input_tokens,
-            "output_tokens": attempt.output_tokens, "retry_after_s": attempt.retry_after_s,
-            "message": attempt.message}
+    return {
+        "number": attempt.number,
+        "started_at": attempt.started_at,
+        "latency_ms": attempt.latency_ms,
+        "error_code": attempt.error_code,
+        "status_code": attempt.status_code,
+        "input_tokens": attempt.input_tokens,
+        "output_tokens": attempt.output_tokens,
+        "retry_after_s": attempt.retry_after_s,
+        "message": attempt.message,
+    }
 
 
-def result_from_generation(record: Record, model: str, generation: GenerationResult,
-                           max_latency_ms: int | None) -> EvalResult:
+def result_from_generation(
+    record: Record, model: str, generation: GenerationResult, max_latency_ms: int | None
+) -> EvalResult:
     """Grade a generation, or turn its error into the item's outcome."""
     if generation.ok:
         assert generation.text is not None
         result = grade_response(record, model, generation.text, "live")
         if generation.latency_exceeded:
-            result.update(outcome="failed", passed=False, reason="latency_exceeded",
-                          explanation=f"answer took {generation.latency_ms:.0f} ms, more than "
-                          f"expected.max_latency_ms={max_latency_ms} "
-                          f"(graded: {result['reason']})")
+            result.update(
+                {
+                    "outcome": "failed",
+                    "passed": False,
+                    "reason": "latency_exceeded",
+                    "explanation": f"answer took {generation.latency_ms:.0f} ms, more than "
+                    f"expected.max_latency_ms={max_latency_ms} "
+                    f"(graded: {result['reason']})",
+                }
+            )
     else:
         code = generation.error_code or "unknown"
         reason = code if code in ("timeout", "cancelled") else f"generation_error:{code}"
         result = grade_response(record, model, "", "live")
         tries = len(generation.attempts)
-        result.update(outcome="error", passed=None, score=None, reason=reason, response=None,
-                      grader="none", details={},
-                      explanation=f"{generation.error_message or code} after {tries} "
-                      f"attempt{'s' if tries != 1 else ''}")
+        result.update(
+            {
+                "outcome": "error",
+                "passed": None,
+                "score": None,
+                "reason": reason,
+                "response": None,
+                "grader": "none",
+                "details": {},
+                "explanation": f"{generation.error_message or code} after {tries} "
+                f"attempt{'s' if tries != 1 else ''}",
+            }
+        )
     result.update(
-        latency_ms=generation.latency_ms, input_tokens=generation.input_tokens,
-        output_tokens=generation.output_tokens, total_tokens=generation.total_tokens,
-        first_attempt_at=generation.first_attempt_at, last_attempt_at=generation.last_attempt_at,
-        attempts=[_attempt_dict(a) for a in generation.attempts],
+        {
+            "latency_ms": generation.latency_ms,
+            "input_tokens": generation.input_tokens,
+            "output_tokens": generation.output_tokens,
+            "total_tokens": generation.total_tokens,
+            "first_attempt_at": generation.first_attempt_at,
+            "last_attempt_at": generation.last_attempt_at,
+            "attempts": [_attempt_dict(a) for a in generation.attempts],
+        }
     )
-    result["details"] = {**result["details"], "cached": generation.cached,
-                         "cache_key": generation.cache_key,
-                         "finish_reason": generation.finish_reason,
-                         "template_version": TEMPLATE_VERSION}
+    result["details"] = {
+        **result["details"],
+        "cached": generation.cached,
+        "cache_key": generation.cache_key,
+        "finish_reason": generation.finish_reason,
+        "template_version": TEMPLATE_VERSION,
+    }
     return result
 
 
 class LiveEvaluator:
     """Builds requests, submits them in bulk, and grades results as tests ask for them."""
 
-    def __init__(self, settings: Settings, *, share: int = 1,
-                 conversation: ResponseTable | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, share: int = 1, conversation: ResponseTable | None = None
+    ) -> None:
         self.settings = settings
         self.conversation = conversation
         self.engine = Engine(engine_settings(settings, share))
         for model in settings.model:
             self.engine.check_model(model)
-        self.params = GenerationParams(temperature=settings.temperature, top_p=settings.top_p,
-                                       max_new_tokens=settings.max_new_tokens, seed=settings.seed)
+        self.params = GenerationParams(
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_new_tokens=settings.max_new_tokens,
+            seed=settings.seed,
+        )
         self._futures: dict[tuple[str, str], Future[GenerationResult]] = {}
 
     def request(self, record: Record, model: str) -> GenerationRequest:
@@ -119,8 +163,10 @@ class LiveEvaluator:
             previous = self.conversation.get(record.id, self.conversation.models[0])
         max_latency = record.expected.get("max_latency_ms")
         return GenerationRequest(
-            model=model, messages=tuple(build_messages(record, previous_response=previous)),
-            params=self.params, template_version=TEMPLATE_VERSION,
+            model=model,
+            messages=tuple(build_messages(record, previous_response=previous)),
+            params=self.params,
+            template_version=TEMPLATE_VERSION,
             max_latency_ms=max_latency if isinstance(max_latency, int) else None,
         )
 
@@ -138,8 +184,9 @@ class LiveEvaluator:
             future = self.engine.submit(self.request(record, model))
         generation = future.result()
         max_latency = record.expected.get("max_latency_ms")
-        return result_from_generation(record, model, generation,
-                                      max_latency if isinstance(max_latency, int) else None)
+        return result_from_generation(
+            record, model, generation, max_latency if isinstance(max_latency, int) else None
+        )
 
     def stats(self) -> Mapping[str, Any]:
         """The engine's counters."""

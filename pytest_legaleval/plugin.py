@@ -20,6 +20,8 @@ from pytest_legaleval.run.ids import new_run_id
 from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
 from pytest_legaleval.settings import add_options, resolve
 
+pytest_plugins = ["pytest_legaleval.testing.fixtures"]
+
 RESULT_KEY = pytest.StashKey[EvalResult]()
 RUN_ID_KEY = pytest.StashKey[str]()
 
@@ -183,8 +185,9 @@ def _own_specs(session: pytest.Session) -> list[ItemSpec]:
     if workerinput is not None:
         from pytest_legaleval.scheduling import own_indices, worker_position
 
-        indices = own_indices(len(items), worker_position(workerinput["workerid"]),
-                              int(workerinput["workercount"]))
+        indices = own_indices(
+            len(items), worker_position(workerinput["workerid"]), int(workerinput["workercount"])
+        )
         items = [items[i] for i in indices]
     specs = []
     for item in items:
@@ -199,19 +202,29 @@ def _own_specs(session: pytest.Session) -> list[ItemSpec]:
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
     state = session.config.stash.get(STATE_KEY, None)
     live = None
-    if (state is not None and state.responses is None and session.items
-            and not session.config.option.collectonly):
+    if (
+        state is not None
+        and state.responses is None
+        and session.items
+        and not session.config.option.collectonly
+    ):
         workerinput = getattr(session.config, "workerinput", None)
         share = int(workerinput["workercount"]) if workerinput else 1
         from pytest_legaleval.live import LiveEvaluator
 
         try:
-            live = state.live = LiveEvaluator(state.settings, share=share,
-                                              conversation=state.conversation)
+            live = state.live = LiveEvaluator(
+                state.settings, share=share, conversation=state.conversation
+            )
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
-        live.prefetch([(spec.entry, spec.model) for spec in _own_specs(session)
-                       if isinstance(spec.entry, Record)])
+        live.prefetch(
+            [
+                (spec.entry, spec.model)
+                for spec in _own_specs(session)
+                if isinstance(spec.entry, Record)
+            ]
+        )
     try:
         return (yield)
     except KeyboardInterrupt:

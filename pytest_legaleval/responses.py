@@ -39,8 +39,7 @@ class ResponseTable:
 
 def _rows(path: Path) -> Iterator[tuple[int, bytes]]:
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            yield number, raw
+        yield from enumerate(handle, start=1)
 
 
 def _parse_row(obj: object) -> tuple[str, str, str]:
@@ -72,6 +71,7 @@ def load_responses(path: str | Path) -> ResponseTable:
     Raises:
         ResponsesError: the file is missing, or rows are malformed or duplicated (all of
             them are listed, with line numbers).
+
     """
     file = Path(path)
     if not file.is_file():

@@ -373,9 +373,10 @@ def add_options(parser: pytest.Parser) -> None:
             metavar=spec.metavar,
             help=spec.help,
         )
-        parser.addini(
-            f"legaleval_{spec.dest}", spec.help, type="linelist" if spec.multiple else "string"
-        )
+        if spec.multiple:
+            parser.addini(f"legaleval_{spec.dest}", spec.help, type="linelist")
+        else:
+            parser.addini(f"legaleval_{spec.dest}", spec.help, type="string")
     group.addoption(
         "--no-cache",
         action="store_true",

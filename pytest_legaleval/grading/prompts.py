@@ -53,6 +53,7 @@ def build_messages(record: Record, *, previous_response: str | None = None) -> l
         ``messages`` turns as given, then (when given) the earlier assistant answer, then
         the final user turn with context, prompt and choices. A last given user turn that
         holds exactly the prompt is not sent twice.
+
     """
     messages = [{"role": m.role, "content": m.content} for m in record.messages]
     if messages and messages[-1]["role"] == "user" and messages[-1]["content"] == record.prompt:

@@ -15,7 +15,8 @@ from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.metrics.summary import SummaryAccumulator
 from pytest_legaleval.records import Record
 from pytest_legaleval.run.directory import RunDirectory
-from pytest_legaleval.session import LegalEvalState
+from pytest_legaleval.evaluation import cancelled_result
+from pytest_legaleval.session import ItemSpec, LegalEvalState
 
 __all__ = ["RunRecorder", "utc_now"]
 
@@ -81,6 +82,8 @@ class RunRecorder:
         self.created_at = utc_now()
         self.transitions: list[dict[str, str]] = [{"state": "queued", "at": self.created_at}]
         self.status: str | None = None
+        self._reported: set[tuple[str, str]] = set()
+        self._retried = False
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -100,6 +103,7 @@ class RunRecorder:
         self.summary.total_records = len(loaded.entries)
         self.summary.valid_records = len(loaded.records)
         self.directory.touch("predictions.jsonl")
+        self.directory.touch("attempt_logs.jsonl")
         self._transition("running")
         self.directory.write_json("run_manifest.json", self._manifest())
 
@@ -157,6 +161,8 @@ class RunRecorder:
     def _finalize(self, interrupted: bool) -> None:
         if self.directory is None:
             return
+        if interrupted:
+            self._cancel_unreported()
         self._transition("finalizing")
         data = self.summary.to_dict()
         if interrupted:
@@ -195,14 +201,43 @@ class RunRecorder:
         if result is None:
             return
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            line = {
-                "run_id": self.run_id,
-                "item_id": report.nodeid,
-                **result,
-                "test_outcome": report.outcome,
-            }
-            self.directory.append("predictions.jsonl", line)
-            self.summary.add(result["outcome"], result["reason"])
+            self._record(result, report.nodeid, report.outcome)
+
+    def _record(self, result: dict[str, Any], item_id: str, test_outcome: str) -> None:
+        assert self.directory is not None
+        self._reported.add((result["record_id"], result["model"]))
+        attempts = result.get("attempts") or []
+        if len(attempts) > 1 and not self._retried:
+            self._retried = True
+            self._transition("retrying")
+        for attempt in attempts:
+            self.directory.append(
+                "attempt_logs.jsonl",
+                {
+                    "run_id": self.run_id,
+                    "record_id": result["record_id"],
+                    "model": result["model"],
+                    **attempt,
+                },
+            )
+        line = {"run_id": self.run_id, "item_id": item_id, **result, "test_outcome": test_outcome}
+        self.directory.append("predictions.jsonl", line)
+        self.summary.add(result["outcome"], result["reason"])
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            spec = getattr(getattr(item, "callspec", None), "params", {}).get("record")
+            if isinstance(spec, ItemSpec) and isinstance(spec.entry, Record):
+                self._reported.add((spec.entry.id, spec.model))
+
+    def _cancel_unreported(self) -> None:
+        """After Ctrl-C: every selected item without a result is recorded as cancelled."""
+        for spec in self.state.items:
+            entry = spec.entry
+            if not isinstance(entry, Record) or (entry.id, spec.model) in self._reported:
+                continue
+            result = cancelled_result(entry, spec.model)
+            self._record(dict(result), spec.item_id, "cancelled")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.directory is None:

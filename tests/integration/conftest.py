@@ -39,8 +39,9 @@ def copy_in(pytester: pytest.Pytester, *paths: Path) -> list[Path]:
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     return path
 
 
@@ -53,9 +54,14 @@ def run_dirs(root: Path) -> list[Path]:
 
 
 def mcq_row(record_id: str, correct: str = "B", dataset: str = "t", **extra: Any) -> dict:
-    row = {"schema_version": "legal_eval_v1", "id": record_id, "dataset": dataset,
-           "task_type": "mcq", "prompt": f"Question {record_id}?",
-           "choices": [{"id": c, "text": f"option {c}"} for c in "ABCD"],
-           "correct_choice_ids": [correct]}
+    row = {
+        "schema_version": "legal_eval_v1",
+        "id": record_id,
+        "dataset": dataset,
+        "task_type": "mcq",
+        "prompt": f"Question {record_id}?",
+        "choices": [{"id": c, "text": f"option {c}"} for c in "ABCD"],
+        "correct_choice_ids": [correct],
+    }
     row.update(extra)
     return row

@@ -21,10 +21,12 @@ def _responses(path: Path, answers: dict[str, str], model: str | None = None) ->
 
 
 def test_example_data_one_item_per_record(pytester: pytest.Pytester, suite: Path) -> None:
-    data, responses = copy_in(pytester, EXAMPLES / "legal_mcq.jsonl",
-                              EXAMPLES / "legal_mcq.responses.jsonl")
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs")
+    data, responses = copy_in(
+        pytester, EXAMPLES / "legal_mcq.jsonl", EXAMPLES / "legal_mcq.responses.jsonl"
+    )
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
+    )
     n_records = len(read_jsonl(data))
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == n_records
@@ -41,7 +43,12 @@ def test_example_data_one_item_per_record(pytester: pytest.Pytester, suite: Path
     manifest = json.loads((run / "run_manifest.json").read_text())
     assert manifest["status"] == "completed"
     assert [t["state"] for t in manifest["state_transitions"]] == [
-        "queued", "validating", "running", "finalizing", "completed"]
+        "queued",
+        "validating",
+        "running",
+        "finalizing",
+        "completed",
+    ]
     validation = read_jsonl(run / "record_validation.jsonl")
     assert all(line["status"] == "accepted" for line in validation)
 
@@ -49,8 +56,9 @@ def test_example_data_one_item_per_record(pytester: pytest.Pytester, suite: Path
 def test_test_ids_are_dataset_slash_record_id(pytester: pytest.Pytester, suite: Path) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "Answer: B", "q2": "Answer: A"})
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs", "-v", "-k", "q2")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "-v", "-k", "q2"
+    )
     result.stdout.fnmatch_lines(["*test_record?t/q2? FAILED*"])
     result.assert_outcomes(failed=1, deselected=1)
     result.stdout.fnmatch_lines(["*wrong_answer: chose A*correct is B*"])
@@ -82,8 +90,9 @@ def test_malformed_sample_errors_and_line_one_still_runs(
     (data,) = copy_in(pytester, DATA / "malformed" / sample)
     first = json.loads(data.read_bytes().splitlines()[0])
     responses = _responses(pytester.path / "r.jsonl", {first["id"]: "Answer: A"})
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs", "-rE")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "-rE"
+    )
     outcomes = result.parseoutcomes()
     assert outcomes.get("errors", outcomes.get("error")) == 1
     # line 1 ran: it passed, failed or (judged task types without a judge) was skipped
@@ -104,24 +113,36 @@ def test_malformed_sample_errors_and_line_one_still_runs(
 def test_dataset_level_rejection_is_a_collection_error(
     pytester: pytest.Pytester, suite: Path
 ) -> None:
-    doc = {"dataset_id": "x", "dataset_version": "1", "schema_version": "2.0",
-           "records": [{"record_id": "a", "input": {"prompt": "p"}}]}
+    doc = {
+        "dataset_id": "x",
+        "dataset_version": "1",
+        "schema_version": "2.0",
+        "records": [{"record_id": "a", "input": {"prompt": "p"}}],
+    }
     data = pytester.path / "doc.json"
     data.write_text(json.dumps(doc))
     responses = _responses(pytester.path / "r.jsonl", {"a": "x"})
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
+    )
     assert result.ret != 0
-    result.stdout.fnmatch_lines(["*ERROR collecting*", "*dataset rejected (HTTP 400)*",
-                                 '*"code": "invalid_request"*', '*"request_id": *'])
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR collecting*",
+            "*dataset rejected (HTTP 400)*",
+            '*"code": "invalid_request"*',
+            '*"request_id": *',
+        ]
+    )
     assert not (pytester.path / "runs").exists() or not run_dirs(pytester.path / "runs")
 
 
 def test_all_records_invalid_rejects_the_dataset(pytester: pytest.Pytester, suite: Path) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [{"schema_version": "legal_eval_v1"}] * 2)
     responses = _responses(pytester.path / "r.jsonl", {"a": "x"})
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
+    )
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*All records failed validation*"])
     assert not run_dirs(pytester.path / "runs")
@@ -130,8 +151,9 @@ def test_all_records_invalid_rejects_the_dataset(pytester: pytest.Pytester, suit
 def test_missing_response_fails_never_skips(pytester: pytest.Pytester, suite: Path) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "B"})
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*missing_response: no response for record 'q2'*"])
     (run,) = run_dirs(pytester.path / "runs")
@@ -144,44 +166,87 @@ def test_several_models_give_one_item_per_record_and_model(
     pytester: pytest.Pytester, suite: Path
 ) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
-    rows = [{"record_id": "q1", "response": "B", "model": "m1"},
-            {"record_id": "q2", "response": "C", "model": "m1"},
-            {"example_id": "q1", "candidate_name": "m2", "response_text": "Answer: (B)"},
-            {"example_id": "q2", "candidate_name": "m2", "response_text": "**B**"}]
+    rows = [
+        {"record_id": "q1", "response": "B", "model": "m1"},
+        {"record_id": "q2", "response": "C", "model": "m1"},
+        {"example_id": "q1", "candidate_name": "m2", "response_text": "Answer: (B)"},
+        {"example_id": "q2", "candidate_name": "m2", "response_text": "**B**"},
+    ]
     responses = write_jsonl(pytester.path / "r.jsonl", rows)
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs", "-v")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "-v"
+    )
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*t/q2-m1] FAILED*", "*t/q2-m2] PASSED*"])
 
 
 def test_limit_and_markers(pytester: pytest.Pytester, suite: Path) -> None:
     rows = [mcq_row(f"q{i}") for i in range(6)]
-    rows.append({"schema_version": "legal_eval_v1", "id": "r1", "dataset": "t",
-                 "task_type": "reference_qa", "prompt": "Why?", "reference_answers": ["x"]})
+    rows.append(
+        {
+            "schema_version": "legal_eval_v1",
+            "id": "r1",
+            "dataset": "t",
+            "task_type": "reference_qa",
+            "prompt": "Why?",
+            "reference_answers": ["x"],
+        }
+    )
     data = write_jsonl(pytester.path / "d.jsonl", rows)
     responses = _responses(pytester.path / "r.jsonl", {r["id"]: "B" for r in rows})
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs", "--limit", "3")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "--limit", "3"
+    )
     result.assert_outcomes(passed=3)
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs", "-m", "reference_qa", "-rs")
+    result = pytester.runpytest(
+        "--dataset",
+        str(data),
+        "--responses",
+        str(responses),
+        "--run-dir",
+        "runs",
+        "-m",
+        "reference_qa",
+        "-rs",
+    )
     result.assert_outcomes(skipped=1, deselected=6)
     result.stdout.fnmatch_lines(["*needs_judge*--judge-model*"])
 
 
 def test_tag_markers_select_contract_records(pytester: pytest.Pytester, suite: Path) -> None:
-    doc = {"dataset_id": "ds", "dataset_version": "1", "schema_version": "1.0",
-           "records": [
-               {"record_id": "a", "input": {"prompt": "p"}, "reference": {"answer": "x"},
-                "tags": ["Contract Law"]},
-               {"record_id": "b", "input": {"prompt": "q"}, "reference": {"answer": "y"},
-                "tags": ["tort"]}]}
+    doc = {
+        "dataset_id": "ds",
+        "dataset_version": "1",
+        "schema_version": "1.0",
+        "records": [
+            {
+                "record_id": "a",
+                "input": {"prompt": "p"},
+                "reference": {"answer": "x"},
+                "tags": ["Contract Law"],
+            },
+            {
+                "record_id": "b",
+                "input": {"prompt": "q"},
+                "reference": {"answer": "y"},
+                "tags": ["tort"],
+            },
+        ],
+    }
     data = pytester.path / "doc.json"
     data.write_text(json.dumps(doc))
     responses = _responses(pytester.path / "r.jsonl", {"a": "x", "b": "y"})
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs", "-m", "tag_contract_law", "--strict-markers")
+    result = pytester.runpytest(
+        "--dataset",
+        str(data),
+        "--responses",
+        str(responses),
+        "--run-dir",
+        "runs",
+        "-m",
+        "tag_contract_law",
+        "--strict-markers",
+    )
     result.assert_outcomes(skipped=1, deselected=1)
 
 
@@ -191,8 +256,16 @@ def test_shards_partition_the_dataset(pytester: pytest.Pytester, suite: Path) ->
     responses = _responses(pytester.path / "r.jsonl", {r["id"]: "B" for r in rows})
     seen: list[str] = []
     for k in (1, 2, 3):
-        result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                    "--run-dir", f"runs{k}", "--shard", f"{k}/3")
+        result = pytester.runpytest(
+            "--dataset",
+            str(data),
+            "--responses",
+            str(responses),
+            "--run-dir",
+            f"runs{k}",
+            "--shard",
+            f"{k}/3",
+        )
         assert result.ret == 0
         (run,) = run_dirs(pytester.path / f"runs{k}")
         ids = [p["record_id"] for p in read_jsonl(run / "predictions.jsonl")]
@@ -206,11 +279,13 @@ def test_shards_partition_the_dataset(pytester: pytest.Pytester, suite: Path) ->
     [
         (["--responses", "r.jsonl"], "*--responses/--model need --dataset*"),
         (["--dataset", "d.jsonl"], "*no response source*--responses FILE*--model*"),
-        (["--dataset", "d.jsonl", "--responses", "r.jsonl", "--model", "openai/x"],
-         "*exclusive*"),
+        (["--dataset", "d.jsonl", "--responses", "r.jsonl", "--model", "openai/x"], "*exclusive*"),
         (["--dataset", "missing.jsonl", "--responses", "r.jsonl"], "*no such file*"),
         (["--dataset", "d.jsonl", "--responses", "r.jsonl", "--shard", "4/3"], "*--shard*"),
-        (["--dataset", "d.jsonl", "--responses", "bad.jsonl"], "*line 1: record_id must be a non-empty string*"),
+        (
+            ["--dataset", "d.jsonl", "--responses", "bad.jsonl"],
+            "*line 1: record_id must be a non-empty string*",
+        ),
     ],
 )
 def test_usage_errors_name_the_fix(
@@ -227,8 +302,16 @@ def test_usage_errors_name_the_fix(
 def test_existing_run_id_is_never_touched(pytester: pytest.Pytester, suite: Path) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "B"})
-    args = ["--dataset", str(data), "--responses", str(responses), "--run-dir", "runs",
-            "--run-id", "nightly"]
+    args = [
+        "--dataset",
+        str(data),
+        "--responses",
+        str(responses),
+        "--run-dir",
+        "runs",
+        "--run-id",
+        "nightly",
+    ]
     assert pytester.runpytest(*args).ret == 0
     before = {p.name: p.read_bytes() for p in (pytester.path / "runs" / "nightly").iterdir()}
     result = pytester.runpytest(*args)
@@ -239,7 +322,8 @@ def test_existing_run_id_is_never_touched(pytester: pytest.Pytester, suite: Path
 
 
 def test_user_suite_reads_the_evaluation(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_mine="""
+    pytester.makepyfile(
+        test_mine="""
         import pytest
 
         def test_answer(record, evaluation):
@@ -251,19 +335,29 @@ def test_user_suite_reads_the_evaluation(pytester: pytest.Pytester) -> None:
         @pytest.mark.asyncio
         async def test_async(record, evaluation):
             assert evaluation.model == "prefilled"
-    """)
+    """
+    )
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "B", "q2": "D"})
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
+    )
     result.assert_outcomes(passed=4)
 
 
 def test_collect_only_writes_nothing(pytester: pytest.Pytester, suite: Path) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "B"})
-    result = pytester.runpytest("--dataset", str(data), "--responses", str(responses),
-                                "--run-dir", "runs", "--collect-only", "-q")
+    result = pytester.runpytest(
+        "--dataset",
+        str(data),
+        "--responses",
+        str(responses),
+        "--run-dir",
+        "runs",
+        "--collect-only",
+        "-q",
+    )
     assert result.ret == 0
     assert not run_dirs(pytester.path / "runs")
 

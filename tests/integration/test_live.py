@@ -1,0 +1,277 @@
+"""Live generation through the real openai client against our mock server on loopback."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_legaleval.testing.mock_openai import MockOpenAIServer
+
+from .conftest import mcq_row, read_jsonl, run_dirs, write_jsonl
+
+FAST_RETRIES = ["--retry-delays", "0.01,0.03,0.07"]
+
+
+@pytest.fixture
+def server() -> Iterator[MockOpenAIServer]:
+    with MockOpenAIServer(latency=0.02) as srv:
+        # The right answer for every record whose prompt says "[ans=X]".
+        srv.add_reply(r"\[ans=B\]", "Answer: B")
+        yield srv
+
+
+def _dataset(path: Path, n: int, *, correct: str = "B") -> Path:
+    rows = [
+        mcq_row(f"q{i:03d}", correct=correct, prompt=f"Question q{i:03d} [ans=B]?")
+        for i in range(n)
+    ]
+    return write_jsonl(path, rows)
+
+
+def _args(server: MockOpenAIServer, data: Path, *extra: str) -> list[str]:
+    return [
+        "--dataset",
+        str(data),
+        "--model",
+        "openai/mock-model",
+        "--base-url",
+        server.base_url,
+        "--run-dir",
+        "runs",
+        "--cache",
+        "cache.sqlite",
+        *FAST_RETRIES,
+        *extra,
+    ]
+
+
+def _predictions(root: Path) -> list[dict]:
+    (run,) = run_dirs(root)
+    return read_jsonl(run / "predictions.jsonl")
+
+
+def test_live_run_is_pipelined_and_records_usage(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    server.set_latency(0.1)
+    data = _dataset(pytester.path / "d.jsonl", 40)
+    start = time.perf_counter()
+    result = pytester.runpytest(*_args(server, data, "--concurrency", "20"))
+    elapsed = time.perf_counter() - start
+    result.assert_outcomes(passed=40)
+    assert server.stats()["peak_in_flight"] == 20
+    assert elapsed < 40 * 0.1, "calls overlap: far below one latency per record"
+    predictions = _predictions(pytester.path / "runs")
+    assert all(
+        p["source"] == "live" and p["input_tokens"] and p["output_tokens"] for p in predictions
+    )
+    assert all(len(p["attempts"]) == 1 and p["first_attempt_at"] for p in predictions)
+    sent = server.requests(limit=1)[0]
+    assert sent["model"] == "mock-model"
+    content = sent["messages"][-1]["content"]
+    assert "A) option A" in content and "D) option D" in content  # choices reach the model
+
+
+def test_transient_errors_are_retried_and_logged(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 4)
+    server.add_fault("500", match="q001", times=2)
+    server.add_fault("503", match="q002", times=3)
+    server.add_fault("400", match="q003")
+    result = pytester.runpytest(*_args(server, data))
+    result.assert_outcomes(passed=2, failed=2)
+    assert server.count_for("q001") == 3
+    assert server.count_for("q002") == 3  # at most 3 attempts
+    assert server.count_for("q003") == 1  # permanent: never retried
+    by_id = {p["record_id"]: p for p in _predictions(pytester.path / "runs")}
+    assert [a["error_code"] for a in by_id["q001"]["attempts"]] == [
+        "internal_error",
+        "internal_error",
+        None,
+    ]
+    assert by_id["q001"]["passed"] is True
+    assert by_id["q002"]["reason"] == "generation_error:service_unavailable"
+    assert by_id["q003"]["reason"] == "generation_error:bad_request"
+    (run,) = run_dirs(pytester.path / "runs")
+    attempts = read_jsonl(run / "attempt_logs.jsonl")
+    assert len(attempts) == 1 + 3 + 3 + 1
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    assert "retrying" in [t["state"] for t in manifest["state_transitions"]]
+    assert manifest["status"] == "completed_with_failures"
+
+
+def test_latency_budget_fails_slow_answers(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    server.set_latency(0.15)
+    doc = pytester.path / "doc.json"  # expected.* is a contract field
+    doc.write_text(
+        json.dumps(
+            {
+                "dataset_id": "lat",
+                "dataset_version": "1",
+                "schema_version": "1.0",
+                "records": [
+                    {
+                        "record_id": "slow",
+                        "input": {"prompt": "z"},
+                        "reference": {"answer": "a"},
+                        "expected": {"max_latency_ms": 50},
+                    }
+                ],
+            }
+        )
+    )
+    result = pytester.runpytest(*_args(server, doc))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*latency_exceeded*expected.max_latency_ms=50*"])
+
+
+def test_a_429_storm_slows_the_run_without_failing_records(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 30)
+    server.add_fault("429", calls=set(range(1, 21)), retry_after=0.02)
+    result = pytester.runpytest(*_args(server, data, "--concurrency", "8", "--max-attempts", "6"))
+    result.assert_outcomes(passed=30)
+    assert server.stats()["faults_by_kind"]["429"] == 20
+
+
+def test_cache_makes_a_rerun_free(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 10)
+    pytester.runpytest(*_args(server, data)).assert_outcomes(passed=10)
+    before = server.stats()["requests"]
+    pytester.runpytest(*_args(server, data)).assert_outcomes(passed=10)
+    assert server.stats()["requests"] == before
+    (_, second) = run_dirs(pytester.path / "runs")
+    assert all(p["details"]["cached"] for p in read_jsonl(second / "predictions.jsonl"))
+
+
+def test_conversation_from_inserts_the_earlier_answer(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    rows = [
+        mcq_row(
+            "q1",
+            prompt="Follow-up [ans=B]?",
+            messages=[{"role": "user", "content": "First question?"}],
+        )
+    ]
+    data = write_jsonl(pytester.path / "d.jsonl", rows)
+    earlier = write_jsonl(
+        pytester.path / "earlier.jsonl", [{"record_id": "q1", "response": "Earlier answer."}]
+    )
+    result = pytester.runpytest(*_args(server, data, "--conversation-from", str(earlier)))
+    result.assert_outcomes(passed=1)
+    messages = server.last_request()["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[1]["content"] == "Earlier answer."
+    assert messages[2]["content"].startswith("Follow-up")
+
+
+@pytest.mark.slow
+def test_n2_equals_n0_live(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 24)
+    server.add_reply("q00[0-4]", "Answer: C")  # some wrong answers
+    serial = pytester.runpytest_subprocess(*_args(server, data, "-p", "no:xdist", "--no-cache"))
+    parallel = pytester.runpytest_subprocess(
+        *_args(server, data, "-n", "2", "--no-cache", "--run-dir", "runs2")
+    )
+    assert serial.parseoutcomes() == parallel.parseoutcomes()
+
+    def outcomes(root: Path) -> dict[str, str]:
+        return {p["record_id"]: p["reason"] for p in _predictions(root)}
+
+    assert outcomes(pytester.path / "runs") == outcomes(pytester.path / "runs2")
+
+
+def _spawn(pytester: pytest.Pytester, args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _wait_for_lines(
+    path_glob: Path, n: int, proc: subprocess.Popen[bytes], timeout: float = 30
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = run_dirs(path_glob)
+        if runs and (runs[0] / "predictions.jsonl").exists():
+            if len((runs[0] / "predictions.jsonl").read_text().splitlines()) >= n:
+                return
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        time.sleep(0.05)
+    raise AssertionError("the run did not progress")
+
+
+@pytest.mark.slow
+def test_sigkill_then_rerun_repeats_no_finished_call(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    server.set_latency(0.05)
+    data = _dataset(pytester.path / "d.jsonl", 60)
+    proc = _spawn(pytester, _args(server, data, "--concurrency", "4"))
+    _wait_for_lines(pytester.path / "runs", 10, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    (first,) = run_dirs(pytester.path / "runs")
+    finished = {p["record_id"] for p in read_jsonl(first / "predictions.jsonl")}
+    assert 10 <= len(finished) < 60
+    result = pytester.runpytest(*_args(server, data, "--run-dir", "rerun"))
+    result.assert_outcomes(passed=60)
+    for i in range(60):
+        record_id = f"q{i:03d}"
+        if record_id in finished:
+            assert server.count_for(f"Question {record_id} ") == 1, record_id
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_and_finalizes(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    server.set_latency(0.2)
+    data = _dataset(pytester.path / "d.jsonl", 80)
+    proc = _spawn(pytester, _args(server, data, "--concurrency", "2"))
+    _wait_for_lines(pytester.path / "runs", 2, proc)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=15)
+    assert time.monotonic() - sent < 5
+    (run,) = run_dirs(pytester.path / "runs")
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    assert manifest["status"] == "cancelled"
+    predictions = read_jsonl(run / "predictions.jsonl")
+    assert len(predictions) == 80
+    cancelled = [p for p in predictions if p["reason"] == "cancelled"]
+    assert 0 < len(cancelled) < 80
+    summary = json.loads((run / "metrics_summary.json").read_text())
+    assert summary["outcomes_by_reason"]["cancelled"] == len(cancelled)
+
+
+def test_missing_api_key_for_the_real_endpoint_is_a_usage_error(
+    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    data = _dataset(pytester.path / "d.jsonl", 1)
+    result = pytester.runpytest(
+        "--dataset", str(data), "--model", "openai/gpt-x", "--run-dir", "runs"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*OPENAI_API_KEY*"])
