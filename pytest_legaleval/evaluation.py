@@ -16,6 +16,7 @@ from pytest_legaleval.records import Record
 __all__ = [
     "EvalResult",
     "Evaluation",
+    "RecordFailed",
     "cancelled_result",
     "grade_response",
     "missing_response_result",
@@ -149,6 +150,13 @@ def grade_response(record: Record, model: str, response: str, source: str) -> Ev
     return result
 
 
+class RecordFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """A record that failed its grader: reported with the grader's reasons, no traceback."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg, pytrace=False)
+
+
 class Evaluation:
     """The ``evaluation`` fixture's value: the graded answer of one item.
 
@@ -195,7 +203,7 @@ class Evaluation:
         if self.result["outcome"] == "skipped":
             pytest.skip(f"{self.reason}: {self.explanation}")
         if not self.passed:
-            pytest.fail(f"{self.reason}: {self.explanation}", pytrace=False)
+            raise RecordFailed(f"{self.reason}: {self.explanation}")
 
     def __repr__(self) -> str:
         return (

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
-from pytest_legaleval.evaluation import EvalResult, Evaluation
+from pytest_legaleval.evaluation import EvalResult, Evaluation, RecordFailed
 from pytest_legaleval.formats import FORMATS, RejectedRecord
 from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
@@ -234,6 +234,35 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     finally:
         if live is not None:
             live.close()
+
+
+@pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
+def report_failed_record(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed record's report, built without a traceback.
+
+    pytest's default report renders (and filters) the traceback even for
+    ``pytrace=False``, about 1 ms per failure; a benchmark run fails thousands of records.
+    """
+    excinfo = call.excinfo
+    if call.when != "call" or excinfo is None or not isinstance(excinfo.value, RecordFailed):
+        return None
+    sections = [
+        (f"Captured {key} {when}", content)
+        for when, key, content in getattr(item, "_report_sections", ())
+    ]
+    return pytest.TestReport(
+        item.nodeid,
+        item.location,
+        dict.fromkeys(item.keywords, 1),
+        "failed",
+        str(excinfo.value.msg),
+        "call",
+        sections,
+        call.duration,
+        call.start,
+        call.stop,
+        user_properties=item.user_properties,
+    )
 
 
 @pytest.hookimpl(wrapper=True)

@@ -6,6 +6,7 @@ workers) builds the same items from the same inputs, so collection is identical 
 
 from __future__ import annotations
 
+import gc
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -80,6 +81,9 @@ class LegalEvalState:
             except DatasetRejected as exc:
                 self._rejection = exc
                 raise
+            # The records live for the whole session: keep the collector from re-scanning
+            # them on every later collection (about 10 % of collection time at 50,000).
+            gc.freeze()
         return self._load
 
     @property

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from pytest_legaleval.evaluation import cancelled_result
 from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.metrics.summary import SummaryAccumulator
 from pytest_legaleval.records import Record
 from pytest_legaleval.run.directory import RunDirectory
-from pytest_legaleval.evaluation import cancelled_result
 from pytest_legaleval.session import ItemSpec, LegalEvalState
 
 __all__ = ["RunRecorder", "utc_now"]

@@ -1,0 +1,175 @@
+"""End-to-end throughput: `pytest suites/` on 2,000 MCQ records against a mock endpoint.
+
+    python benchmarks/engine_throughput.py [--records 2000] [--latency 0.1] [--concurrency 50]
+
+Runs, in one invocation and against one mock server (its own process): a raw aiohttp client
+(the floor), `pytest suites/ -n 0` and `pytest suites/ -n 2`. Prints wall time, the ideal
+N·L/C, efficiency (ideal / wall), the server's peak in-flight count and the harness CPU per
+record (user + system CPU of the pytest process tree, divided by N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from transport import run_raw_aiohttp, start_server
+
+from pytest_legaleval.grading.prompts import build_messages
+from pytest_legaleval.records import Choice, Record
+from pytest_legaleval.testing.mock_openai import default_reply, prompt_text
+
+REPO = Path(__file__).resolve().parents[1]
+# As on a user's machine: byte-code caching on (the warm-up run below fills the caches).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def _stats(base_url: str) -> dict:
+    root = base_url.rsplit("/v1", 1)[0]
+    with urllib.request.urlopen(f"{root}/stats") as response:  # loopback only
+        return json.load(response)
+
+
+def _reset(base_url: str) -> None:
+    root = base_url.rsplit("/v1", 1)[0]
+    request = urllib.request.Request(f"{root}/reset", method="POST", data=b"")
+    urllib.request.urlopen(request).close()
+
+
+def _dataset(path: Path, n: int, accuracy: float) -> None:
+    """MCQ rows; the mock's deterministic answer is right for about ``accuracy`` of them."""
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(n):
+            row = {
+                "schema_version": "legal_eval_v1",
+                "id": f"bench:{i:05d}",
+                "dataset": "bench",
+                "task_type": "mcq",
+                "prompt": f"Question {i}: which clause governs the termination of the lease?",
+                "choices": [{"id": c, "text": f"Clause {c}.{i % 13}"} for c in "ABCD"],
+                "correct_choice_ids": ["A"],
+            }
+            messages = build_messages(load_row(row))
+            answer = default_reply(prompt_text(messages))[-1]
+            wrong = "ABCD"[("ABCD".index(answer) + 1) % 4]
+            row["correct_choice_ids"] = [answer if (i * 7919 % 1000) < accuracy * 1000 else wrong]
+            out.write(json.dumps(row) + "\n")
+
+
+def load_row(row: dict) -> Record:
+    return Record(
+        id=row["id"],
+        dataset="bench",
+        task_type="mcq",
+        prompt=row["prompt"],
+        choices=tuple(Choice(c["id"], c["text"]) for c in row["choices"]),
+        correct_choice_ids=tuple(row["correct_choice_ids"]),
+    )
+
+
+def _pytest(args: list[str], cwd: Path) -> tuple[float, float, str]:
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=ENV,
+    )
+    assert proc.stdout is not None
+    output = proc.stdout.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise SystemExit(f"pytest exited {code}:\n{output[-3000:]}")
+    summary = [line for line in output.splitlines() if " in " in line and "passed" in line]
+    return wall, usage.ru_utime + usage.ru_stime, summary[-1] if summary else ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=2000)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument(
+        "--accuracy",
+        type=float,
+        default=0.8,
+        help="share of records the mock answers correctly (failures cost "
+        "pytest more to report than passes)",
+    )
+    args = parser.parse_args()
+    n, latency, c = args.records, args.latency, args.concurrency
+    ideal = n * latency / c
+    proc, base_url = start_server(latency)
+    rows: list[tuple[str, float, float | None, int, str]] = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            data = work / "data.jsonl"
+            _dataset(data, n, args.accuracy)
+            raw = run_raw_aiohttp(base_url, n, c, "floor")
+            rows.append(
+                (
+                    "raw aiohttp (floor)",
+                    raw.wall_s,
+                    raw.cpu_s,
+                    _stats(base_url)["peak_in_flight"],
+                    f"{raw.ok} ok",
+                )
+            )
+            common = [
+                str(REPO / "suites"),
+                "--dataset",
+                str(data),
+                "--model",
+                "openai/mock-model",
+                "--base-url",
+                base_url,
+                "--concurrency",
+                str(c),
+                "--no-cache",
+                "--run-dir",
+                str(work / "runs"),
+                "--rootdir",
+                str(work),
+            ]
+            _pytest([*common, "-p", "no:xdist", "--limit", "10"], work)  # warm-up
+            for label, extra in (
+                ("pytest suites/ -n 0", ["-p", "no:xdist"]),
+                ("pytest suites/ -n 2", ["-n", "2"]),
+            ):
+                _reset(base_url)
+                wall, cpu, summary = _pytest([*common, *extra], work)
+                rows.append((label, wall, cpu, _stats(base_url)["peak_in_flight"], summary))
+    finally:
+        proc.terminate()
+        proc.wait()
+    floor = rows[0][1]
+    print(
+        f"N={n} records, latency {latency * 1000:.0f} ms, concurrency {c}; "
+        f"ideal N*L/C = {ideal:.2f} s"
+    )
+    print(
+        f"{'variant':24} {'wall s':>7} {'vs floor':>9} {'efficiency':>10} {'peak':>5} "
+        f"{'CPU ms/rec':>10}  result"
+    )
+    for label, wall, cpu, peak, summary in rows:
+        cpu_text = f"{cpu * 1000 / n:10.2f}" if cpu is not None else f"{'-':>10}"
+        print(
+            f"{label:24} {wall:7.2f} {wall / floor:8.2f}x {ideal / wall:9.0%} {peak:5d} "
+            f"{cpu_text}  {summary}"
+        )
+    print("floors: -n 0 <= 2.0x floor, -n 2 <= 1.5x floor, peak in flight reaches concurrency")
+
+
+if __name__ == "__main__":
+    main()
