@@ -191,7 +191,7 @@ def load(path: Path, context: LoadContext) -> FileLoad:
     accepted = len(entries) - sum(isinstance(entry, RejectedRecord) for entry in entries)
     if not accepted:
         raise AllRecordsRejected(
-            f"All records failed validation ({name})",
+            dataset=name,
             record_errors=tuple(
                 e for entry in entries if isinstance(entry, RejectedRecord) for e in entry.errors
             ),

@@ -263,7 +263,7 @@ def check_contract_document(
         checked.append((record_errors, sha256))
     if all(record_errors for record_errors, _ in checked):
         raise AllRecordsRejected(
-            f"All records failed validation{suffix}",
+            dataset=where or None,
             record_errors=tuple(e for record_errors, _ in checked for e in record_errors),
             rejected_records=len(checked),
         )

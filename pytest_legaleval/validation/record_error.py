@@ -59,22 +59,25 @@ class RecordError:
 class AllRecordsRejected(DatasetRejected):
     """Every record of a dataset failed validation (HTTP 400, ``invalid_request``).
 
-    The envelope's ``details`` are exactly ``{rejected_records, accepted_records}`` as the
-    contract shows them; the individual failures ride along in :attr:`record_errors` so a
-    caller can still show why.
+    The message is exactly the contract's ("All records failed validation"); ``details``
+    hold the contract's ``{rejected_records, accepted_records}`` and, when known, the
+    dataset file as ``dataset``. The individual failures ride along in
+    :attr:`record_errors` so a caller can still show why.
     """
+
+    MESSAGE = "All records failed validation"
 
     def __init__(
         self,
-        message: str,
         *,
         record_errors: tuple[RecordError, ...],
         rejected_records: int,
+        dataset: str | None = None,
     ) -> None:
-        super().__init__(
-            message,
-            details={"rejected_records": rejected_records, "accepted_records": 0},
-        )
+        details: dict[str, object] = {"rejected_records": rejected_records, "accepted_records": 0}
+        if dataset:
+            details["dataset"] = dataset
+        super().__init__(self.MESSAGE, details=details)
         self.record_errors = record_errors
 
 

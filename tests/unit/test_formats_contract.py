@@ -184,8 +184,12 @@ def test_all_records_invalid_is_400(tmp_path: Path) -> None:
     doc["records"] = [{"record_id": "a"}, {"input": {"prompt": "p"}}]
     with pytest.raises(AllRecordsRejected) as caught:
         load_dataset([write_doc(tmp_path / "d.json", doc)])
-    assert caught.value.details == {"rejected_records": 2, "accepted_records": 0}
-    assert caught.value.message == "All records failed validation (d.json)"
+    assert caught.value.details == {
+        "rejected_records": 2,
+        "accepted_records": 0,
+        "dataset": "d.json",
+    }
+    assert caught.value.message == "All records failed validation"
 
 
 def test_escaped_surrogate_null_and_nfc_in_json_text(tmp_path: Path) -> None:

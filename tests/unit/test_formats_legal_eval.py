@@ -219,8 +219,8 @@ def test_all_rows_rejected_is_400_with_counts(tmp_path: Path) -> None:
     with pytest.raises(AllRecordsRejected) as caught:
         load_dataset([path])
     exc = caught.value
-    assert exc.message == "All records failed validation (bad.jsonl)"
-    assert exc.details == {"rejected_records": 2, "accepted_records": 0}
+    assert exc.message == "All records failed validation"
+    assert exc.details == {"rejected_records": 2, "accepted_records": 0, "dataset": "bad.jsonl"}
     assert [e.code for e in exc.record_errors] == ["value_out_of_range", "invalid_enum_value"]
 
 
