@@ -106,6 +106,12 @@ def main() -> None:
         help="share of records the mock answers correctly (failures cost "
         "pytest more to report than passes)",
     )
+    parser.add_argument(
+        "--tb",
+        default="auto",
+        help="pytest --tb style; 'line' prints one line per failed record and skips "
+        "pytest's failure summary, whose cost grows with failures x items",
+    )
     args = parser.parse_args()
     n, latency, c = args.records, args.latency, args.concurrency
     ideal = n * latency / c
@@ -141,6 +147,7 @@ def main() -> None:
                 str(work / "runs"),
                 "--rootdir",
                 str(work),
+                f"--tb={args.tb}",
             ]
             _pytest([*common, "-p", "no:xdist", "--limit", "10"], work)  # warm-up
             for label, extra in (
@@ -155,8 +162,8 @@ def main() -> None:
         proc.wait()
     floor = rows[0][1]
     print(
-        f"N={n} records, latency {latency * 1000:.0f} ms, concurrency {c}; "
-        f"ideal N*L/C = {ideal:.2f} s"
+        f"N={n} records, latency {latency * 1000:.0f} ms, concurrency {c}, --tb={args.tb}, "
+        f"{args.accuracy:.0%} answered right; ideal N*L/C = {ideal:.2f} s"
     )
     print(
         f"{'variant':24} {'wall s':>7} {'vs floor':>9} {'efficiency':>10} {'peak':>5} "

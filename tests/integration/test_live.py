@@ -275,3 +275,33 @@ def test_missing_api_key_for_the_real_endpoint_is_a_usage_error(
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*OPENAI_API_KEY*"])
+
+
+def test_generation_settings_from_cli_and_per_model_yaml(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 1)
+    (pytester.path / "legaleval.yaml").write_text(
+        "models:\n  openai/mock-model:\n    temperature: 0.3\n    seed: 7\n    max_new_tokens: 64\n"
+    )
+    result = pytester.runpytest(*_args(server, data, "--top-p", "0.9"))
+    result.assert_outcomes(passed=1)
+    sent = server.last_request()
+    assert (sent["temperature"], sent["seed"], sent["max_tokens"], sent["top_p"]) == (
+        0.3,
+        7,
+        64,
+        0.9,
+    )
+
+
+def test_an_api_key_in_the_yaml_is_refused(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 1)
+    (pytester.path / "legaleval.yaml").write_text(
+        "models:\n  openai/mock-model:\n    api_key: sk-secret\n"
+    )
+    result = pytester.runpytest(*_args(server, data))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown settings*api_key*environment only*"])
