@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -66,20 +67,6 @@ def engine_settings(settings: Settings, share: int) -> EngineSettings:
     )
 
 
-def _attempt_dict(attempt: Any) -> dict[str, Any]:
-    return {
-        "number": attempt.number,
-        "started_at": attempt.started_at,
-        "latency_ms": attempt.latency_ms,
-        "error_code": attempt.error_code,
-        "status_code": attempt.status_code,
-        "input_tokens": attempt.input_tokens,
-        "output_tokens": attempt.output_tokens,
-        "retry_after_s": attempt.retry_after_s,
-        "message": attempt.message,
-    }
-
-
 def result_from_generation(
     record: Record, model: str, generation: GenerationResult, max_latency_ms: int | None
 ) -> EvalResult:
@@ -124,7 +111,7 @@ def result_from_generation(
             "total_tokens": generation.total_tokens,
             "first_attempt_at": generation.first_attempt_at,
             "last_attempt_at": generation.last_attempt_at,
-            "attempts": [_attempt_dict(a) for a in generation.attempts],
+            "attempts": [dataclasses.asdict(a) for a in generation.attempts],
         }
     )
     result["details"] = {
