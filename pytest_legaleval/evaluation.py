@@ -143,8 +143,8 @@ def grade_response(record: Record, model: str, response: str, source: str) -> Ev
             "outcome": "skipped",
             "reason": "needs_judge",
             "grader": "none",
-            "explanation": f"{record.task_type} records are graded by an LLM judge; "
-            "pass --judge-model",
+            "explanation": f"{record.task_type} records are graded by an LLM judge, which "
+            "this version does not provide yet",
         }
     )
     return result

@@ -45,6 +45,15 @@ def _check_settings(state: LegalEvalState) -> None:
             "--responses and --model are exclusive: evaluate pre-computed "
             "responses or call a model live, not both"
         )
+    # Accepted names (DESIGN §10) whose machinery is not built yet: refusing them beats a CI
+    # job that silently ignores its gate.
+    for flag, value in (
+        ("--judge-model", s.judge_model),
+        ("--gate", s.gate),
+        ("--baseline", s.baseline),
+    ):
+        if value:
+            raise ConfigError(f"{flag} is not supported by this version of pytest-legaleval yet")
     if not s.responses and not s.model:
         raise ConfigError(
             "no response source: pass --responses FILE (pre-computed answers) or "

@@ -210,7 +210,7 @@ def test_limit_and_markers(pytester: pytest.Pytester, suite: Path) -> None:
         "-rs",
     )
     result.assert_outcomes(skipped=1, deselected=6)
-    result.stdout.fnmatch_lines(["*needs_judge*--judge-model*"])
+    result.stdout.fnmatch_lines(["*needs_judge*LLM judge*"])
 
 
 def test_tag_markers_select_contract_records(pytester: pytest.Pytester, suite: Path) -> None:
@@ -282,6 +282,10 @@ def test_shards_partition_the_dataset(pytester: pytest.Pytester, suite: Path) ->
         (["--dataset", "d.jsonl", "--responses", "r.jsonl", "--model", "openai/x"], "*exclusive*"),
         (["--dataset", "missing.jsonl", "--responses", "r.jsonl"], "*no such file*"),
         (["--dataset", "d.jsonl", "--responses", "r.jsonl", "--shard", "4/3"], "*--shard*"),
+        (
+            ["--dataset", "d.jsonl", "--responses", "r.jsonl", "--gate", "pass_rate>=0.8"],
+            "*--gate is not supported*",
+        ),
         (
             ["--dataset", "d.jsonl", "--responses", "bad.jsonl"],
             "*line 1: record_id must be a non-empty string*",
