@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.evaluation import cancelled_result
 from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.metrics.summary import SummaryAccumulator
@@ -95,8 +96,8 @@ class RunRecorder:
         self._transition("validating")
         try:
             loaded = self.state.load()
-        except Exception:
-            return  # a dataset-level rejection: collection reports it and nothing is written
+        except (DatasetRejected, ConfigError):
+            return  # collection reports it as an error, and nothing is written
         self.directory = RunDirectory.create(self.state.settings.run_dir, self.run_id)
         for entry in loaded.entries:
             self.directory.append("record_validation.jsonl", _validation_line(entry))
