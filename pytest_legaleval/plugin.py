@@ -23,7 +23,6 @@ from pytest_legaleval.settings import add_options, resolve
 pytest_plugins = ["pytest_legaleval.testing.fixtures"]
 
 RESULT_KEY = pytest.StashKey[EvalResult]()
-RUN_ID_KEY = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -71,37 +70,28 @@ def pytest_configure(config: pytest.Config) -> None:
             if settings.responses or settings.model:
                 raise ConfigError("--responses/--model need --dataset PATH")
             return
-        state = LegalEvalState(settings, Path(str(config.rootpath)))
+        state = LegalEvalState(settings)
         _check_settings(state)
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        config.stash[RUN_ID_KEY] = workerinput["legaleval_run_id"]
-        return
+    if hasattr(config, "workerinput"):
+        return  # workers compute; only the controller records the run
     run_id = settings.run_id or new_run_id()
     if (Path(settings.run_dir) / run_id).exists():
         raise pytest.UsageError(
             f"run directory {Path(settings.run_dir) / run_id} already exists; runs are "
             "write-once — choose another --run-id or omit it"
         )
-    config.stash[RUN_ID_KEY] = run_id
     from pytest_legaleval.run.recorder import RunRecorder
 
     config.pluginmanager.register(RunRecorder(config, state, run_id), "legaleval-recorder")
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(run_id), "legaleval-xdist")
+        config.pluginmanager.register(_XdistHooks(), "legaleval-xdist")
 
 
 class _XdistHooks:
     """xdist-only hooks, registered only when xdist is loaded."""
-
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
-
-    def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["legaleval_run_id"] = self.run_id
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Our round-robin scheduler, so that every worker can prefetch its items."""

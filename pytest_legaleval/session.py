@@ -50,9 +50,8 @@ class ItemSpec:
 class LegalEvalState:
     """Everything one process knows about the evaluation."""
 
-    def __init__(self, settings: Settings, rootdir: Path) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.rootdir = rootdir
         self.request_id = new_request_id()
         self.responses: ResponseTable | None = (
             load_responses(settings.responses) if settings.responses else None
@@ -132,15 +131,6 @@ class LegalEvalState:
         if self.live is None:
             raise RuntimeError("live evaluation was not started for this process")
         return self.live.evaluate(record, spec.model)
-
-    def tag_markers(self) -> set[str]:
-        """Marker names of every tag of the selected records."""
-        return {
-            marker_name("tag_", tag)
-            for entry in self.selected
-            if isinstance(entry, Record)
-            for tag in entry.tags
-        }
 
 
 STATE_KEY = pytest.StashKey[LegalEvalState]()
