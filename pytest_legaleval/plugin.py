@@ -236,7 +236,7 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
-def report_failed_record(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+def pytest_runtest_makereport_failed_record(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A failed record's report, built without a traceback.
 
     pytest's default report renders (and filters) the traceback even for

@@ -370,3 +370,19 @@ def test_record_fixture_without_dataset_explains(pytester: pytest.Pytester, suit
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*the record fixture needs a dataset*--dataset PATH*"])
+
+
+def test_failed_record_report_is_the_graders_reason_only(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1")])
+    responses = _responses(pytester.path / "r.jsonl", {"q1": "Answer: C"})
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "-vv", "-rf"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["FAILED *t/q1] - wrong_answer: chose C (from 'Answer: C'); correct is B"]
+    )
+    assert "RecordFailed" not in result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
