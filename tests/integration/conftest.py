@@ -53,6 +53,15 @@ def run_dirs(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
 
 
+def run_eval(
+    pytester: pytest.Pytester, data: Path, responses: Path, *extra: str
+) -> pytest.RunResult:
+    """Run the suite in-process on ``data`` with pre-computed ``responses`` into ``runs/``."""
+    return pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", *extra
+    )
+
+
 def mcq_row(record_id: str, correct: str = "B", dataset: str = "t", **extra: Any) -> dict:
     row = {
         "schema_version": "legal_eval_v1",

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import DATA, EXAMPLES, copy_in, mcq_row, read_jsonl, run_dirs, write_jsonl
+from .conftest import (
+    DATA,
+    EXAMPLES,
+    copy_in,
+    mcq_row,
+    read_jsonl,
+    run_dirs,
+    run_eval,
+    write_jsonl,
+)
 
 
 def _responses(path: Path, answers: dict[str, str], model: str | None = None) -> Path:
@@ -24,9 +33,7 @@ def test_example_data_one_item_per_record(pytester: pytest.Pytester, suite: Path
     data, responses = copy_in(
         pytester, EXAMPLES / "legal_mcq.jsonl", EXAMPLES / "legal_mcq.responses.jsonl"
     )
-    result = pytester.runpytest(
-        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
-    )
+    result = run_eval(pytester, data, responses)
     n_records = len(read_jsonl(data))
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == n_records
@@ -56,9 +63,7 @@ def test_example_data_one_item_per_record(pytester: pytest.Pytester, suite: Path
 def test_test_ids_are_dataset_slash_record_id(pytester: pytest.Pytester, suite: Path) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "Answer: B", "q2": "Answer: A"})
-    result = pytester.runpytest(
-        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "-v", "-k", "q2"
-    )
+    result = run_eval(pytester, data, responses, "-v", "-k", "q2")
     result.stdout.fnmatch_lines(["*test_record?t/q2? FAILED*"])
     result.assert_outcomes(failed=1, deselected=1)
     result.stdout.fnmatch_lines(["*wrong_answer: chose A*correct is B*"])
@@ -90,9 +95,7 @@ def test_malformed_sample_errors_and_line_one_still_runs(
     (data,) = copy_in(pytester, DATA / "malformed" / sample)
     first = json.loads(data.read_bytes().splitlines()[0])
     responses = _responses(pytester.path / "r.jsonl", {first["id"]: "Answer: A"})
-    result = pytester.runpytest(
-        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "-rE"
-    )
+    result = run_eval(pytester, data, responses, "-rE")
     outcomes = result.parseoutcomes()
     assert outcomes.get("errors", outcomes.get("error")) == 1
     # line 1 ran: it passed, failed or (judged task types without a judge) was skipped
@@ -122,9 +125,7 @@ def test_dataset_level_rejection_is_a_collection_error(
     data = pytester.path / "doc.json"
     data.write_text(json.dumps(doc))
     responses = _responses(pytester.path / "r.jsonl", {"a": "x"})
-    result = pytester.runpytest(
-        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
-    )
+    result = run_eval(pytester, data, responses)
     assert result.ret != 0
     result.stdout.fnmatch_lines(
         [
@@ -140,9 +141,7 @@ def test_dataset_level_rejection_is_a_collection_error(
 def test_all_records_invalid_rejects_the_dataset(pytester: pytest.Pytester, suite: Path) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [{"schema_version": "legal_eval_v1"}] * 2)
     responses = _responses(pytester.path / "r.jsonl", {"a": "x"})
-    result = pytester.runpytest(
-        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
-    )
+    result = run_eval(pytester, data, responses)
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*All records failed validation*"])
     assert not run_dirs(pytester.path / "runs")
@@ -151,9 +150,7 @@ def test_all_records_invalid_rejects_the_dataset(pytester: pytest.Pytester, suit
 def test_missing_response_fails_never_skips(pytester: pytest.Pytester, suite: Path) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "B"})
-    result = pytester.runpytest(
-        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
-    )
+    result = run_eval(pytester, data, responses)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*missing_response: no response for record 'q2'*"])
     (run,) = run_dirs(pytester.path / "runs")
@@ -173,9 +170,7 @@ def test_several_models_give_one_item_per_record_and_model(
         {"example_id": "q2", "candidate_name": "m2", "response_text": "**B**"},
     ]
     responses = write_jsonl(pytester.path / "r.jsonl", rows)
-    result = pytester.runpytest(
-        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "-v"
-    )
+    result = run_eval(pytester, data, responses, "-v")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*t/q2-m1] FAILED*", "*t/q2-m2] PASSED*"])
 
@@ -194,21 +189,9 @@ def test_limit_and_markers(pytester: pytest.Pytester, suite: Path) -> None:
     )
     data = write_jsonl(pytester.path / "d.jsonl", rows)
     responses = _responses(pytester.path / "r.jsonl", {r["id"]: "B" for r in rows})
-    result = pytester.runpytest(
-        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "--limit", "3"
-    )
+    result = run_eval(pytester, data, responses, "--limit", "3")
     result.assert_outcomes(passed=3)
-    result = pytester.runpytest(
-        "--dataset",
-        str(data),
-        "--responses",
-        str(responses),
-        "--run-dir",
-        "runs",
-        "-m",
-        "reference_qa",
-        "-rs",
-    )
+    result = run_eval(pytester, data, responses, "-m", "reference_qa", "-rs")
     result.assert_outcomes(skipped=1, deselected=6)
     result.stdout.fnmatch_lines(["*needs_judge*LLM judge*"])
 
@@ -236,17 +219,7 @@ def test_tag_markers_select_contract_records(pytester: pytest.Pytester, suite: P
     data = pytester.path / "doc.json"
     data.write_text(json.dumps(doc))
     responses = _responses(pytester.path / "r.jsonl", {"a": "x", "b": "y"})
-    result = pytester.runpytest(
-        "--dataset",
-        str(data),
-        "--responses",
-        str(responses),
-        "--run-dir",
-        "runs",
-        "-m",
-        "tag_contract_law",
-        "--strict-markers",
-    )
+    result = run_eval(pytester, data, responses, "-m", "tag_contract_law", "--strict-markers")
     result.assert_outcomes(skipped=1, deselected=1)
 
 
@@ -343,25 +316,14 @@ def test_user_suite_reads_the_evaluation(pytester: pytest.Pytester) -> None:
     )
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "B", "q2": "D"})
-    result = pytester.runpytest(
-        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
-    )
+    result = run_eval(pytester, data, responses)
     result.assert_outcomes(passed=4)
 
 
 def test_collect_only_writes_nothing(pytester: pytest.Pytester, suite: Path) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "B"})
-    result = pytester.runpytest(
-        "--dataset",
-        str(data),
-        "--responses",
-        str(responses),
-        "--run-dir",
-        "runs",
-        "--collect-only",
-        "-q",
-    )
+    result = run_eval(pytester, data, responses, "--collect-only", "-q")
     assert result.ret == 0
     assert not run_dirs(pytester.path / "runs")
 
@@ -377,9 +339,7 @@ def test_failed_record_report_is_the_graders_reason_only(
 ) -> None:
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "Answer: C"})
-    result = pytester.runpytest(
-        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "-vv", "-rf"
-    )
+    result = run_eval(pytester, data, responses, "-vv", "-rf")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["FAILED *t/q1] - wrong_answer: chose C (from 'Answer: C'); correct is B"]
