@@ -94,37 +94,14 @@ def main() -> None:
         size_mb = data.stat().st_size / 2**20
         print(f"{n} records, dataset {size_mb:.1f} MiB ({data.stat().st_size / n:.0f} B/record)")
         py = sys.executable
-        bare_cmd = [
-            py,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:legaleval",
-            "bare",
-        ]
-        ours_cmd = [
-            py,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "suite",
-            "--dataset",
-            str(data),
-            "--responses",
-            str(responses),
-        ]
+        collect = [py, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        bare_cmd = [*collect, "-p", "no:legaleval", "bare"]
+        ours_cmd = [*collect, "suite", "--dataset", str(data), "--responses", str(responses)]
         rows = []
         small, small_responses = work / "small.jsonl", work / "small_responses.jsonl"
         make_dataset(small, 5)
         make_responses(small_responses, 5)
-        warm_up = [*ours_cmd[:-4], "--dataset", str(small), "--responses", str(small_responses)]
+        warm_up = [*collect, "suite", "--dataset", str(small), "--responses", str(small_responses)]
         run(warm_up, work)  # fills the byte-code caches
         for _ in range(args.repeat):
             rows.append(("bare pytest, trivial params", *run(bare_cmd, work)))

@@ -5,15 +5,12 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
-from typing import TypeVar
 
 from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.records import Record
 from pytest_legaleval.settings import Shard
 
 __all__ = ["entry_key", "in_shard", "select"]
-
-T = TypeVar("T", Record, RejectedRecord)
 
 
 def entry_key(entry: Record | RejectedRecord) -> str:

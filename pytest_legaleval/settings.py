@@ -77,7 +77,6 @@ class OptionSpec:
     convert: Callable[[str], Any] | None = None
     multiple: bool = False
     metavar: str | None = None
-    secret: bool = False
 
 
 OPTIONS: tuple[OptionSpec, ...] = (
