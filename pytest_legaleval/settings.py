@@ -18,7 +18,19 @@ import yaml
 
 from pytest_legaleval.errors import ConfigError
 
-__all__ = ["OPTIONS", "OptionSpec", "Settings", "Shard", "add_options", "parse_shard", "resolve"]
+__all__ = [
+    "OPTIONS",
+    "REDACT_KINDS",
+    "OptionSpec",
+    "Settings",
+    "Shard",
+    "add_options",
+    "parse_shard",
+    "resolve",
+]
+
+REDACT_KINDS: tuple[str, ...] = ("pii",)
+"""Opt-in redaction kinds (secrets are always redacted)."""
 
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
@@ -280,6 +292,89 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "PATH",
     ),
     OptionSpec(
+        "--judge-base-url",
+        "judge_base_url",
+        "OpenAI-compatible endpoint of the judge models (default: --base-url).",
+        None,
+        None,
+        False,
+        "URL",
+    ),
+    OptionSpec(
+        "--judge-temperature",
+        "judge_temperature",
+        "Sampling temperature of the judge.",
+        0.0,
+        float,
+        False,
+        "T",
+    ),
+    OptionSpec(
+        "--judge-max-tokens",
+        "judge_max_tokens",
+        "Maximum tokens per judge reply.",
+        1024,
+        _positive_int,
+        False,
+        "N",
+    ),
+    OptionSpec(
+        "--judge-concurrency",
+        "judge_concurrency",
+        "Judge calls in flight, in total (their own pool, so judging overlaps generation).",
+        32,
+        _positive_int,
+        False,
+        "N",
+    ),
+    OptionSpec(
+        "--judge-reasks",
+        "judge_reasks",
+        "Times an unparseable judge reply is re-asked with the parse error before it is a "
+        "judge_error.",
+        2,
+        int,
+        False,
+        "N",
+    ),
+    OptionSpec(
+        "--policy-dir",
+        "policy_dir",
+        "Directory of extra policy YAML files (metadata.policy_id selects one).",
+        None,
+        None,
+        False,
+        "DIR",
+    ),
+    OptionSpec(
+        "--slice-by",
+        "slice_by",
+        "Extra slice dimension for metrics_by_slice.json, e.g. metadata.jurisdiction (repeatable).",
+        (),
+        None,
+        True,
+        "metadata.KEY",
+    ),
+    OptionSpec(
+        "--redact",
+        "redact",
+        "Extra redaction before persistence: pii (secrets are always redacted; repeatable).",
+        (),
+        None,
+        True,
+        "KIND",
+    ),
+    OptionSpec(
+        "--price-table",
+        "price_table",
+        "YAML of USD prices per million input/output tokens per model (overrides the "
+        "built-in table).",
+        None,
+        None,
+        False,
+        "PATH",
+    ),
+    OptionSpec(
         "--gate",
         "gate",
         "Quality gate such as pass_rate>=0.8 (repeatable).",
@@ -296,6 +391,24 @@ OPTIONS: tuple[OptionSpec, ...] = (
         None,
         False,
         "PATH",
+    ),
+    OptionSpec(
+        "--max-regression",
+        "max_regression",
+        "With --baseline: the largest accepted drop in pass rate (absolute, e.g. 0.02).",
+        None,
+        float,
+        False,
+        "X",
+    ),
+    OptionSpec(
+        "--regression-alpha",
+        "regression_alpha",
+        "With --baseline: significance level of the paired regression test.",
+        0.05,
+        _positive_float,
+        False,
+        "A",
     ),
 )
 
@@ -333,8 +446,19 @@ class Settings:
     conversation_from: str | None = None
     per_model: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per-model settings from the YAML ``models:`` mapping."""
+    judge_base_url: str | None = None
+    judge_temperature: float = 0.0
+    judge_max_tokens: int = 1024
+    judge_concurrency: int = 32
+    judge_reasks: int = 2
+    policy_dir: str | None = None
+    slice_by: tuple[str, ...] = ()
+    redact: tuple[str, ...] = ()
+    price_table: str | None = None
     gate: tuple[str, ...] = ()
     baseline: str | None = None
+    max_regression: float | None = None
+    regression_alpha: float = 0.05
     config_file: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Where each value came from: ``cli``, ``yaml``, ``ini`` or ``default``."""
@@ -475,6 +599,16 @@ def resolve(config: pytest.Config) -> Settings:
     values["per_model"] = per_model
     if values["transport"] not in ("auto", "httpx", "aiohttp"):
         raise ConfigError(f"--transport {values['transport']!r}: choose auto, httpx or aiohttp")
+    if values["judge_reasks"] < 0:
+        raise ConfigError(f"--judge-reasks must be >= 0, got {values['judge_reasks']}")
+    for kind in values["redact"]:
+        if kind not in REDACT_KINDS:
+            raise ConfigError(f"--redact {kind!r}: choose from {', '.join(REDACT_KINDS)}")
+    for key in values["slice_by"]:
+        if not re.fullmatch(r"metadata\.[^.\s]+(\.[^.\s]+)*", key):
+            raise ConfigError(
+                f"--slice-by {key!r}: expected metadata.KEY, e.g. metadata.jurisdiction"
+            )
     base_url = values.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
     values["base_url"] = base_url
     return Settings(
