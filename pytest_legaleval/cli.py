@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -15,6 +16,9 @@ from pytest_legaleval.run.ids import new_request_id, new_run_id
 __all__ = ["main", "validation_body"]
 
 EXIT_OK, EXIT_RECORD_ERRORS, EXIT_REJECTED = 0, 1, 2
+
+_COMMAND_MODULES: tuple[str, ...] = ()
+"""Modules that add subcommands: each has ``register(subparsers)`` and sets ``func``."""
 
 
 def validation_body(paths: Sequence[str], fmt: str = "auto") -> tuple[int, dict[str, Any], int]:
@@ -72,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--dataset-format", default="auto", choices=("auto", *FORMATS))
     validate.add_argument("-q", "--quiet", action="store_true", help="print only the body")
     validate.set_defaults(func=_cmd_validate)
+    for name in _COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return parser
 
 

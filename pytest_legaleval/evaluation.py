@@ -15,6 +15,8 @@ from pytest_legaleval.records import Record
 
 __all__ = [
     "EvalResult",
+    "JudgeSummary",
+    "JudgeVerdict",
     "Evaluation",
     "RecordFailed",
     "cancelled_result",
@@ -23,6 +25,45 @@ __all__ = [
 ]
 
 Outcome = Literal["passed", "failed", "skipped", "error"]
+
+
+class JudgeVerdict(TypedDict):
+    """One judge model's verdict on one item (several judges: one verdict each)."""
+
+    model: str
+    score: float | None
+    """This judge's score in [0, 1]; ``None`` when it produced a judge error."""
+    rationale: str
+    criteria: list[dict[str, Any]]
+    """Per criterion (rubric / criteria records): ``id``, ``met`` (bool) or ``rating``
+    (number), ``score`` in [0, 1], ``rationale``; per-criterion ``error`` when that one failed."""
+    error: str | None
+    """Why this judge failed (``judge_error``), else ``None``."""
+    raw: str | None
+    """The raw reply that could not be parsed (kept for audit), else ``None``."""
+    calls: int
+    """Judge calls made (re-asks included; cache hits count too)."""
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_ms: float | None
+    """Sum over this judge's calls."""
+    cached: bool
+    """Every call of this judge was a cache hit (nothing paid this run)."""
+
+
+class JudgeSummary(TypedDict):
+    """Provenance and outcome of judging one item."""
+
+    models: list[str]
+    params: dict[str, Any]
+    """``temperature``, ``max_tokens``, ``reasks``, ``response_format`` mode used."""
+    template_sha256: str
+    """sha256 of the judge template text (the policy's, with its scale)."""
+    kind: str
+    """``reference``, ``rubric`` or ``criteria``."""
+    score: float | None
+    """Mean of the judges' scores; ``None`` when every judge failed."""
+    verdicts: list[JudgeVerdict]
 
 
 class EvalResult(TypedDict):
@@ -53,6 +94,13 @@ class EvalResult(TypedDict):
     first_attempt_at: str | None
     last_attempt_at: str | None
     attempts: list[dict[str, Any]]
+    policy_id: str | None
+    """The policy that prompted and graded this item (``default`` unless the record names
+    another); ``None`` for items never prompted (invalid, cancelled)."""
+    policy_sha256: str | None
+    """sha256 of the policy's content."""
+    judge: JudgeSummary | None
+    """Judging provenance and verdicts; ``None`` for programmatic grading."""
 
 
 def _base(record: Record, model: str, source: str) -> EvalResult:
@@ -78,6 +126,9 @@ def _base(record: Record, model: str, source: str) -> EvalResult:
         first_attempt_at=None,
         last_attempt_at=None,
         attempts=[],
+        policy_id=None,
+        policy_sha256=None,
+        judge=None,
     )
 
 
