@@ -10,14 +10,16 @@ from typing import Any, Literal, TypedDict
 
 import pytest
 
+from pytest_legaleval.grading.lexical import best_exact_match, best_token_f1
 from pytest_legaleval.grading.mcq import grade_mcq
+from pytest_legaleval.grading.text import strip_reasoning
 from pytest_legaleval.records import Record
 
 __all__ = [
     "EvalResult",
+    "Evaluation",
     "JudgeSummary",
     "JudgeVerdict",
-    "Evaluation",
     "RecordFailed",
     "cancelled_result",
     "grade_response",
@@ -163,14 +165,31 @@ def cancelled_result(record: Record, model: str) -> EvalResult:
     return result
 
 
-def grade_response(record: Record, model: str, response: str, source: str) -> EvalResult:
+def grade_response(
+    record: Record,
+    model: str,
+    response: str,
+    source: str,
+    policy: tuple[str, str] | None = None,
+) -> EvalResult:
     """Grade one response by the record's task type (MCQ programmatically).
 
     Judged task types (reference, rubric, criteria) need a judge model; without one they
     are reported as skipped with reason ``needs_judge`` — visible and counted, not silent.
+    With a judge, the judge panel replaces that placeholder with its grade.
+
+    Args:
+        record: the record.
+        model: who answered.
+        response: the answer text.
+        source: ``live`` or ``prefilled``.
+        policy: ``(policy_id, policy_sha256)`` that prompted and grades the item.
+
     """
     result = _base(record, model, source)
     result["response"] = response
+    if policy is not None:
+        result["policy_id"], result["policy_sha256"] = policy
     if record.task_type == "mcq":
         grade = grade_mcq(record, response)
         result.update(
@@ -189,13 +208,19 @@ def grade_response(record: Record, model: str, response: str, source: str) -> Ev
             }
         )
         return result
+    if record.reference_answers:
+        answer = strip_reasoning(response)
+        result["details"] = {
+            "exact_match": best_exact_match(answer, record.reference_answers),
+            "token_f1": round(best_token_f1(answer, record.reference_answers), 6),
+        }
     result.update(
         {
             "outcome": "skipped",
             "reason": "needs_judge",
             "grader": "none",
-            "explanation": f"{record.task_type} records are graded by an LLM judge, which "
-            "this version does not provide yet",
+            "explanation": f"{record.task_type} records are graded by an LLM judge: pass "
+            "--judge-model PROVIDER/NAME",
         }
     )
     return result

@@ -1,4 +1,10 @@
-"""Live generation: a process submits all of its items up front; each test waits for its own."""
+"""Item evaluation through the engine: a process submits all of its items up front.
+
+Each test waits only for its own result. An item is generated (live, or taken from the
+responses file), graded, and — for reference, rubric and criteria records with a judge
+configured — judged, all pipelined on the engine's loop: judging one item overlaps
+generating the next.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +22,12 @@ from pytest_legaleval.engine import (
     RetryPolicy,
 )
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.evaluation import EvalResult, grade_response
-from pytest_legaleval.grading.prompts import TEMPLATE_VERSION, build_messages
+from pytest_legaleval.evaluation import EvalResult, grade_response, missing_response_result
+from pytest_legaleval.grading.attachments import record_attachments
+from pytest_legaleval.grading.judge import judge_kind
+from pytest_legaleval.grading.policies import Policy, PolicyBook
+from pytest_legaleval.grading.prompts import build_messages, template_version
+from pytest_legaleval.judging import JudgePanel, apply_judgment
 from pytest_legaleval.records import Record
 from pytest_legaleval.responses import ResponseTable
 from pytest_legaleval.settings import Settings
@@ -52,10 +62,16 @@ def _per_model(settings: Settings) -> dict[str, dict[str, Any]]:
 
 def engine_settings(settings: Settings, share: int) -> EngineSettings:
     """Engine configuration of one process out of ``share``."""
+    per_model = _per_model(settings)
+    if settings.judge_base_url:
+        for judge in settings.judge_model:
+            entry = per_model.setdefault(judge, {})
+            entry.setdefault("base_url", settings.judge_base_url)
     return EngineSettings(
         base_url=settings.base_url,
         api_key_env=settings.api_key_env,
         concurrency=settings.concurrency,
+        judge_concurrency=settings.judge_concurrency if settings.judge_model else None,
         rpm=settings.rpm,
         tpm=settings.tpm,
         request_timeout_s=settings.request_timeout,
@@ -63,17 +79,22 @@ def engine_settings(settings: Settings, share: int) -> EngineSettings:
         cache_path=settings.cache,
         share=share,
         transport=settings.transport,
-        per_model=_per_model(settings),
+        per_model=per_model,
     )
 
 
 def result_from_generation(
-    record: Record, model: str, generation: GenerationResult, max_latency_ms: int | None
+    record: Record,
+    model: str,
+    generation: GenerationResult,
+    max_latency_ms: int | None,
+    policy: Policy | None = None,
 ) -> EvalResult:
     """Grade a generation, or turn its error into the item's outcome."""
+    tag = (policy.id, policy.sha256) if policy is not None else None
     if generation.ok:
         assert generation.text is not None
-        result = grade_response(record, model, generation.text, "live")
+        result = grade_response(record, model, generation.text, "live", tag)
         if generation.latency_exceeded:
             result.update(
                 {
@@ -88,7 +109,7 @@ def result_from_generation(
     else:
         code = generation.error_code or "unknown"
         reason = code if code in ("timeout", "cancelled") else f"generation_error:{code}"
-        result = grade_response(record, model, "", "live")
+        result = grade_response(record, model, "", "live", tag)
         tries = len(generation.attempts)
         result.update(
             {
@@ -119,29 +140,72 @@ def result_from_generation(
         "cached": generation.cached,
         "cache_key": generation.cache_key,
         "finish_reason": generation.finish_reason,
-        "template_version": TEMPLATE_VERSION,
+        "template_version": template_version(policy) if policy is not None else None,
     }
     return result
 
 
+def _transfer(source: Future[EvalResult], target: Future[EvalResult]) -> None:
+    error = source.exception()
+    if error is not None:
+        target.set_exception(error)
+    else:
+        target.set_result(source.result())
+
+
 class LiveEvaluator:
-    """Builds requests, submits them in bulk, and grades results as tests ask for them."""
+    """Builds requests, submits them in bulk, grades and judges results as they arrive.
+
+    Args:
+        settings: the session's settings.
+        share: processes sharing the limits (xdist workers).
+        conversation: earlier answers for ``--conversation-from``.
+        responses: pre-computed answers (``--responses``): nothing is generated, only judged.
+        policies: the session's policies (built-in and ``--policy-dir``).
+
+    """
 
     def __init__(
-        self, settings: Settings, *, share: int = 1, conversation: ResponseTable | None = None
+        self,
+        settings: Settings,
+        *,
+        share: int = 1,
+        conversation: ResponseTable | None = None,
+        responses: ResponseTable | None = None,
+        policies: PolicyBook | None = None,
     ) -> None:
         self.settings = settings
         self.conversation = conversation
+        self.responses = responses
+        self.policies = policies or PolicyBook(settings.policy_dir)
         self.engine = Engine(engine_settings(settings, share))
-        for model in settings.model:
-            self.engine.check_model(model)
+        if responses is None:
+            for model in settings.model:
+                self.engine.check_model(model)
+        for judge in settings.judge_model:
+            self.engine.check_model(judge)
+        self.judges = (
+            JudgePanel(
+                self.engine,
+                settings.judge_model,
+                temperature=settings.judge_temperature,
+                max_tokens=settings.judge_max_tokens,
+                reasks=settings.judge_reasks,
+            )
+            if settings.judge_model
+            else None
+        )
         self.params = GenerationParams(
             temperature=settings.temperature,
             top_p=settings.top_p,
             max_new_tokens=settings.max_new_tokens,
             seed=settings.seed,
         )
-        self._futures: dict[tuple[str, str], Future[GenerationResult]] = {}
+        self._futures: dict[tuple[str, str], Future[GenerationResult] | Future[EvalResult]] = {}
+
+    def needs_judge(self, record: Record) -> bool:
+        """Whether this record is judged in this session."""
+        return self.judges is not None and judge_kind(record) is not None
 
     def request(self, record: Record, model: str) -> GenerationRequest:
         """The generation request of one item."""
@@ -149,31 +213,102 @@ class LiveEvaluator:
         if self.conversation is not None and previous is None and self.conversation.models:
             previous = self.conversation.get(record.id, self.conversation.models[0])
         max_latency = record.expected.get("max_latency_ms")
+        policy = self.policies.for_record(record)
         return GenerationRequest(
             model=model,
-            messages=tuple(build_messages(record, previous_response=previous)),
+            messages=tuple(build_messages(record, policy, previous_response=previous)),
             params=self.params,
-            template_version=TEMPLATE_VERSION,
+            template_version=template_version(policy),
             max_latency_ms=max_latency if isinstance(max_latency, int) else None,
         )
+
+    def _finish(self, record: Record, model: str, generation: GenerationResult) -> EvalResult:
+        max_latency = record.expected.get("max_latency_ms")
+        policy = self.policies.for_record(record)
+        result = result_from_generation(
+            record,
+            model,
+            generation,
+            max_latency if isinstance(max_latency, int) else None,
+            policy,
+        )
+        _attachment_warnings(record, result)
+        return result
+
+    async def _judged(self, record: Record, result: EvalResult, answer: str) -> EvalResult:
+        assert self.judges is not None
+        policy = self.policies.for_record(record)
+        outcome = await self.judges.judge(record, answer, policy)
+        apply_judgment(result, outcome, policy, record)  # type: ignore[arg-type]
+        return result
+
+    def _chain(
+        self, record: Record, model: str, generation: Future[GenerationResult]
+    ) -> Future[EvalResult]:
+        """The item's result future: generation, then (when it succeeded) the judge."""
+        out: Future[EvalResult] = Future()
+
+        def generated(done: Future[GenerationResult]) -> None:
+            try:
+                gen = done.result()
+                result = self._finish(record, model, gen)
+                if not gen.ok or result["reason"] == "latency_exceeded":
+                    out.set_result(result)
+                    return
+                judged = self.engine.run_coroutine(self._judged(record, result, gen.text or ""))
+                judged.add_done_callback(lambda f: _transfer(f, out))
+            except BaseException as exc:  # the test that waits must see it, not a hang
+                out.set_exception(exc)
+
+        generation.add_done_callback(generated)
+        return out
+
+    def _prefilled(self, record: Record, model: str) -> Future[EvalResult]:
+        assert self.responses is not None
+        response = self.responses.get(record.id, model)
+        policy = self.policies.for_record(record)
+        if response is None:
+            result = missing_response_result(record, model, self.responses.path)
+            result["policy_id"], result["policy_sha256"] = policy.id, policy.sha256
+            done: Future[EvalResult] = Future()
+            done.set_result(result)
+            return done
+        result = grade_response(record, model, response, "prefilled", (policy.id, policy.sha256))
+        return self.engine.run_coroutine(self._judged(record, result, response))
 
     def prefetch(self, pairs: Sequence[tuple[Record, str]]) -> None:
         """Submit every item of this process at once (FIFO: earlier items start first)."""
         todo = [(r, m) for r, m in pairs if (r.id, m) not in self._futures]
+        if self.responses is not None:
+            for record, model in todo:
+                if self.needs_judge(record):
+                    self._futures[(record.id, model)] = self._prefilled(record, model)
+            return
         futures = self.engine.submit_many([self.request(r, m) for r, m in todo])
         for (record, model), future in zip(todo, futures, strict=True):
-            self._futures[(record.id, model)] = future
+            self._futures[(record.id, model)] = (
+                self._chain(record, model, future) if self.needs_judge(record) else future
+            )
 
     def evaluate(self, record: Record, model: str) -> EvalResult:
-        """Wait for this item's generation and grade it."""
+        """Wait for this item's result (grading a plain generation here)."""
         future = self._futures.pop((record.id, model), None)
         if future is None:
-            future = self.engine.submit(self.request(record, model))
-        generation = future.result()
-        max_latency = record.expected.get("max_latency_ms")
-        return result_from_generation(
-            record, model, generation, max_latency if isinstance(max_latency, int) else None
-        )
+            self.prefetch([(record, model)])
+            future = self._futures.pop((record.id, model), None)
+            if future is None:  # prefilled and not judged: graded right here
+                assert self.responses is not None
+                response = self.responses.get(record.id, model)
+                policy = self.policies.for_record(record)
+                if response is None:
+                    return missing_response_result(record, model, self.responses.path)
+                return grade_response(
+                    record, model, response, "prefilled", (policy.id, policy.sha256)
+                )
+        value = future.result()
+        if isinstance(value, GenerationResult):
+            return self._finish(record, model, value)
+        return value
 
     def stats(self) -> Mapping[str, Any]:
         """The engine's counters."""
@@ -186,3 +321,11 @@ class LiveEvaluator:
     def close(self) -> None:
         """Stop the engine."""
         self.engine.close()
+
+
+def _attachment_warnings(record: Record, result: EvalResult) -> None:
+    if not record.attachments:
+        return
+    warnings = [w for item in record_attachments(record) for w in item.warnings]
+    if warnings:
+        result["details"] = {**result["details"], "attachment_warnings": warnings}

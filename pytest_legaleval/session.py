@@ -18,6 +18,7 @@ import pytest
 from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.evaluation import EvalResult, grade_response, missing_response_result
 from pytest_legaleval.formats import LoadResult, RejectedRecord, load_dataset
+from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.records import Record
 from pytest_legaleval.responses import ResponseTable, load_responses
 from pytest_legaleval.run.ids import new_request_id
@@ -117,17 +118,29 @@ class LegalEvalState:
                 base = f"{dataset}/{where}"
             for model in models:
                 items.append(ItemSpec(entry, model, f"{base}-{model}" if several else base))
+            if isinstance(entry, Record) and entry.policy_id is not None:
+                self.policies.for_record(entry)  # warns (once per id) about unknown policies
         return items
+
+    @cached_property
+    def policies(self) -> PolicyBook:
+        """The built-in policies and those of ``--policy-dir``."""
+        return PolicyBook(self.settings.policy_dir)
 
     def evaluate(self, spec: ItemSpec) -> EvalResult:
         """The graded result of one item (pre-computed responses are graded here)."""
         record = spec.entry
         assert isinstance(record, Record), "rejected records never reach evaluation"
-        if self.responses is not None:
+        if self.responses is not None and self.live is None:
+            policy = self.policies.for_record(record)
             response = self.responses.get(record.id, spec.model)
             if response is None:
-                return missing_response_result(record, spec.model, self.responses.path)
-            return grade_response(record, spec.model, response, "prefilled")
+                result = missing_response_result(record, spec.model, self.responses.path)
+                result["policy_id"], result["policy_sha256"] = policy.id, policy.sha256
+                return result
+            return grade_response(
+                record, spec.model, response, "prefilled", (policy.id, policy.sha256)
+            )
         if self.live is None:
             raise RuntimeError("live evaluation was not started for this process")
         return self.live.evaluate(record, spec.model)

@@ -12,11 +12,11 @@ import asyncio
 import atexit
 import gc
 import threading
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
 from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter
@@ -37,6 +37,8 @@ from pytest_legaleval.engine.types import (
 from pytest_legaleval.errors import ConfigError
 
 __all__ = ["PURPOSES", "Engine"]
+
+T = TypeVar("T")
 
 PURPOSES: tuple[str, ...] = ("generation", "judge")
 """Accepted values of ``GenerationRequest.purpose``."""
@@ -241,6 +243,16 @@ class Engine:
         if new_jobs:
             loop.call_soon_threadsafe(self._scheduler.enqueue, new_jobs)
         return futures
+
+    async def agenerate(self, request: GenerationRequest) -> GenerationResult:
+        """Await one request from a coroutine running on this engine's loop."""
+        return await asyncio.wrap_future(self.submit(request))
+
+    def run_coroutine(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Run ``coro`` on the engine's loop (from any thread); its future for the result."""
+        self.start()
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     # ----------------------------------------------------------------- completion
     def _store_and_resolve(self, job: Job, raw: RawCompletion, result: GenerationResult) -> None:

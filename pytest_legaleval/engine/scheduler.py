@@ -183,7 +183,8 @@ class Scheduler:
             self.rate_limited += 1
             job.pool.limiter.on_rate_limited(job.started_epoch)
         policy = self.settings.retry
-        if found.transient and number < policy.max_attempts:
+        max_attempts = job.request.max_attempts or policy.max_attempts
+        if found.transient and number < max_attempts:
             self.retries += 1
             delay = policy.delay(number, found.retry_after_s, self._rng.random())
             job.timer = asyncio.get_running_loop().call_later(delay, self._requeue, job)

@@ -116,6 +116,8 @@ class GenerationRequest:
     """Latency budget; a slower success is flagged ``latency_exceeded`` (never aborted)."""
     purpose: str = "generation"
     """``generation`` or ``judge``; judges can have their own concurrency pool."""
+    max_attempts: int | None = None
+    """Overrides the retry policy's attempts for this request (capability probes use 1)."""
 
 
 @dataclass(frozen=True, slots=True)

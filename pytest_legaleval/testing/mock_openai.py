@@ -372,6 +372,11 @@ class MockConfig:
         strict_models: Answer 404 ``model_not_found`` for models not in ``models`` (by
             default any model name is accepted and echoed).
         api_key: If set, requests must carry ``Authorization: Bearer <api_key>`` (else 401).
+        response_formats: The ``response_format.type`` values the server accepts (``None``:
+            any); another type is refused with ``response_format_status`` — e.g.
+            ``["json_object"]`` and 500 imitate the llama.cpp server, which refuses
+            ``json_schema``.
+        response_format_status: Status of that refusal (400 or 500).
 
     """
 
@@ -386,6 +391,8 @@ class MockConfig:
     honor_max_tokens: bool = True
     strict_models: bool = False
     api_key: str | None = None
+    response_formats: list[str] | None = None
+    response_format_status: int = 400
 
     def __post_init__(self) -> None:
         _check_latency(self.latency)
@@ -903,6 +910,15 @@ def _validate(request: object, config: MockConfig) -> _Outcome | None:
         return _error(400, "Streaming is not supported by the mock server.", code="unsupported")
     if config.strict_models and model not in config.models:
         return _error(404, f"The model '{model}' does not exist", code="model_not_found")
+    response_format = request.get("response_format")
+    if config.response_formats is not None and response_format is not None:
+        kind = response_format.get("type") if isinstance(response_format, dict) else None
+        if kind not in config.response_formats:
+            return _error(
+                config.response_format_status,
+                f"response_format type {kind!r} is not supported",
+                code="invalid_value",
+            )
     return None
 
 

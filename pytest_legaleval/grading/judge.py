@@ -1,0 +1,337 @@
+"""LLM-judge prompts, reply parsing and scoring (pure: no I/O, no engine).
+
+Three kinds of judgment:
+
+* ``reference`` — one call: the answer against the reference answer(s) and the context;
+  reply ``{"score": 0..1, "verdict": …, "rationale": …}``.
+* ``rubric`` — one call per criterion: ``{"met": bool, "rationale": …}`` (or
+  ``{"result": 0|1, "reason": …}``). Score (``rubric_score``)::
+
+      score = clip((Σ w⁺·met − Σ |w⁻|·met) / Σ w⁺, 0, 1)
+
+  where w⁺ are the positive weights and w⁻ the negative ones (penalties), as in
+  HealthBench/PRBench. With no positive weight the score is ``1 − Σ|w⁻|·met / Σ|w⁻|``.
+* ``criteria`` — one call rating every required criterion on the policy's integer scale:
+  ``{"ratings": [{"criterion", "rating", "rationale"}]}``; score = mean of
+  ``(rating − min) / (max − min)``.
+
+A reply is parsed tolerantly (reasoning tags removed, code fences, the first balanced JSON
+object) and then validated against the kind's JSON Schema; any failure gives an error text
+that the caller sends back to the judge (a re-ask) and finally reports as ``judge_error``.
+A reply cut off by the token limit is an error as well. Nothing here ever turns a failure
+into a score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from string import Template
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from pytest_legaleval.grading.policies import Policy
+from pytest_legaleval.grading.text import strip_reasoning
+from pytest_legaleval.records import Criterion, Record
+
+__all__ = [
+    "JudgeTask",
+    "ParsedReply",
+    "build_tasks",
+    "criteria_ratings",
+    "criteria_score",
+    "judge_kind",
+    "judge_template_sha256",
+    "output_schema",
+    "parse_reply",
+    "round_to_step",
+    "rubric_score",
+    "semantic_problem",
+    "strip_reasoning",
+]
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+NONE = "(none)"
+
+_REFERENCE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "verdict": {"enum": ["correct", "partially_correct", "incorrect"]},
+        "rationale": {"type": "string"},
+    },
+    "required": ["score", "rationale"],
+}
+_MET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"met": {"type": "boolean"}, "rationale": {"type": "string"}},
+    "required": ["met", "rationale"],
+}
+_RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"result": {"enum": [0, 1]}, "reason": {"type": "string"}},
+    "required": ["result", "reason"],
+}
+
+
+def _criteria_schema(low: int, high: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "ratings": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "criterion": {"type": "string"},
+                        "rating": {"type": "integer", "minimum": low, "maximum": high},
+                        "rationale": {"type": "string"},
+                    },
+                    "required": ["criterion", "rating"],
+                },
+            }
+        },
+        "required": ["ratings"],
+    }
+
+
+def judge_kind(record: Record) -> str | None:
+    """``reference``, ``rubric`` or ``criteria`` for judged records; ``None`` for MCQ."""
+    return {"reference_qa": "reference", "rubric_qa": "rubric", "criteria": "criteria"}.get(
+        record.task_type
+    )
+
+
+def output_schema(kind: str, policy: Policy) -> dict[str, Any]:
+    """The JSON Schema a judge reply of this kind must satisfy."""
+    if kind == "reference":
+        return _REFERENCE_SCHEMA
+    if kind == "criterion":
+        return _RESULT_SCHEMA if policy.judge.criterion_format == "result" else _MET_SCHEMA
+    return _criteria_schema(policy.judge.scale_min, policy.judge.scale_max)
+
+
+def judge_template_sha256(policy: Policy, kind: str) -> str:
+    """sha256 of the template text and output schema used for ``kind`` under ``policy``."""
+    judge = policy.judge
+    template = {
+        "reference": judge.reference_template,
+        "rubric": judge.criterion_template,
+        "criteria": judge.criteria_template,
+    }[kind]
+    schema = output_schema("criterion" if kind == "rubric" else kind, policy)
+    payload = json.dumps([template, schema, judge.reference_step], sort_keys=True)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeTask:
+    """One judge question about one item."""
+
+    key: str
+    """``answer`` (reference/criteria) or the criterion id (rubric)."""
+    kind: str
+    """``reference``, ``criterion`` or ``criteria`` (the reply shape)."""
+    prompt: str
+    """The judge's user turn."""
+    schema: Mapping[str, Any]
+    criterion: Criterion | None = None
+
+
+def _question(record: Record) -> str:
+    turns = [m for m in record.messages if m.role != "system"]
+    if turns and turns[-1].role == "user" and turns[-1].content == record.prompt:
+        turns = turns[:-1]
+    lines = [f"[{m.role}] {m.content}" for m in turns]
+    if record.choices:
+        options = "\n".join(f"{c.id}) {c.text}" for c in record.choices)
+        prompt = f"{record.prompt}\n{options}"
+    else:
+        prompt = record.prompt
+    return "\n\n".join([*lines, f"[user] {prompt}"]) if lines else prompt
+
+
+def _references(record: Record) -> str:
+    refs = record.reference_answers
+    if not refs:
+        return NONE
+    if len(refs) == 1:
+        return refs[0]
+    return "\n\n".join(f"({i}) {ref}" for i, ref in enumerate(refs, 1))
+
+
+def build_tasks(record: Record, answer: str, policy: Policy) -> list[JudgeTask]:
+    """Every judge question needed to grade ``answer`` to ``record`` under ``policy``."""
+    kind = judge_kind(record)
+    if kind is None:
+        return []
+    judge = policy.judge
+    if judge.strip_reasoning:
+        answer = strip_reasoning(answer)
+    fields = {
+        "question": _question(record),
+        "context": record.context or NONE,
+        "references": _references(record),
+        "answer": answer if answer.strip() else "(empty answer)",
+        "scale_min": str(judge.scale_min),
+        "scale_max": str(judge.scale_max),
+        "choices": "\n".join(f"{c.id}) {c.text}" for c in record.choices) or NONE,
+        "criterion_title": "",
+        "criterion_description": "",
+        "criteria": "",
+    }
+    if kind == "reference":
+        prompt = Template(judge.reference_template).substitute(fields)
+        return [JudgeTask("answer", "reference", prompt, output_schema("reference", policy))]
+    if kind == "criteria":
+        fields["criteria"] = "\n".join(f"- {name}" for name in record.required_criteria)
+        prompt = Template(judge.criteria_template).substitute(fields)
+        return [JudgeTask("answer", "criteria", prompt, output_schema("criteria", policy))]
+    tasks = []
+    schema = output_schema("criterion", policy)
+    for criterion in record.rubric:
+        fields["criterion_title"] = criterion.title
+        fields["criterion_description"] = criterion.description or ""
+        prompt = Template(judge.criterion_template).substitute(fields)
+        tasks.append(JudgeTask(criterion.id, "criterion", prompt, schema, criterion))
+    return tasks
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedReply:
+    """A judge reply: the validated object, or the reason it is unusable."""
+
+    value: dict[str, Any] | None
+    error: str | None
+
+
+def _json_candidates(text: str) -> list[str]:
+    out = [text]
+    out.extend(match.group(1) for match in _FENCE.finditer(text))
+    start = text.find("{")
+    while start != -1:
+        depth, in_string, escaped = 0, False, False
+        for i in range(start, len(text)):
+            ch = text[i]
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == '"':
+                    in_string = False
+            elif ch == '"':
+                in_string = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    out.append(text[start : i + 1])
+                    break
+        start = text.find("{", start + 1)
+    return out
+
+
+def parse_reply(
+    text: str, schema: Mapping[str, Any], *, finish_reason: str | None = None
+) -> ParsedReply:
+    """Parse and validate a judge reply; ``error`` explains a failure in one line."""
+    if finish_reason == "length":
+        return ParsedReply(None, "the reply was cut off at the token limit")
+    cleaned = strip_reasoning(text)
+    if not cleaned:
+        return ParsedReply(None, "the reply is empty")
+    validator = Draft202012Validator(schema)
+    first_problem: str | None = None
+    for candidate in _json_candidates(cleaned):
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if not isinstance(value, dict):
+            continue
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return ParsedReply(value, None)
+        if first_problem is None:
+            where = "/".join(str(p) for p in errors[0].absolute_path) or "the object"
+            first_problem = (
+                f"the JSON object does not match the required shape at {where}: {errors[0].message}"
+            )
+    return ParsedReply(None, first_problem or "no JSON object found in the reply")
+
+
+def rubric_score(results: Sequence[tuple[float, float]]) -> float:
+    """Weighted rubric score from ``(weight, met)`` pairs; ``met`` in [0, 1] (share of judges).
+
+    See the module docstring for the formula (negative weights are penalties).
+    """
+    positive = sum(w for w, _ in results if w > 0)
+    gained = sum(w * met for w, met in results if w > 0)
+    penalty = sum(-w * met for w, met in results if w < 0)
+    if positive > 0:
+        return min(1.0, max(0.0, (gained - penalty) / positive))
+    negative = sum(-w for w, _ in results if w < 0)
+    if negative > 0:
+        return min(1.0, max(0.0, 1.0 - penalty / negative))
+    return 0.0
+
+
+def criteria_score(ratings: Sequence[int | float], low: int, high: int) -> float:
+    """Mean rating normalized to [0, 1]."""
+    if not ratings:
+        raise ValueError("criteria_score needs at least one rating")
+    return sum((r - low) / (high - low) for r in ratings) / len(ratings)
+
+
+def round_to_step(score: float, step: float | None) -> float:
+    """Round a reference score to the policy's step (LEXam: 0.1), within [0, 1]."""
+    if step is None:
+        return score
+    steps = math.floor(score / step + 0.5 + 1e-9)
+    return round(min(1.0, max(0.0, steps * step)), 10)
+
+
+def _name_key(text: str) -> str:
+    return " ".join(text.casefold().replace("_", " ").split())
+
+
+def semantic_problem(task: JudgeTask, value: Mapping[str, Any], record: Record) -> str | None:
+    """What a schema-valid reply still gets wrong (criteria: every criterion rated once)."""
+    if task.kind != "criteria":
+        return None
+    wanted = {_name_key(name): name for name in record.required_criteria}
+    seen: dict[str, int] = {}
+    for item in value["ratings"]:
+        key = _name_key(str(item["criterion"]))
+        if key not in wanted:
+            return f"criterion {item['criterion']!r} was not asked for; rate exactly: " + ", ".join(
+                record.required_criteria
+            )
+        seen[key] = seen.get(key, 0) + 1
+    missing = [name for key, name in wanted.items() if key not in seen]
+    if missing:
+        return f"no rating for {', '.join(missing)}"
+    doubled = [wanted[key] for key, count in seen.items() if count > 1]
+    if doubled:
+        return f"more than one rating for {', '.join(doubled)}"
+    return None
+
+
+def criteria_ratings(value: Mapping[str, Any], record: Record) -> list[dict[str, Any]]:
+    """The ratings of a validated criteria reply, in the record's criterion order."""
+    by_key = {_name_key(str(item["criterion"])): item for item in value["ratings"]}
+    out = []
+    for name in record.required_criteria:
+        item = by_key[_name_key(name)]
+        out.append(
+            {"id": name, "rating": item["rating"], "rationale": str(item.get("rationale", ""))}
+        )
+    return out

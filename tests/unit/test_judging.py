@@ -1,0 +1,245 @@
+"""The judge panel against the real mock server, through the engine and the openai SDK."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_legaleval.engine import Engine, EngineSettings, RetryPolicy
+from pytest_legaleval.grading.policies import PolicyBook
+from pytest_legaleval.judging import JudgeOutcome, JudgePanel, apply_judgment
+from pytest_legaleval.records import Criterion, Record
+from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
+
+BOOK = PolicyBook()
+JUDGE = "openai/judge-a"
+REFERENCE = Record(
+    id="q1",
+    dataset="lexam",
+    task_type="reference_qa",
+    prompt="What does culpa in contrahendo mean?",
+    context="Swiss law of obligations.",
+    reference_answers=("Liability for fault during contract negotiations.",),
+)
+
+
+def _rubric(n: int, negative: bool = True) -> Record:
+    criteria = [Criterion(f"c{i}", f"CRITERION-{i}", weight=1.0) for i in range(1, n + 1)]
+    if negative:
+        criteria.append(Criterion("p1", "CRITERION-PENALTY", weight=-2.0))
+    return Record(
+        id="r1", dataset="prbench", task_type="rubric_qa", prompt="Advise.", rubric=tuple(criteria)
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[MockOpenAIServer]:
+    with MockOpenAIServer(MockConfig(latency=0.0)) as srv:
+        yield srv
+
+
+def _engine(server: MockOpenAIServer, tmp_path: Path | None = None, **extra: Any) -> Engine:
+    options: dict[str, Any] = {
+        "base_url": server.base_url,
+        "cache_path": str(tmp_path / "cache.sqlite") if tmp_path else None,
+        "retry": RetryPolicy.scaled(0.001),
+        "request_timeout_s": 5.0,
+        "judge_concurrency": 50,
+    }
+    options.update(extra)
+    return Engine(EngineSettings(**options))
+
+
+def _judge(
+    engine: Engine,
+    record: Record,
+    answer: str = "An answer.",
+    models: tuple[str, ...] = (JUDGE,),
+    policy: str = "default",
+    reasks: int = 2,
+) -> JudgeOutcome:
+    panel = JudgePanel(engine, models, reasks=reasks)
+    future = engine.run_coroutine(panel.judge(record, answer, BOOK.get(policy)))
+    return future.result(timeout=30)
+
+
+def _ref(score: float, rationale: str = "fine") -> str:
+    return json.dumps({"score": score, "verdict": "correct", "rationale": rationale})
+
+
+def test_reference_verdict_with_provenance(server: MockOpenAIServer) -> None:
+    server.add_reply("culpa in contrahendo", _ref(0.84, "same conclusion"))
+    with _engine(server) as engine:
+        outcome = _judge(engine, REFERENCE, policy="lexam_oq_v1")
+    assert outcome.error is None
+    assert outcome.score == 0.8  # LEXam: tenths
+    summary = outcome.summary
+    assert summary["models"] == [JUDGE] and summary["kind"] == "reference"
+    assert len(summary["template_sha256"]) == 64
+    assert summary["params"]["temperature"] == 0.0
+    assert summary["params"]["structured_output"] == {JUDGE: "json_schema"}
+    (verdict,) = summary["verdicts"]
+    assert verdict["calls"] == 1 and verdict["rationale"] == "same conclusion"
+    assert verdict["input_tokens"] and verdict["output_tokens"]
+    body = server.last_request()
+    assert body["temperature"] == 0.0
+    assert body["response_format"]["type"] == "json_schema"
+    assert "Liability for fault during contract negotiations." in json.dumps(body["messages"])
+
+
+def test_garbage_twice_then_valid_json_is_re_asked_with_the_error(
+    server: MockOpenAIServer,
+) -> None:
+    server.add_reply("culpa", "I would say it is mostly right.", times=2)
+    server.add_reply("culpa", _ref(1.0))
+    with _engine(server) as engine:
+        outcome = _judge(engine, REFERENCE)
+    assert outcome.error is None and outcome.score == 1.0
+    assert outcome.summary["verdicts"][0]["calls"] == 3
+    last = server.last_request()["messages"]
+    assert last[-1]["role"] == "user" and "no JSON object found" in last[-1]["content"]
+    assert last[-2] == {"role": "assistant", "content": "I would say it is mostly right."}
+
+
+def test_a_judge_that_never_answers_validly_is_a_judge_error_not_a_zero(
+    server: MockOpenAIServer,
+) -> None:
+    server.add_reply("culpa", '{"score": "excellent"}')
+    with _engine(server) as engine:
+        outcome = _judge(engine, REFERENCE, reasks=2)
+    assert outcome.score is None
+    assert outcome.error is not None and "no usable reply after 3 calls" in outcome.error
+    verdict = outcome.summary["verdicts"][0]
+    assert verdict["raw"] == '{"score": "excellent"}' and verdict["score"] is None
+    result: dict[str, Any] = {"details": {}}
+    apply_judgment(result, outcome, BOOK.get("default"), REFERENCE)
+    assert result["outcome"] == "error" and result["reason"] == "judge_error"
+    assert result["passed"] is None and result["score"] is None
+    assert "excellent" in result["explanation"]
+
+
+def test_a_truncated_judge_reply_is_a_judge_error(server: MockOpenAIServer) -> None:
+    server.add_reply("culpa", {"content": _ref(1.0), "finish_reason": "length"})
+    with _engine(server) as engine:
+        outcome = _judge(engine, REFERENCE, reasks=1)
+    assert outcome.error is not None and "token limit" in outcome.error
+    assert outcome.summary["verdicts"][0]["calls"] == 2
+
+
+def test_a_failing_judge_endpoint_is_a_judge_error(server: MockOpenAIServer) -> None:
+    server.add_fault("400", match="culpa")
+    with _engine(server) as engine:
+        outcome = _judge(engine, REFERENCE)
+    assert outcome.error is not None and "judge call failed (bad_request)" in outcome.error
+
+
+def test_two_judges_disagreeing_are_averaged_and_both_kept(server: MockOpenAIServer) -> None:
+    def reply(request: dict[str, Any]) -> str | None:
+        if request["model"] == "judge-a":
+            return _ref(1.0, "A agrees")
+        return _ref(0.2, "B disagrees")
+
+    server.add_reply(reply)
+    with _engine(server) as engine:
+        outcome = _judge(engine, REFERENCE, models=(JUDGE, "openai/judge-b"))
+    assert outcome.score == pytest.approx(0.6)
+    scores = {v["model"]: v["score"] for v in outcome.summary["verdicts"]}
+    assert scores == {JUDGE: 1.0, "openai/judge-b": 0.2}
+    assert "A agrees" in outcome.rationale and "B disagrees" in outcome.rationale
+
+
+def test_one_failed_judge_of_two_makes_the_item_a_judge_error(server: MockOpenAIServer) -> None:
+    def reply(request: dict[str, Any]) -> str | None:
+        return _ref(1.0) if request["model"] == "judge-a" else "no idea"
+
+    server.add_reply(reply)
+    with _engine(server) as engine:
+        outcome = _judge(engine, REFERENCE, models=(JUDGE, "openai/judge-b"), reasks=0)
+    assert outcome.score is None
+    assert outcome.error is not None and outcome.error.startswith("openai/judge-b:")
+    assert outcome.summary["verdicts"][0]["score"] == 1.0  # the good verdict is still kept
+
+
+def test_rubric_with_a_penalty_scores_by_weight(server: MockOpenAIServer) -> None:
+    met = json.dumps({"met": True, "rationale": "present"})
+    unmet = json.dumps({"met": False, "rationale": "absent"})
+    server.add_reply("CRITERION-1", met)
+    server.add_reply("CRITERION-2", unmet)
+    server.add_reply("CRITERION-PENALTY", met)
+    record = _rubric(2)
+    with _engine(server) as engine:
+        outcome = _judge(engine, record)
+    # (1 - 2) / 2 clipped to 0
+    assert outcome.score == 0.0
+    assert [c["met"] for c in outcome.criteria] == [1.0, 0.0, 1.0]
+    assert [c["weight"] for c in outcome.criteria] == [1.0, 1.0, -2.0]
+    result: dict[str, Any] = {"details": {}}
+    apply_judgment(result, outcome, BOOK.get("default"), record)
+    assert result["reason"] == "below_threshold" and result["passed"] is False
+    assert "not met: c2" in result["explanation"] and "penalties: p1" in result["explanation"]
+
+
+def test_a_rubric_is_judged_concurrently(server: MockOpenAIServer) -> None:
+    server.set_latency(0.05)
+    server.add_reply("CRITERION", json.dumps({"met": True, "rationale": "ok"}))
+    with _engine(server) as engine:
+        outcome = _judge(engine, _rubric(20, negative=False))
+    assert outcome.score == 1.0
+    assert server.stats()["peak_in_flight"] == 20
+
+
+def test_criteria_ratings_on_the_scale(server: MockOpenAIServer) -> None:
+    record = Record(
+        id="c1",
+        dataset="contract",
+        task_type="criteria",
+        prompt="Summarize.",
+        required_criteria=("accuracy", "clarity"),
+    )
+    server.add_reply(
+        "Rate each criterion",
+        json.dumps(
+            {
+                "ratings": [
+                    {"criterion": "accuracy", "rating": 5},
+                    {"criterion": "clarity", "rating": 3},
+                ]
+            }
+        ),
+    )
+    with _engine(server) as engine:
+        outcome = _judge(engine, record)
+    assert outcome.score == pytest.approx(0.75)
+    assert [(c["id"], c["rating"]) for c in outcome.criteria] == [("accuracy", 5), ("clarity", 3)]
+
+
+def test_structured_output_falls_back_to_what_the_endpoint_accepts(
+    mock_openai_factory: Any,
+) -> None:
+    # like the llama.cpp server: json_schema is refused with a 500, json_object accepted
+    server = mock_openai_factory(response_formats=["json_object"], response_format_status=500)
+    server.add_reply("culpa", _ref(0.5))
+    with _engine(server, retry=RetryPolicy.scaled(0.001)) as engine:
+        outcome = _judge(engine, REFERENCE)
+    assert outcome.error is None
+    assert outcome.summary["params"]["structured_output"] == {JUDGE: "json_object_schema"}
+    body = server.last_request()
+    assert body["response_format"]["type"] == "json_object"
+    assert body["response_format"]["schema"]["required"] == ["score", "rationale"]
+
+
+def test_judging_again_pays_nothing_twice(server: MockOpenAIServer, tmp_path: Path) -> None:
+    server.add_reply("culpa", "garbage", times=1)
+    server.add_reply("culpa", _ref(0.9))
+    with _engine(server, tmp_path) as engine:
+        first = _judge(engine, REFERENCE)
+    calls = server.stats()["requests"]
+    with _engine(server, tmp_path) as engine:
+        second = _judge(engine, REFERENCE)
+    assert server.stats()["requests"] == calls  # probe, garbage and re-ask all cached
+    assert second.score == first.score == 0.9
+    assert second.summary["verdicts"][0]["cached"] is True
