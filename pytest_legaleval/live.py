@@ -23,7 +23,7 @@ from pytest_legaleval.engine import (
 )
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.evaluation import EvalResult, grade_response, missing_response_result
-from pytest_legaleval.grading.attachments import record_attachments
+from pytest_legaleval.grading.attachments import missing_attachments, record_attachments
 from pytest_legaleval.grading.judge import judge_kind
 from pytest_legaleval.grading.policies import Policy, PolicyBook
 from pytest_legaleval.grading.prompts import build_messages, template_version
@@ -278,7 +278,12 @@ class LiveEvaluator:
 
     def prefetch(self, pairs: Sequence[tuple[Record, str]]) -> None:
         """Submit every item of this process at once (FIFO: earlier items start first)."""
-        todo = [(r, m) for r, m in pairs if (r.id, m) not in self._futures]
+        # Items whose attachment files are missing error at setup; never pay for them.
+        todo = [
+            (r, m)
+            for r, m in pairs
+            if (r.id, m) not in self._futures and not (r.attachments and missing_attachments(r))
+        ]
         if self.responses is not None:
             for record, model in todo:
                 if self.needs_judge(record):

@@ -61,6 +61,8 @@ class LegalEvalState:
             load_responses(settings.conversation_from) if settings.conversation_from else None
         )
         self.live: LiveEvaluator | None = None
+        self.warn_policies = True
+        """Warn about unknown policy ids (one xdist worker does, not every one)."""
         self._load: LoadResult | None = None
         self._rejection: DatasetRejected | None = None
 
@@ -118,7 +120,7 @@ class LegalEvalState:
                 base = f"{dataset}/{where}"
             for model in models:
                 items.append(ItemSpec(entry, model, f"{base}-{model}" if several else base))
-            if isinstance(entry, Record) and entry.policy_id is not None:
+            if self.warn_policies and isinstance(entry, Record) and entry.policy_id:
                 self.policies.for_record(entry)  # warns (once per id) about unknown policies
         return items
 

@@ -3,8 +3,10 @@
 Text files are read as UTF-8 (invalid bytes replaced, and said so); PDFs through pypdf,
 page by page. A PDF without a text layer (a scan) yields a warning, never silence: the
 model would otherwise answer without the document and nobody would know. Existence is
-checked when the dataset is loaded (a missing file is a record error); reading happens
-once per file and session.
+checked when an item is set up, not when the dataset is validated: a dataset stays
+valid on a machine without its documents (``legaleval validate`` checks the data, not the
+disk), but an item whose attachment is missing is a record error (an ERROR item, never
+sent to the model); reading happens once per file and session.
 """
 
 from __future__ import annotations
@@ -14,8 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_legaleval.records import Attachment, Record
+from pytest_legaleval.validation import RecordError
 
-__all__ = ["AttachmentText", "attachment_path", "read_attachment", "record_attachments"]
+__all__ = [
+    "AttachmentText",
+    "attachment_path",
+    "missing_attachments",
+    "read_attachment",
+    "record_attachments",
+]
 
 MAX_ATTACHMENT_CHARS = 200_000
 """Text beyond this many characters is cut (and the cut is reported)."""
@@ -121,3 +130,25 @@ def record_attachments(record: Record) -> list[AttachmentText]:
         path = attachment_path(record, attachment)
         out.append(read_attachment(path, attachment.title or path.name, attachment.kind))
     return out
+
+
+def missing_attachments(record: Record) -> list[RecordError]:
+    """Record errors (``value_out_of_range`` at the attachment's path) for missing files."""
+    errors = []
+    for number, attachment in enumerate(record.attachments):
+        path = attachment_path(record, attachment)
+        if not path.is_file():
+            where = record.source.path + (
+                f" line {record.source.line}" if record.source.line else ""
+            )
+            errors.append(
+                RecordError(
+                    index=record.source.index,
+                    record_id=record.id,
+                    code="value_out_of_range",
+                    message=f"attachment file not found: {attachment.path} (looked for {path}; "
+                    f"relative paths start at the dataset file's folder) ({where})",
+                    path=f"records[{record.source.index}].attachments[{number}].path",
+                )
+            )
+    return errors

@@ -94,6 +94,10 @@ def test_malformed_sample_errors_and_line_one_still_runs(
 ) -> None:
     (data,) = copy_in(pytester, DATA / "malformed" / sample)
     first = json.loads(data.read_bytes().splitlines()[0])
+    for attachment in first.get("attachments", []):  # the documents are not shipped
+        target = pytester.path / attachment["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("stand-in for the filing", encoding="utf-8")
     responses = _responses(pytester.path / "r.jsonl", {first["id"]: "Answer: A"})
     result = run_eval(pytester, data, responses, "-rE")
     outcomes = result.parseoutcomes()

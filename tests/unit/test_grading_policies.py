@@ -21,6 +21,9 @@ BUILT_IN = (
     "lar_echr_mcq_v1",
     "rag_qa_v1",
     "rag_summary_v1",
+    "lexam",
+    "legalbench",
+    "ace",
 )
 
 

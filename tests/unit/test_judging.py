@@ -184,7 +184,8 @@ def test_rubric_with_a_penalty_scores_by_weight(server: MockOpenAIServer) -> Non
 
 
 def test_a_rubric_is_judged_concurrently(server: MockOpenAIServer) -> None:
-    server.set_latency(0.05)
+    # long enough that all 20 calls are in flight together even on a loaded machine
+    server.set_latency(0.5)
     server.add_reply("CRITERION", json.dumps({"met": True, "rationale": "ok"}))
     with _engine(server) as engine:
         outcome = _judge(engine, _rubric(20, negative=False))

@@ -1,0 +1,284 @@
+"""Judged records in real pytest sessions: the mock server scripted as candidate and judge."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_legaleval.testing.mock_openai import MockOpenAIServer
+
+from .conftest import read_jsonl, run_dirs, write_jsonl
+
+FAST_RETRIES = ["--retry-delays", "0.01,0.02"]
+
+
+def _pdf(path: Path, text: str | None) -> Path:
+    """A one-page PDF; with ``text`` None the page has no text layer (like a scan)."""
+    stream = f"BT /F1 12 Tf 72 712 Td ({text}) Tj ET".encode() if text else b""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    path.write_bytes(bytes(out))
+    return path
+
+
+def _reference(record_id: str, **extra: Any) -> dict[str, Any]:
+    row = {
+        "schema_version": "legal_eval_v1",
+        "id": record_id,
+        "dataset": "lexam",
+        "task_type": "reference_qa",
+        "prompt": f"Open question {record_id}: what is culpa in contrahendo?",
+        "context": f"CONTEXT-{record_id}: Swiss law of obligations.",
+        "reference_answers": ["Liability for fault in contract negotiations."],
+    }
+    row.update(extra)
+    return row
+
+
+def _rubric(record_id: str, **extra: Any) -> dict[str, Any]:
+    row = {
+        "schema_version": "legal_eval_v1",
+        "id": record_id,
+        "dataset": "prbench",
+        "task_type": "rubric_qa",
+        "prompt": f"Rubric task {record_id}: advise the landlord.",
+        "messages": [
+            {"role": "user", "content": f"EARLIER-TURN-{record_id}"},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": f"Rubric task {record_id}: advise the landlord."},
+        ],
+        "rubric": [
+            {"id": "c1", "title": "CRIT-STATUTE", "weight": 3},
+            {"id": "c2", "title": "CRIT-NOTICE", "weight": 1},
+            {"id": "c3", "title": "CRIT-INVENTED-CASE", "weight": -2},
+        ],
+        "metadata": {"policy_id": "prbench_v1"},
+    }
+    row.update(extra)
+    return row
+
+
+def _met(flag: bool) -> str:
+    return json.dumps({"met": flag, "rationale": "checked"})
+
+
+@pytest.fixture
+def server() -> Iterator[MockOpenAIServer]:
+    with MockOpenAIServer(latency=0.01) as srv:
+        # judge replies (the judge prompts quote the criterion titles / reference)
+        srv.add_reply("CRIT-STATUTE", _met(True))
+        srv.add_reply("CRIT-NOTICE", _met(False))
+        srv.add_reply("CRIT-INVENTED-CASE", _met(False))
+        srv.add_reply(
+            r"(Answer to grade|Student answer):\n+GOOD",
+            json.dumps({"score": 0.9, "verdict": "correct", "rationale": "matches the key"}),
+        )
+        srv.add_reply(
+            r"(Answer to grade|Student answer):\n+BAD",
+            json.dumps({"score": 0.1, "verdict": "incorrect", "rationale": "wrong doctrine"}),
+        )
+        # candidate answers
+        srv.add_reply(r"Open question good", "GOOD: liability in negotiations.")
+        srv.add_reply(r"Open question bad", "BAD: it is a tort of nuisance.")
+        srv.add_reply(r"Rubric task", "Cite the statute.")
+        yield srv
+
+
+def _run(pytester: pytest.Pytester, server: MockOpenAIServer, data: Path, *extra: str) -> Any:
+    return pytester.runpytest(
+        "--dataset",
+        str(data),
+        "--base-url",
+        server.base_url,
+        "--judge-model",
+        "openai/judge",
+        "--run-dir",
+        "runs",
+        "--cache",
+        "cache.sqlite",
+        *FAST_RETRIES,
+        *extra,
+    )
+
+
+def _predictions(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
+    (run,) = run_dirs(pytester.path / "runs")
+    return {row["record_id"]: row for row in read_jsonl(run / "predictions.jsonl")}
+
+
+def test_judged_session_grades_reference_and_rubric_records(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = write_jsonl(
+        pytester.path / "data.jsonl",
+        [
+            _reference("good"),
+            _reference("bad", metadata={"policy_id": "lexam_oq_v1"}),
+            _rubric("r1"),
+        ],
+    )
+    result = _run(pytester, server, data, "--model", "openai/cand", "-rA")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*_ test_record?lexam/bad? _*", "below_threshold: judge score 0.10 < threshold 0.50*"]
+    )
+    rows = _predictions(pytester)
+    good = rows["good"]
+    assert good["passed"] is True and good["score"] == pytest.approx(0.9)
+    assert good["grader"] == "judge:reference" and good["policy_id"] == "default"
+    assert len(good["policy_sha256"]) == 64
+    assert good["details"]["token_f1"] > 0 and good["details"]["exact_match"] == 0.0
+    judge = good["judge"]
+    assert judge["models"] == ["openai/judge"] and len(judge["template_sha256"]) == 64
+    assert judge["params"]["temperature"] == 0.0
+    assert rows["bad"]["policy_id"] == "lexam_oq_v1"
+    rubric = rows["r1"]
+    # (3 met - 0 penalty) / (3 + 1) = 0.75
+    assert rubric["score"] == pytest.approx(0.75) and rubric["passed"] is True
+    assert [c["met"] for c in rubric["details"]["criteria"]] == [1.0, 0.0, 0.0]
+    # nothing of the record was lost on the way to the model or the judge
+    generation = [
+        r
+        for r in server.requests()
+        if "Rubric task r1" in json.dumps(r) and "met" not in json.dumps(r)
+    ]
+    assert generation and "EARLIER-TURN-r1" in json.dumps(generation[0]["messages"])
+    judge_prompts = [r for r in server.requests() if "CRIT-STATUTE" in json.dumps(r)]
+    assert "EARLIER-TURN-r1" in json.dumps(judge_prompts[0]["messages"])
+    reference_judge = [r for r in server.requests() if "Answer to grade" in json.dumps(r)]
+    assert any("CONTEXT-good" in json.dumps(r["messages"]) for r in reference_judge)
+
+
+def test_a_judge_error_is_an_error_outcome_and_the_run_goes_on(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    server.clear_replies()  # replies are tried in order: start over with a broken judge
+    server.add_reply(r"Answer to grade:\n+GOOD", "The answer seems right to me.")
+    server.add_reply(r"Open question", "GOOD: liability in negotiations.")
+    data = write_jsonl(pytester.path / "data.jsonl", [_reference("good"), _reference("good2")])
+    result = _run(pytester, server, data, "--model", "openai/cand", "--judge-reasks", "1")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*judge_error*no usable reply after 2 calls*"])
+    rows = _predictions(pytester)
+    for row in rows.values():
+        assert row["outcome"] == "error" and row["reason"] == "judge_error"
+        assert row["score"] is None and row["passed"] is None
+        assert row["judge"]["verdicts"][0]["raw"] == "The answer seems right to me."
+
+
+def test_prefilled_responses_are_judged_without_generation(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = write_jsonl(pytester.path / "data.jsonl", [_reference("good"), _reference("bad")])
+    responses = write_jsonl(
+        pytester.path / "responses.jsonl",
+        [
+            {"record_id": "good", "response": "GOOD: liability in negotiations."},
+            {"record_id": "bad", "response": "BAD: nuisance."},
+        ],
+    )
+    result = _run(pytester, server, data, "--responses", str(responses))
+    result.assert_outcomes(passed=1, failed=1)
+    bodies = json.dumps(server.requests())
+    assert "Open question good" in bodies  # in the judge prompt ...
+    assert all(
+        "Answer to grade" in json.dumps(r) or "ok" in json.dumps(r) for r in server.requests()
+    )
+
+
+def test_without_a_judge_judged_records_are_skipped_visibly(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    data = write_jsonl(pytester.path / "data.jsonl", [_reference("good")])
+    responses = write_jsonl(
+        pytester.path / "responses.jsonl", [{"record_id": "good", "response": "GOOD"}]
+    )
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs", "-rs"
+    )
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*needs_judge*--judge-model*"])
+
+
+def test_unknown_policy_falls_back_to_default_with_a_warning(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = write_jsonl(
+        pytester.path / "data.jsonl", [_reference("good", metadata={"policy_id": "nope_v9"})]
+    )
+    result = _run(pytester, server, data, "--model", "openai/cand")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*PolicyWarning*unknown policy_id 'nope_v9'*"])
+    assert _predictions(pytester)["good"]["policy_id"] == "default"
+
+
+def test_attachments_are_injected_and_missing_ones_are_record_errors(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    (pytester.path / "docs").mkdir()
+    _pdf(pytester.path / "docs" / "lease.pdf", "LEASE-TEXT-FROM-PDF")
+    _pdf(pytester.path / "docs" / "scan.pdf", None)
+    (pytester.path / "docs" / "memo.txt").write_text("MEMO-TEXT", encoding="utf-8")
+    rows = [
+        _reference(
+            "good",
+            attachments=[
+                {"path": "docs/lease.pdf", "kind": "pdf", "title": "Lease"},
+                {"path": "docs/memo.txt", "title": "Memo"},
+            ],
+        ),
+        _reference("good2", attachments=[{"path": "docs/scan.pdf", "kind": "pdf"}]),
+        _reference("good3", attachments=[{"path": "docs/missing.pdf"}]),
+    ]
+    data = write_jsonl(pytester.path / "data.jsonl", rows)
+    result = _run(pytester, server, data, "--model", "openai/cand")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        ['*"code": "value_out_of_range"*', '*"path": "records?2?.attachments?0?.path"*']
+    )
+    prompts = [
+        json.dumps(r["messages"])
+        for r in server.requests()
+        if "Open question good" in json.dumps(r)
+    ]
+    assert any("LEASE-TEXT-FROM-PDF" in p and "MEMO-TEXT" in p for p in prompts)
+    scanned = _predictions(pytester)["good2"]
+    assert any("no text layer" in w for w in scanned["details"]["attachment_warnings"])
+
+
+def test_judged_outcomes_are_the_same_with_two_workers(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    rows = [_reference(f"good{i}") for i in range(4)] + [_reference(f"bad{i}") for i in range(4)]
+    rows += [_rubric(f"r{i}") for i in range(4)]
+    data = write_jsonl(pytester.path / "data.jsonl", rows)
+    result = _run(pytester, server, data, "--model", "openai/cand", "-n", "2")
+    result.assert_outcomes(passed=8, failed=4)
+    rows_n2 = _predictions(pytester)
+    assert {k: (v["passed"], v["score"]) for k, v in rows_n2.items()} == {
+        **{f"good{i}": (True, pytest.approx(0.9)) for i in range(4)},
+        **{f"bad{i}": (False, pytest.approx(0.1)) for i in range(4)},
+        **{f"r{i}": (True, pytest.approx(0.75)) for i in range(4)},
+    }
