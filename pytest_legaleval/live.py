@@ -21,10 +21,11 @@ from pytest_legaleval.engine import (
     GenerationResult,
     RetryPolicy,
 )
+from pytest_legaleval.engine.capabilities import StructuredOutput, structured_params
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.evaluation import EvalResult, grade_response, missing_response_result
 from pytest_legaleval.grading.attachments import missing_attachments, record_attachments
-from pytest_legaleval.grading.judge import judge_kind
+from pytest_legaleval.grading.judge import judge_kind, mcq_answer_schema
 from pytest_legaleval.grading.policies import Policy, PolicyBook
 from pytest_legaleval.grading.prompts import build_messages, template_version
 from pytest_legaleval.judging import JudgePanel, apply_judgment
@@ -202,6 +203,8 @@ class LiveEvaluator:
             seed=settings.seed,
         )
         self._futures: dict[tuple[str, str], Future[GenerationResult] | Future[EvalResult]] = {}
+        self._structured = self.judges.structured if self.judges else StructuredOutput(self.engine)
+        self._answer_modes: dict[str, str] = {}
 
     def needs_judge(self, record: Record) -> bool:
         """Whether this record is judged in this session."""
@@ -214,10 +217,16 @@ class LiveEvaluator:
             previous = self.conversation.get(record.id, self.conversation.models[0])
         max_latency = record.expected.get("max_latency_ms")
         policy = self.policies.for_record(record)
+        params = self.params
+        if policy.answer_contract == "json" and record.choices:
+            mode = self._answer_modes.get(model, "none")
+            structured = structured_params(mode, mcq_answer_schema(record), "answer")
+            if structured:
+                params = dataclasses.replace(params, **structured)
         return GenerationRequest(
             model=model,
             messages=tuple(build_messages(record, policy, previous_response=previous)),
-            params=self.params,
+            params=params,
             template_version=template_version(policy),
             max_latency_ms=max_latency if isinstance(max_latency, int) else None,
         )
@@ -289,11 +298,25 @@ class LiveEvaluator:
                 if self.needs_judge(record):
                     self._futures[(record.id, model)] = self._prefilled(record, model)
             return
+        self._probe_answer_modes(todo)
         futures = self.engine.submit_many([self.request(r, m) for r, m in todo])
         for (record, model), future in zip(todo, futures, strict=True):
             self._futures[(record.id, model)] = (
                 self._chain(record, model, future) if self.needs_judge(record) else future
             )
+
+    def _probe_answer_modes(self, pairs: Sequence[tuple[Record, str]]) -> None:
+        """Find how each model's endpoint takes a JSON answer contract (once per model)."""
+        wanted = {
+            model
+            for record, model in pairs
+            if model not in self._answer_modes
+            and record.choices
+            and self.policies.for_record(record).answer_contract == "json"
+        }
+        for model in sorted(wanted):
+            probe = self.engine.run_coroutine(self._structured.mode(model))
+            self._answer_modes[model] = probe.result()
 
     def evaluate(self, record: Record, model: str) -> EvalResult:
         """Wait for this item's result (grading a plain generation here)."""

@@ -47,6 +47,7 @@ __all__ = [
     "criteria_score",
     "judge_kind",
     "judge_template_sha256",
+    "mcq_answer_schema",
     "output_schema",
     "parse_reply",
     "round_to_step",
@@ -335,3 +336,18 @@ def criteria_ratings(value: Mapping[str, Any], record: Record) -> list[dict[str,
             {"id": name, "rating": item["rating"], "rationale": str(item.get("rationale", ""))}
         )
     return out
+
+
+def mcq_answer_schema(record: Record) -> dict[str, Any]:
+    """The JSON answer contract of an MCQ record: ``{"answer": [ids of its choices]}``."""
+    return {
+        "type": "object",
+        "properties": {
+            "answer": {
+                "type": "array",
+                "items": {"enum": [choice.id for choice in record.choices]},
+                "minItems": 1,
+            }
+        },
+        "required": ["answer"],
+    }

@@ -282,3 +282,41 @@ def test_judged_outcomes_are_the_same_with_two_workers(
         **{f"bad{i}": (False, pytest.approx(0.1)) for i in range(4)},
         **{f"r{i}": (True, pytest.approx(0.75)) for i in range(4)},
     }
+
+
+def test_json_answer_contract_uses_the_form_the_endpoint_accepts(
+    pytester: pytest.Pytester, suite: Path, mock_openai_factory: Any
+) -> None:
+    # like the llama.cpp server: json_schema refused with a 500, json_object + schema taken
+    server = mock_openai_factory(response_formats=["json_object"], response_format_status=500)
+    server.add_reply("Which court", '{"answer": ["B"]}')
+    row = {
+        "schema_version": "legal_eval_v1",
+        "id": "m1",
+        "dataset": "lexam",
+        "task_type": "mcq",
+        "prompt": "Which court decides?",
+        "choices": [{"id": "A", "text": "Cantonal"}, {"id": "B", "text": "Federal"}],
+        "correct_choice_ids": ["B"],
+        "metadata": {"policy_id": "lexam_mcq_v1"},
+    }
+    data = write_jsonl(pytester.path / "data.jsonl", [row])
+    result = pytester.runpytest(
+        "--dataset",
+        str(data),
+        "--model",
+        "openai/cand",
+        "--base-url",
+        server.base_url,
+        "--run-dir",
+        "runs",
+        "--no-cache",
+        *FAST_RETRIES,
+    )
+    result.assert_outcomes(passed=1)
+    body = server.last_request()
+    assert body["response_format"]["type"] == "json_object"
+    assert body["response_format"]["schema"]["properties"]["answer"]["items"] == {
+        "enum": ["A", "B"]
+    }
+    assert '{"answer": ["<letter>"]}' in body["messages"][-1]["content"]
