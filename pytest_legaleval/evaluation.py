@@ -24,6 +24,7 @@ __all__ = [
     "cancelled_result",
     "grade_response",
     "missing_response_result",
+    "rag_citations",
 ]
 
 Outcome = Literal["passed", "failed", "skipped", "error"]
@@ -214,6 +215,9 @@ def grade_response(
             "exact_match": best_exact_match(answer, record.reference_answers),
             "token_f1": round(best_token_f1(answer, record.reference_answers), 6),
         }
+        citations = rag_citations(record, answer)
+        if citations is not None:
+            result["details"]["citations"] = citations
     result.update(
         {
             "outcome": "skipped",
@@ -224,6 +228,40 @@ def grade_response(
         }
     )
     return result
+
+
+def rag_citations(record: Record, answer: str) -> dict[str, Any] | None:
+    """The citation check of a RAG QA answer, when it applies.
+
+    It applies to QA records from the RAG splits whose answer cites ``[n]`` markers or whose
+    curated ``answer_citations`` expect some; summaries are not checked.
+    """
+    rag = record.metadata.get("rag")
+    if not isinstance(rag, dict) or rag.get("task_type") != "qa":
+        return None
+    contexts = rag.get("contexts") or []
+    curated = rag.get("answer_citations") or []
+    if not isinstance(contexts, list) or not isinstance(curated, list):
+        return None
+    from pytest_legaleval.grading.citations import check_citations, cited_markers
+
+    if not curated and not cited_markers(answer):
+        return None
+    sources = rag.get("sources") or []
+    check = check_citations(
+        answer,
+        [str(c) for c in contexts],
+        [c for c in curated if isinstance(c, dict)],
+        [str(s) for s in sources] if isinstance(sources, list) else [],
+    )
+    return {
+        "passed": check.passed,
+        "score": check.score,
+        "cited": list(check.cited),
+        "unknown": list(check.unknown),
+        "missing": list(check.missing),
+        "required": list(check.required),
+    }
 
 
 class RecordFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]

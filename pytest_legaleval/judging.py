@@ -361,11 +361,23 @@ def apply_judgment(
         score = outcome.score if outcome.score is not None else 0.0
         passed = score >= policy.pass_threshold
         details["criteria"] = outcome.criteria
+        reason = "correct" if passed else "below_threshold"
+        explanation = _explain(kind, outcome, policy.pass_threshold, passed)
+        citations = details.get("citations")
+        if isinstance(citations, dict) and not citations["passed"]:
+            problems = []
+            if citations["unknown"]:
+                problems.append(f"cites contexts that do not exist: {citations['unknown']}")
+            if citations["missing"]:
+                problems.append(f"does not cite required contexts: {citations['missing']}")
+            explanation += ". Citations: " + "; ".join(problems)
+            if passed:
+                passed, reason = False, "citation_error"
         result.update(
             outcome="passed" if passed else "failed",
             passed=passed,
             score=score,
-            reason="correct" if passed else "below_threshold",
-            explanation=_explain(kind, outcome, policy.pass_threshold, passed),
+            reason=reason,
+            explanation=explanation,
         )
     result["details"] = details

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
-from .conftest import read_jsonl, run_dirs, write_jsonl
+from .conftest import EXAMPLES, read_jsonl, run_dirs, write_jsonl
 
 FAST_RETRIES = ["--retry-delays", "0.01,0.02"]
 
@@ -320,3 +320,32 @@ def test_json_answer_contract_uses_the_form_the_endpoint_accepts(
         "enum": ["A", "B"]
     }
     assert '{"answer": ["<letter>"]}' in body["messages"][-1]["content"]
+
+
+def test_rag_answers_are_judged_and_their_citations_checked(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = pytester.path / "qa_pairs.jsonl"
+    data.write_bytes((EXAMPLES / "rag" / "qa_pairs.jsonl").read_bytes())
+    first, second = "0b8f6f0e-6a57-4a53-9a43-3c1f8a0e0001", "0b8f6f0e-6a57-4a53-9a43-3c1f8a0e0002"
+    server.clear_replies()
+    server.add_reply(
+        "Answer to grade", json.dumps({"score": 1.0, "verdict": "correct", "rationale": "ok"})
+    )
+    responses = write_jsonl(
+        pytester.path / "responses.jsonl",
+        [
+            {"record_id": first, "response": "Only with a legal basis such as consent [2]."},
+            {"record_id": second, "response": "See the principles [7]."},
+        ],
+    )
+    result = _run(pytester, server, data, "--responses", str(responses), "-k", "0001 or 0002")
+    result.assert_outcomes(passed=1, failed=1)
+    rows = _predictions(pytester)
+    assert rows[first]["details"]["citations"]["passed"] is True
+    cited = rows[second]["details"]["citations"]
+    assert cited["unknown"] == [7] and cited["missing"] == [1]
+    assert rows[second]["reason"] == "citation_error" and rows[second]["score"] == 1.0
+    assert "cites contexts that do not exist: [7]" in rows[second]["explanation"]
+    judge_prompts = [json.dumps(r["messages"]) for r in server.requests()]
+    assert any("[1] Personal data must be processed lawfully" in p for p in judge_prompts)
