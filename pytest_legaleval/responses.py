@@ -2,6 +2,9 @@
 
 Two row shapes are read: ours ``{"record_id", "response", "model"?}`` and the Legal
 Benchmark Runner's prefilled rows ``{"example_id", "candidate_name", "response_text"}``.
+A ``.json`` file holding a JSON array is a Turing answer file
+(``answers/<question-model>/<answer-model>.json``): each succeeded entry's last attempt
+answers the benchmark record of its question, for the model ``answer_model``.
 """
 
 from __future__ import annotations
@@ -65,6 +68,29 @@ def _parse_row(obj: object) -> tuple[str, str, str]:
     return record_id, model, response
 
 
+def _is_turing_answers(file: Path) -> bool:
+    if file.suffix.lower() != ".json":
+        return False
+    with file.open("rb") as handle:
+        return handle.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"[")
+
+
+def _turing_answers(file: Path, path: str | Path) -> ResponseTable:
+    # A Turing answer file (answers/<question-model>/<answer-model>.json): a JSON array.
+    from pytest_legaleval.errors import DatasetRejected
+    from pytest_legaleval.formats.turing import load_turing_answers
+
+    try:
+        responses, problems = load_turing_answers(file)
+    except DatasetRejected as exc:
+        raise ResponsesError(f"--responses {path}: {exc.message}") from None
+    if problems:
+        shown = "\n  ".join(problems[:_MAX_PROBLEMS_SHOWN])
+        raise ResponsesError(f"--responses {path}: {len(problems)} bad entries:\n  {shown}")
+    models = tuple(dict.fromkeys(model for _, model in responses))
+    return ResponseTable(path=str(file), models=models, responses=responses)
+
+
 def load_responses(path: str | Path) -> ResponseTable:
     """Read a responses file; every problem is collected and raised together.
 
@@ -76,6 +102,8 @@ def load_responses(path: str | Path) -> ResponseTable:
     file = Path(path)
     if not file.is_file():
         raise ResponsesError(f"--responses {path}: no such file")
+    if _is_turing_answers(file):
+        return _turing_answers(file, path)
     responses: dict[tuple[str, str], str] = {}
     first_line: dict[tuple[str, str], int] = {}
     models: dict[str, None] = {}

@@ -87,6 +87,12 @@ class DatasetInfo:
     """Records that passed validation."""
     sha256: str
     """SHA-256 of the file's bytes."""
+    placeholder_records: int = 0
+    """``{}`` placeholders read as missing entries (Turing list files); not in the totals."""
+    skipped_records: int = 0
+    """Valid entries deliberately not turned into records (a Turing benchmark's failed and
+    ill-posed questions). Files that are not datasets (Turing answers, critiques, debates,
+    evaluations) count their valid entries in ``accepted_records`` but yield no records."""
 
 
 Entry = Record | RejectedRecord

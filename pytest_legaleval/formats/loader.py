@@ -10,19 +10,22 @@ from pathlib import Path
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats.base import LoadContext, LoadResult
 from pytest_legaleval.formats.detect import detect_format
+from pytest_legaleval.formats.rag import MANIFEST_NAME, offline_dataset_name
 from pytest_legaleval.formats.registry import FORMATS, REGISTRY
 
-__all__ = ["DATASET_SUFFIXES", "dataset_files", "load_dataset"]
+__all__ = ["DATASET_SUFFIXES", "SIDECAR_NAMES", "dataset_files", "load_dataset"]
 
 DATASET_SUFFIXES = (".jsonl", ".json")
 """Files a directory argument contributes."""
+SIDECAR_NAMES = frozenset({MANIFEST_NAME})
+"""Files that describe the datasets next to them instead of being one (a RAG manifest)."""
 
 
 def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
     """Expand ``--dataset`` arguments into files, in order, each file once.
 
     A directory contributes its ``*.jsonl`` and ``*.json`` files (not recursively; hidden
-    files skipped), sorted by name.
+    files, a RAG ``manifest.json`` and the offline dataset it names skipped), sorted by name.
 
     Raises:
         ConfigError: no paths, a path that does not exist, or a directory without datasets.
@@ -34,11 +37,13 @@ def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
     for given in paths:
         path = Path(given)
         if path.is_dir():
+            skip = {*SIDECAR_NAMES, offline_dataset_name(path)}
             found = sorted(
                 child
                 for child in path.iterdir()
                 if child.suffix.lower() in DATASET_SUFFIXES
                 and not child.name.startswith(".")
+                and child.name not in skip
                 and child.is_file()
             )
             if not found:

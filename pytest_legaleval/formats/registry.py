@@ -1,14 +1,22 @@
-"""The format registry: adding a format is adding one module here."""
+"""The format registry: adding a format is adding one module (or format object) here."""
 
 from __future__ import annotations
 
 from pytest_legaleval.formats import contract_v1, legal_eval_v1
 from pytest_legaleval.formats.base import DatasetFormat
+from pytest_legaleval.formats.rag import RAG_QA, RAG_SUMMARIES
+from pytest_legaleval.formats.turing import TURING_FORMATS
 
 __all__ = ["FORMATS", "REGISTRY"]
 
 # Order matters only for reading: detection requires exactly one format to claim a file.
-_MODULES: tuple[DatasetFormat, ...] = (legal_eval_v1, contract_v1)
+_MODULES: tuple[DatasetFormat, ...] = (
+    legal_eval_v1,
+    contract_v1,
+    RAG_QA,
+    RAG_SUMMARIES,
+    *TURING_FORMATS,
+)
 
 REGISTRY: dict[str, DatasetFormat] = {module.NAME: module for module in _MODULES}
 """``--dataset-format`` name -> format module."""

@@ -277,4 +277,9 @@ def test_directory_without_datasets_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_formats_registry() -> None:
-    assert FORMATS == ("legal_eval_v1", "contract_v1")
+    assert FORMATS[:4] == ("legal_eval_v1", "contract_v1", "rag_qa", "rag_summaries")
+    assert {name for name in FORMATS[4:]} == {
+        f"turing_{kind}"
+        for kind in ("benchmark", "answers", "critiques", "debates", "automated_evaluation",
+                     "human_evaluation", "judging_task", "metadata")
+    }  # fmt: skip

@@ -149,3 +149,16 @@ def test_bad_user_policies_are_config_errors(tmp_path: Path, text: str, fragment
     with pytest.raises(ConfigError, match=r"bad\.yaml") as info:
         PolicyBook(str(tmp_path))
     assert fragment in str(info.value)
+
+
+def test_rag_records_reach_the_model_with_their_prompt_and_numbered_contexts() -> None:
+    from pytest_legaleval.formats import load_dataset
+
+    repo = Path(__file__).resolve().parents[2]
+    record = load_dataset([str(repo / "examples" / "rag" / "qa_pairs.jsonl")], "auto").records[0]
+    book = PolicyBook()
+    messages = build_messages(record, book.for_record(record))
+    assert messages[0] == {"role": "system", "content": record.metadata["rag"]["rag_prompt"]}
+    assert "[1] Personal data must be processed lawfully" in messages[-1]["content"]
+    assert "[2] Processing is lawful only if" in messages[-1]["content"]
+    assert record.prompt in messages[-1]["content"]
