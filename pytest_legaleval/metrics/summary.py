@@ -1,96 +1,315 @@
-"""Streaming aggregation of item results into ``metrics_summary.json``."""
+"""Streaming aggregation of item results into one block of metrics.
+
+One :class:`MetricsAccumulator` holds counts, token and cost sums, and two compact float
+arrays (scores of graded items, latencies) — nothing else per item. The same block shape is
+used for the whole run (``metrics_summary.json``) and for every slice
+(``metrics_by_slice.json``); ``schemas/metrics_summary.schema.json`` documents each field.
+
+Units: every count is of *items* (record × model); with one model an item is a record.
+"""
 
 from __future__ import annotations
 
 import math
+from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SummaryAccumulator", "wilson_interval"]
-
-_Z95 = 1.959963984540054
-
-FAILURE_REASONS = frozenset(
-    {
-        "invalid_record",
-        "missing_response",
-        "timeout",
-        "judge_error",
-        "latency_exceeded",
-        "cancelled",
-    }
+from pytest_legaleval.metrics.prices import PriceTable
+from pytest_legaleval.metrics.stats import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    bootstrap_mean_interval,
+    histogram,
+    quantile,
+    wilson_interval,
 )
 
+__all__ = [
+    "FAILURE_TYPES",
+    "MAX_CRITERIA",
+    "MetricsAccumulator",
+    "failure_type",
+    "wilson_interval",
+]
 
-def wilson_interval(successes: int, n: int, z: float = _Z95) -> tuple[float, float] | None:
-    """Wilson score interval for a binomial proportion; ``None`` when ``n == 0``.
+FAILURE_TYPES: tuple[str, ...] = (
+    "invalid_record",
+    "missing_response",
+    "generation_error:<code>",
+    "timeout",
+    "judge_error",
+    "latency_exceeded",
+    "cancelled",
+    "evaluation_error",
+)
+"""The taxonomy of permanent failures (``failures.jsonl``'s ``failure_type``)."""
 
-    Unlike the normal approximation it never collapses to a zero-width interval at 0 % or
-    100 %.
+_NAMED_FAILURES = frozenset(
+    {"missing_response", "timeout", "judge_error", "latency_exceeded", "cancelled"}
+)
+
+MAX_CRITERIA = 200
+"""Distinct rubric criterion ids tracked per block; more are counted, not listed (rubric ids
+unique per record would otherwise grow with the dataset)."""
+
+_QUANTILES = (("min", 0.0), ("p05", 0.05), ("p25", 0.25), ("p50", 0.5), ("p75", 0.75),
+              ("p95", 0.95), ("max", 1.0))  # fmt: skip
+
+
+def failure_type(result: Mapping[str, Any]) -> str | None:
+    """The permanent-failure label of an item result, or ``None`` for a graded outcome.
+
+    A wrong answer is a graded outcome, not a failure. Failures are items that did not get a
+    trustworthy verdict: no response, a generation error after the retries, a timeout, a
+    judge that could not be parsed, a broken latency budget, a cancelled run.
     """
-    if n <= 0:
-        return None
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    reason = str(result.get("reason") or "")
+    if reason in _NAMED_FAILURES or reason.startswith("generation_error:"):
+        return reason
+    if result.get("outcome") == "error":
+        return "evaluation_error"
+    return None
+
+
+def _rate(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
 
 
 @dataclass
-class SummaryAccumulator:
-    """Counts that grow one result at a time (nothing is kept per record)."""
+class _Criterion:
+    title: str
+    judged: int = 0
+    unjudged: int = 0
+    met_sum: float = 0.0
 
-    total_records: int = 0
-    valid_records: int = 0
-    invalid_items: int = 0
+
+@dataclass
+class MetricsAccumulator:
+    """Counts, sums and two float arrays that grow one item result at a time."""
+
+    prices: PriceTable | None = None
+    total: int = 0
+    invalid: int = 0
     passed: int = 0
     failed: int = 0
-    errors: int = 0
     skipped: int = 0
+    errors: int = 0
+    cancelled: int = 0
+    judged: int = 0
+    judge_errors: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)
+    scores: array[float] = field(default_factory=lambda: array("d"))
+    latencies: array[float] = field(default_factory=lambda: array("d"))
+    tokens: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("input", "output", "total", "judge_input", "judge_output"), 0
+        )
+    )
+    cost_generation: float = 0.0
+    cost_judge: float = 0.0
+    usage_items: int = 0
+    unpriced: set[str] = field(default_factory=set)
+    criteria: dict[str, _Criterion] = field(default_factory=dict)
+    criteria_dropped: int = 0
 
-    def add(self, outcome: str, reason: str) -> None:
-        """Count one item's outcome (``passed``/``failed``/``skipped``/``error``)."""
-        if outcome == "passed":
-            self.passed += 1
-        elif outcome == "failed" and reason not in FAILURE_REASONS:
-            self.failed += 1
-        elif outcome == "skipped":
-            self.skipped += 1
-        else:
-            self.errors += 1
-        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+    # -- input ---------------------------------------------------------------------------
 
     def add_invalid(self) -> None:
-        """Count a selected item whose record failed validation."""
-        self.invalid_items += 1
-        self.reasons["invalid_record"] = self.reasons.get("invalid_record", 0) + 1
+        """Count an item whose record failed validation."""
+        self.total += 1
+        self.invalid += 1
+        self._bump(self.reasons, "invalid_record")
+        self._bump(self.failures, "invalid_record")
+
+    def add(self, result: Mapping[str, Any]) -> None:
+        """Count one item result (an ``EvalResult``)."""
+        self.total += 1
+        self._bump(self.reasons, str(result.get("reason") or ""))
+        failure = failure_type(result)
+        outcome = result.get("outcome")
+        if failure is not None:
+            self.errors += 1
+            self.cancelled += failure == "cancelled"
+            self._bump(self.failures, failure)
+        elif outcome == "skipped":
+            self.skipped += 1
+        elif outcome == "passed":
+            self.passed += 1
+        else:
+            self.failed += 1
+        if failure is None and outcome in ("passed", "failed"):
+            score = result.get("score")
+            if isinstance(score, int | float) and math.isfinite(score):
+                self.scores.append(float(score))
+        latency = result.get("latency_ms")
+        if isinstance(latency, int | float) and math.isfinite(latency):
+            self.latencies.append(float(latency))
+        self._add_usage(result)
+        self._add_judge(result, failure == "judge_error")
+        criteria = (result.get("details") or {}).get("criteria")
+        if isinstance(criteria, list):
+            self._add_criteria(criteria)
+
+    @staticmethod
+    def _bump(counter: dict[str, int], key: str) -> None:
+        counter[key] = counter.get(key, 0) + 1
+
+    def _add_usage(self, result: Mapping[str, Any]) -> None:
+        tokens_in, tokens_out = result.get("input_tokens"), result.get("output_tokens")
+        total = result.get("total_tokens")
+        if tokens_in is None and tokens_out is None and total is None:
+            return
+        self.usage_items += 1
+        self.tokens["input"] += tokens_in or 0
+        self.tokens["output"] += tokens_out or 0
+        self.tokens["total"] += total if total is not None else (tokens_in or 0) + (tokens_out or 0)
+        self._price(str(result.get("model")), tokens_in, tokens_out, judge=False)
+
+    def _price(
+        self, model: str, tokens_in: int | None, tokens_out: int | None, *, judge: bool
+    ) -> None:
+        cost = self.prices.cost(model, tokens_in, tokens_out) if self.prices else None
+        if cost is None:
+            self.unpriced.add(model)
+        elif judge:
+            self.cost_judge += cost
+        else:
+            self.cost_generation += cost
+
+    def _add_judge(self, result: Mapping[str, Any], judge_error: bool) -> None:
+        judge = result.get("judge")
+        if judge is None and not judge_error:
+            return
+        self.judged += 1
+        self.judge_errors += judge_error
+        for verdict in (judge or {}).get("verdicts") or []:
+            tokens_in, tokens_out = verdict.get("input_tokens"), verdict.get("output_tokens")
+            if tokens_in is None and tokens_out is None:
+                continue
+            self.tokens["judge_input"] += tokens_in or 0
+            self.tokens["judge_output"] += tokens_out or 0
+            self._price(str(verdict.get("model")), tokens_in, tokens_out, judge=True)
+
+    def _add_criteria(self, criteria: list[Any]) -> None:
+        for entry in criteria:
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
+                continue
+            stats = self.criteria.get(entry["id"])
+            if stats is None:
+                if len(self.criteria) >= MAX_CRITERIA:
+                    self.criteria_dropped += 1
+                    continue
+                stats = self.criteria[entry["id"]] = _Criterion(str(entry.get("title") or ""))
+            met = entry.get("met")
+            if isinstance(met, bool | int | float) and not isinstance(met, str):
+                stats.judged += 1
+                stats.met_sum += float(met)
+            else:
+                stats.unjudged += 1
+
+    # -- output --------------------------------------------------------------------------
 
     @property
     def evaluated(self) -> int:
-        """Items that got a pass/fail verdict."""
+        """Items that got a graded pass/fail verdict."""
         return self.passed + self.failed
 
     @property
     def failed_records(self) -> int:
-        """Items that failed permanently (invalid, no response, engine or judge errors)."""
-        return self.errors + self.invalid_items
+        """Items that failed permanently (invalid records included)."""
+        return self.errors + self.invalid
 
-    def to_dict(self) -> dict[str, Any]:
-        """The summary's JSON body."""
-        rate = self.passed / self.evaluated if self.evaluated else None
-        interval = wilson_interval(self.passed, self.evaluated)
+    def _cost(self) -> dict[str, Any]:
+        known = self.prices is not None and not self.unpriced and self.usage_items > 0
+        total = self.cost_generation + self.cost_judge
         return {
-            "total_records": self.total_records,
-            "valid_records": self.valid_records,
+            "generation_usd": self.cost_generation if known else None,
+            "judge_usd": self.cost_judge if known else None,
+            "total_usd": total if known else None,
+            "unpriced_models": sorted(self.unpriced),
+            "items_with_usage": self.usage_items,
+        }
+
+    def to_dict(
+        self, *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES
+    ) -> dict[str, Any]:
+        """The block's JSON body (see ``metrics_summary.schema.json``)."""
+        wilson = wilson_interval(self.passed, self.evaluated)
+        scores = sorted(self.scores)
+        boot = bootstrap_mean_interval(scores, seed=seed, resamples=resamples)
+        latencies = sorted(self.latencies)
+        valid = self.total - self.invalid
+        cost = self._cost()
+        block: dict[str, Any] = {
+            "total_records": self.total,
+            "valid_records": valid,
+            "invalid_records": self.invalid,
             "evaluated_records": self.evaluated,
             "failed_records": self.failed_records,
+            "error_records": self.errors,
             "skipped_records": self.skipped,
+            "cancelled_records": self.cancelled,
             "pass_count": self.passed,
             "fail_count": self.failed,
-            "pass_rate": rate,
-            "pass_rate_ci95": list(interval) if interval else None,
-            "pass_rate_ci_method": "wilson",
+            "pass_rate": _rate(self.passed, self.evaluated),
+            "fail_rate": _rate(self.failed, self.evaluated),
+            "pass_rate_ci": (
+                {"low": wilson[0], "high": wilson[1], "method": "wilson", "confidence": 0.95}
+                if wilson
+                else None
+            ),
+            "pass_rate_ci_low": wilson[0] if wilson else None,
+            "pass_rate_ci_high": wilson[1] if wilson else None,
+            "scored_records": len(scores),
+            "mean_score": math.fsum(scores) / len(scores) if scores else None,
+            "mean_score_ci": boot.to_dict() if boot else None,
+            "mean_score_ci_low": boot.low if boot else None,
+            "mean_score_ci_high": boot.high if boot else None,
+            "score_quantiles": (
+                {name: quantile(scores, q) for name, q in _QUANTILES} if scores else None
+            ),
+            "score_histogram": histogram(scores) if scores else None,
+            "latency_ms": (
+                {
+                    "count": len(latencies),
+                    "mean": math.fsum(latencies) / len(latencies),
+                    "p50": quantile(latencies, 0.5),
+                    "p95": quantile(latencies, 0.95),
+                    "p99": quantile(latencies, 0.99),
+                    "max": latencies[-1],
+                }
+                if latencies
+                else None
+            ),
+            "p50_latency_ms": quantile(latencies, 0.5),
+            "p95_latency_ms": quantile(latencies, 0.95),
+            "p99_latency_ms": quantile(latencies, 0.99),
+            "input_tokens": self.tokens["input"],
+            "output_tokens": self.tokens["output"],
+            "total_tokens": self.tokens["total"],
+            "judge_input_tokens": self.tokens["judge_input"],
+            "judge_output_tokens": self.tokens["judge_output"],
+            "cost_usd": cost["total_usd"],
+            "cost": cost,
+            "judged_records": self.judged,
+            "judge_error_count": self.judge_errors,
+            "judge_error_rate": _rate(self.judge_errors, self.judged),
+            "invalid_rate": _rate(self.invalid, self.total),
+            "error_rate": _rate(self.errors, valid),
+            "criteria": {
+                cid: {
+                    "title": c.title,
+                    "judged": c.judged,
+                    "unjudged": c.unjudged,
+                    "met_rate": c.met_sum / c.judged if c.judged else None,
+                }
+                for cid, c in sorted(self.criteria.items())
+            },
+            "criteria_dropped": self.criteria_dropped,
             "outcomes_by_reason": dict(sorted(self.reasons.items())),
+            "failures_by_type": dict(sorted(self.failures.items())),
         }
+        return block

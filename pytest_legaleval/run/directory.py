@@ -1,16 +1,28 @@
-"""The write-once run directory: exclusive creation, appended JSONL, atomic JSON."""
+"""The write-once run directory: exclusive creation, appended JSONL, atomic JSON, checksums.
+
+Every byte an artifact gets passes through :meth:`RunDirectory._prepare`, the one place where
+redaction is applied.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from pytest_legaleval.errors import ConfigError
 
-__all__ = ["RunDirectory", "dump_json_line"]
+__all__ = ["CHECKSUMS", "RunDirectory", "dump_json_line", "verify_checksums"]
+
+CHECKSUMS = "SHA256SUMS"
+"""Written last, in ``sha256sum`` format (``<hex>  <name>``), over every artifact."""
+
+_READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
 
 
 def dump_json_line(obj: Any) -> str:
@@ -18,19 +30,44 @@ def dump_json_line(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_checksums(path: str | Path) -> list[str]:
+    """Names whose content no longer matches ``SHA256SUMS`` (missing files included)."""
+    root = Path(path)
+    bad = []
+    for line in (root / CHECKSUMS).read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        target = root / name
+        if not target.is_file() or _sha256(target) != digest:
+            bad.append(name)
+    return bad
+
+
 class RunDirectory:
     """``<run-dir>/<run_id>/``: created exclusively, never overwritten.
 
     JSONL files are appended one flushed line per result, so a crash keeps what finished;
-    JSON files are written to a temporary file and renamed into place.
+    JSON files are written to a temporary file and renamed into place. ``finalize`` writes
+    ``SHA256SUMS`` and makes every file read-only.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, redact: Callable[[Any], Any] | None = None) -> None:
         self.path = path
+        self._redact = redact
         self._handles: dict[str, IO[str]] = {}
+        self._finalized = False
 
     @classmethod
-    def create(cls, root: str | Path, run_id: str) -> RunDirectory:
+    def create(
+        cls, root: str | Path, run_id: str, redact: Callable[[Any], Any] | None = None
+    ) -> RunDirectory:
         """Create the directory; an existing run id is an error, never reused."""
         base = Path(root)
         base.mkdir(parents=True, exist_ok=True)
@@ -42,15 +79,22 @@ class RunDirectory:
                 f"run directory {path} already exists; runs are write-once — "
                 "choose another --run-id or omit it"
             ) from None
-        return cls(path)
+        return cls(path, redact)
+
+    def _prepare(self, obj: Any) -> Any:
+        """The single choke point: everything persisted is redacted here first."""
+        if self._finalized:
+            raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
+        return self._redact(obj) if self._redact is not None else obj
 
     def append(self, name: str, obj: Any) -> None:
         """Append one JSON line to ``name`` and flush it to the OS."""
+        line = dump_json_line(self._prepare(obj))
         handle = self._handles.get(name)
         if handle is None:
             handle = (self.path / name).open("a", encoding="utf-8")
             self._handles[name] = handle
-        handle.write(dump_json_line(obj))
+        handle.write(line)
         handle.flush()
 
     def touch(self, name: str) -> None:
@@ -58,13 +102,13 @@ class RunDirectory:
         if name not in self._handles:
             self._handles[name] = (self.path / name).open("a", encoding="utf-8")
 
-    def write_json(self, name: str, obj: Any) -> None:
-        """Write ``name`` atomically (temp file in the same directory, then rename)."""
+    def _atomic(self, name: str, write: Callable[[IO[str]], None]) -> None:
+        if self._finalized:
+            raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.path)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(obj, handle, ensure_ascii=False, indent=2, sort_keys=False)
-                handle.write("\n")
+                write(handle)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self.path / name)
@@ -72,8 +116,56 @@ class RunDirectory:
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    def write_json(self, name: str, obj: Any) -> None:
+        """Write ``name`` atomically (temp file in the same directory, then rename)."""
+        body = self._prepare(obj)
+
+        def write(handle: IO[str]) -> None:
+            json.dump(body, handle, ensure_ascii=False, indent=2)
+            handle.write("\n")
+
+        self._atomic(name, write)
+
+    def write_json_stream(
+        self, name: str, head: dict[str, Any], key: str, items: Iterable[Any]
+    ) -> None:
+        """Write ``{**head, key: [items…]}`` atomically, one item at a time (large arrays)."""
+        prepared_head = self._prepare(head)
+
+        def write(handle: IO[str]) -> None:
+            opening = json.dumps(prepared_head, ensure_ascii=False, indent=2)
+            handle.write(opening[:-2] if prepared_head else "{")
+            handle.write(",\n" if prepared_head else "\n")
+            handle.write(f"  {json.dumps(key)}: [")
+            first = True
+            for item in items:
+                handle.write("\n    " if first else ",\n    ")
+                handle.write(json.dumps(self._prepare(item), ensure_ascii=False))
+                first = False
+            handle.write("\n  ]\n}\n" if not first else "]\n}\n")
+
+        self._atomic(name, write)
+
     def close(self) -> None:
         """Flush and close the JSONL files."""
         for handle in self._handles.values():
             handle.close()
         self._handles.clear()
+
+    def finalize(self) -> None:
+        """Close, write ``SHA256SUMS`` over every file, and make all of them read-only."""
+        self.close()
+        names = sorted(
+            p.name for p in self.path.iterdir() if p.is_file() and not p.name.startswith(".")
+        )
+        sums = "".join(f"{_sha256(self.path / n)}  {n}\n" for n in names if n != CHECKSUMS)
+
+        def write(handle: IO[str]) -> None:
+            handle.write(sums)
+
+        self._atomic(CHECKSUMS, write)
+        self._finalized = True
+        for name in (*names, CHECKSUMS):
+            target = self.path / name
+            if target.is_file():
+                target.chmod(_READ_ONLY)

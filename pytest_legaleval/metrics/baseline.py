@@ -1,0 +1,268 @@
+"""Paired comparison of a run with a baseline run on the same (record, model) items.
+
+Two runs of one benchmark differ by noise as much as by quality. Pairing each item with
+itself removes the between-record variance: McNemar's exact test looks only at the items
+that flipped, and a paired bootstrap gives an interval for the mean-score difference.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED, bootstrap_mean_interval
+from pytest_legaleval.metrics.summary import failure_type
+
+__all__ = [
+    "PAIR_FIELDS",
+    "Comparison",
+    "PairedItem",
+    "binomial_cdf",
+    "compare_runs",
+    "item_key",
+    "mcnemar_exact",
+    "pair_fields",
+]
+
+ItemKey = tuple[str, str, str]
+
+
+def item_key(row: Mapping[str, Any]) -> ItemKey:
+    """``(dataset, record_id, model)``: what identifies an item across runs."""
+    return (str(row.get("dataset", "")), str(row["record_id"]), str(row.get("model", "")))
+
+
+def _log_binomial_pmf(k: int, n: int) -> float:
+    """Log P(X = k) for X ~ Binomial(n, 1/2), through lgamma (no overflow at large n)."""
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) - n * math.log(2)
+
+
+def binomial_cdf(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2).
+
+    Exact integers (``math.comb``) up to n = 1000; beyond, a log-space sum whose terms are
+    added largest first, which keeps full double precision.
+    """
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    if n <= 1000:
+        tail: int = sum(math.comb(n, i) for i in range(k + 1))
+        return tail / (1 << n)
+    logs = [_log_binomial_pmf(i, n) for i in range(k + 1)]
+    top = max(logs)
+    return min(1.0, math.exp(top) * math.fsum(math.exp(v - top) for v in logs))
+
+
+def mcnemar_exact(regressions: int, improvements: int) -> float:
+    """Two-sided exact McNemar p-value on the discordant pairs.
+
+    Under "no change" each flip is a fair coin between the two directions, so the smaller
+    count is Binomial(b + c, 1/2); the two-sided p-value doubles its tail (capped at 1).
+    No flips at all gives 1.
+    """
+    n = regressions + improvements
+    if n == 0:
+        return 1.0
+    return min(1.0, 2.0 * binomial_cdf(min(regressions, improvements), n))
+
+
+PAIR_FIELDS = (
+    "dataset",
+    "record_id",
+    "model",
+    "outcome",
+    "passed",
+    "score",
+    "reason",
+    "explanation",
+)
+"""The prediction fields that pairing and ``regressions.jsonl`` use."""
+
+
+def pair_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a prediction row that the comparison needs (keeps memory small)."""
+    return {key: row.get(key) for key in PAIR_FIELDS}
+
+
+def _verdict(row: Mapping[str, Any]) -> bool | None:
+    """True/False for an item with a pass/fail verdict, None for errors and skips."""
+    outcome = row.get("outcome")
+    if failure_type(row) is not None:
+        return None
+    return {"passed": True, "failed": False}.get(str(outcome))
+
+
+def _state(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "outcome": row.get("outcome"),
+        "passed": row.get("passed"),
+        "score": row.get("score"),
+        "reason": row.get("reason"),
+        "explanation": row.get("explanation"),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class PairedItem:
+    """One item that changed between the runs (or exists in one of them only)."""
+
+    key: ItemKey
+    change: str
+    """``pass_to_fail``, ``fail_to_pass``, ``pass_to_error``, ``only_in_baseline`` or
+    ``only_in_current``."""
+    baseline: Mapping[str, Any] | None
+    current: Mapping[str, Any] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``regressions.jsonl`` line."""
+        dataset, record_id, model = self.key
+        return {
+            "record_id": record_id,
+            "dataset": dataset,
+            "model": model,
+            "change": self.change,
+            "baseline": _state(self.baseline) if self.baseline is not None else None,
+            "current": _state(self.current) if self.current is not None else None,
+        }
+
+
+@dataclass(slots=True)
+class Comparison:
+    """Result of comparing ``current`` with ``baseline`` on their shared items."""
+
+    paired: int = 0
+    """Items with a verdict in both runs."""
+    both_passed: int = 0
+    both_failed: int = 0
+    regressions: int = 0
+    """pass → fail."""
+    improvements: int = 0
+    """fail → pass."""
+    unverdicted: int = 0
+    """Shared items without a verdict in at least one run (errors, skips)."""
+    baseline_pass_rate: float | None = None
+    current_pass_rate: float | None = None
+    p_value: float = 1.0
+    score_pairs: int = 0
+    mean_score_delta: float | None = None
+    mean_score_delta_ci: tuple[float, float] | None = None
+    binary_scores: bool = True
+    """Every paired score is 0 or 1 (MCQ): the scores say no more than pass/fail."""
+    changes: list[PairedItem] = field(default_factory=list)
+    only_in_baseline: int = 0
+    only_in_current: int = 0
+
+    @property
+    def pass_rate_delta(self) -> float | None:
+        """Current − baseline pass rate on the paired items."""
+        if self.current_pass_rate is None or self.baseline_pass_rate is None:
+            return None
+        return self.current_pass_rate - self.baseline_pass_rate
+
+    def regressed(self, max_regression: float | None, alpha: float) -> bool:
+        """The regression gate: a drop beyond ``max_regression`` that is significant.
+
+        Pass rate: drop > ``max_regression`` and McNemar's p < ``alpha``. Mean score, when
+        the scores are graded (not all 0 or 1): drop > ``max_regression`` and the
+        (1 − alpha) paired bootstrap interval lies below 0. ``max_regression`` None means 0
+        (any significant drop).
+        """
+        limit = max_regression or 0.0
+        delta = self.pass_rate_delta
+        if delta is not None and -delta > limit and self.p_value < alpha:
+            return True
+        if self.binary_scores:
+            return False  # 0/1 scores: the bootstrap would re-test the flips, more crudely
+        ci = self.mean_score_delta_ci
+        score_delta = self.mean_score_delta
+        return score_delta is not None and ci is not None and -score_delta > limit and ci[1] < 0
+
+    def regressed_items(self) -> list[PairedItem]:
+        """Items that got worse or vanished (the ``regressions.jsonl`` lines)."""
+        return [c for c in self.changes if c.change in ("pass_to_fail", "pass_to_error")] + [
+            c for c in self.changes if c.change == "only_in_baseline"
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe summary (without the per-item list)."""
+        return {
+            "paired": self.paired,
+            "both_passed": self.both_passed,
+            "both_failed": self.both_failed,
+            "regressions": self.regressions,
+            "improvements": self.improvements,
+            "unverdicted": self.unverdicted,
+            "baseline_pass_rate": self.baseline_pass_rate,
+            "current_pass_rate": self.current_pass_rate,
+            "pass_rate_delta": self.pass_rate_delta,
+            "mcnemar_p_value": self.p_value,
+            "score_pairs": self.score_pairs,
+            "binary_scores": self.binary_scores,
+            "mean_score_delta": self.mean_score_delta,
+            "mean_score_delta_ci": (
+                list(self.mean_score_delta_ci) if self.mean_score_delta_ci else None
+            ),
+            "only_in_baseline": self.only_in_baseline,
+            "only_in_current": self.only_in_current,
+        }
+
+
+def compare_runs(
+    baseline: Iterable[Mapping[str, Any]],
+    current: Iterable[Mapping[str, Any]],
+    *,
+    level: float = 0.95,
+    seed: int = BOOTSTRAP_SEED,
+) -> Comparison:
+    """Pair the prediction rows of two runs by (dataset, record_id, model) and compare."""
+    base = {item_key(row): row for row in baseline}
+    cur = {item_key(row): row for row in current}
+    out = Comparison()
+    diffs: list[float] = []
+    for key, now in cur.items():
+        before = base.get(key)
+        if before is None:
+            out.only_in_current += 1
+            out.changes.append(PairedItem(key, "only_in_current", None, now))
+            continue
+        was, isnow = _verdict(before), _verdict(now)
+        if was is None or isnow is None:
+            out.unverdicted += 1
+            if was and now.get("outcome") not in ("skipped",):
+                out.changes.append(PairedItem(key, "pass_to_error", before, now))
+            continue
+        out.paired += 1
+        if was and isnow:
+            out.both_passed += 1
+        elif was:
+            out.regressions += 1
+            out.changes.append(PairedItem(key, "pass_to_fail", before, now))
+        elif isnow:
+            out.improvements += 1
+            out.changes.append(PairedItem(key, "fail_to_pass", before, now))
+        else:
+            out.both_failed += 1
+        s_before, s_now = before.get("score"), now.get("score")
+        if isinstance(s_before, int | float) and isinstance(s_now, int | float):
+            diffs.append(float(s_now) - float(s_before))
+            if out.binary_scores and not {s_before, s_now} <= {0, 1}:
+                out.binary_scores = False
+    for key, before in base.items():
+        if key not in cur:
+            out.only_in_baseline += 1
+            out.changes.append(PairedItem(key, "only_in_baseline", before, None))
+    if out.paired:
+        out.baseline_pass_rate = (out.both_passed + out.regressions) / out.paired
+        out.current_pass_rate = (out.both_passed + out.improvements) / out.paired
+    out.p_value = mcnemar_exact(out.regressions, out.improvements)
+    out.score_pairs = len(diffs)
+    if diffs:
+        out.mean_score_delta = math.fsum(diffs) / len(diffs)
+        boot = bootstrap_mean_interval(diffs, confidence=level, seed=seed)
+        out.mean_score_delta_ci = (boot.low, boot.high) if boot else None
+    return out

@@ -1,0 +1,218 @@
+"""``legaleval compare RUN_A RUN_B``: metric deltas, per-slice deltas and flipped records.
+
+RUN_A is the reference (e.g. the main branch), RUN_B the candidate; every delta is
+B − A. Metric values come from each run's summary, and the paired part (McNemar, bootstrap
+interval of the mean-score difference) from their shared items.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_legaleval.metrics.baseline import compare_runs
+from pytest_legaleval.metrics.gates import METRICS, block_from_rows, metric_value
+from pytest_legaleval.metrics.runfiles import RunData, invalid_items, slice_entries
+
+__all__ = ["FORMATS", "LIST_LIMIT", "comparison", "render"]
+
+FORMATS = ("text", "markdown", "json")
+LIST_LIMIT = 50
+"""Flipped records listed per direction in text and markdown (JSON lists all)."""
+
+_SLICE_METRICS = ("pass_rate", "mean_score", "error_rate")
+
+
+def _block(run: RunData) -> Mapping[str, Any]:
+    return run.summary or block_from_rows(run.predictions, len(invalid_items(run)))
+
+
+def _slices(run: RunData) -> dict[tuple[str, str], Mapping[str, Any]]:
+    found = {(d, v): block for d, v, block in slice_entries(run.slices)}
+    if found:
+        return found
+    invalid = invalid_items(run)
+    for dimension in ("dataset", "model", "task_type"):
+        for value in sorted({str(r.get(dimension)) for r in run.predictions}):
+            rows = [r for r in run.predictions if str(r.get(dimension)) == value]
+            bad = sum(1 for r in invalid if str(r.get(dimension)) == value)
+            found[(dimension, value)] = block_from_rows(rows, bad)
+    return found
+
+
+def _entry(block: Mapping[str, Any], metric: str) -> dict[str, Any]:
+    _, value, interval, n = metric_value(block, metric)
+    return {"value": value, "interval": list(interval) if interval else None, "n": n}
+
+
+def _delta(a: dict[str, Any], b: dict[str, Any]) -> float | None:
+    if a["value"] is None or b["value"] is None:
+        return None
+    return float(b["value"]) - float(a["value"])
+
+
+def comparison(run_a: RunData, run_b: RunData, *, alpha: float = 0.05) -> dict[str, Any]:
+    """The JSON-safe comparison of two runs (B relative to A)."""
+    block_a, block_b = _block(run_a), _block(run_b)
+    metrics = {}
+    for metric in METRICS:
+        a, b = _entry(block_a, metric), _entry(block_b, metric)
+        metrics[metric] = {"a": a, "b": b, "delta": _delta(a, b)}
+    slices_a, slices_b = _slices(run_a), _slices(run_b)
+    slices = []
+    for key in sorted(set(slices_a) | set(slices_b)):
+        row: dict[str, Any] = {"dimension": key[0], "value": key[1]}
+        for metric in _SLICE_METRICS:
+            a = _entry(slices_a[key], metric) if key in slices_a else _entry({}, metric)
+            b = _entry(slices_b[key], metric) if key in slices_b else _entry({}, metric)
+            row[metric] = {"a": a["value"], "b": b["value"], "delta": _delta(a, b)}
+        row["n"] = {
+            "a": _entry(slices_a.get(key, {}), "pass_rate")["n"],
+            "b": _entry(slices_b.get(key, {}), "pass_rate")["n"],
+        }
+        slices.append(row)
+    paired = compare_runs(run_a.predictions, run_b.predictions, level=1 - alpha)
+    changes: dict[str, list[dict[str, Any]]] = {}
+    for change in paired.changes:
+        changes.setdefault(change.change, []).append(change.to_dict())
+    return {
+        "run_a": {"run_id": run_a.run_id, "path": str(run_a.path)},
+        "run_b": {"run_id": run_b.run_id, "path": str(run_b.path)},
+        "alpha": alpha,
+        "metrics": metrics,
+        "paired": paired.to_dict(),
+        "slices": slices,
+        "changes": {
+            name: changes.get(name, [])
+            for name in (
+                "pass_to_fail",
+                "fail_to_pass",
+                "pass_to_error",
+                "only_in_baseline",
+                "only_in_current",
+            )
+        },
+    }
+
+
+def _f(value: Any, pct: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.1%}" if pct else f"{value:.4g}"
+
+
+def _d(value: Any, pct: bool) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.1%}" if pct else f"{value:+.4g}"
+
+
+def _with_ci(entry: Mapping[str, Any], pct: bool) -> str:
+    text = _f(entry["value"], pct)
+    if entry.get("interval"):
+        low, high = entry["interval"]
+        text += f" [{_f(low, pct)}, {_f(high, pct)}]"
+    return text
+
+
+_PCT = {"pass_rate", "pass_rate_ci_low", "judge_error_rate", "invalid_rate", "error_rate"}
+
+
+def _paired_lines(data: Mapping[str, Any]) -> list[str]:
+    p = data["paired"]
+    level = 1 - float(data["alpha"])
+    ci = p["mean_score_delta_ci"]
+    ci_text = f" [{ci[0]:+.4g}, {ci[1]:+.4g}] ({level:.0%} paired bootstrap)" if ci else ""
+    return [
+        f"paired items: {p['paired']} (pass→fail {p['regressions']}, fail→pass "
+        f"{p['improvements']}, no verdict in one run {p['unverdicted']})",
+        f"pass rate on paired items: {_f(p['baseline_pass_rate'], True)} → "
+        f"{_f(p['current_pass_rate'], True)} ({_d(p['pass_rate_delta'], True)}), "
+        f"McNemar exact p = {p['mcnemar_p_value']:.4g}",
+        f"mean score delta: {_d(p['mean_score_delta'], False)}{ci_text} over "
+        f"{p['score_pairs']} pairs",
+        f"only in A: {p['only_in_baseline']}, only in B: {p['only_in_current']}",
+    ]
+
+
+def _change_line(change: Mapping[str, Any]) -> str:
+    before, after = change.get("baseline") or {}, change.get("current") or {}
+    return (
+        f"{change['dataset']}/{change['record_id']} [{change['model']}]: "
+        f"{before.get('reason', '–')} → {after.get('reason', '–')}"
+    )
+
+
+def _text(data: Mapping[str, Any]) -> str:
+    lines = [f"A: {data['run_a']['run_id']}  B: {data['run_b']['run_id']}", "", "metrics (B − A):"]
+    for name, m in data["metrics"].items():
+        pct = name in _PCT
+        lines.append(
+            f"  {name:<18} {_with_ci(m['a'], pct):<32} {_with_ci(m['b'], pct):<32} "
+            f"{_d(m['delta'], pct)}"
+        )
+    lines += ["", *_paired_lines(data), "", "slices (pass rate A → B):"]
+    for s in data["slices"]:
+        pr = s["pass_rate"]
+        lines.append(
+            f"  {s['dimension']}={s['value']}: {_f(pr['a'], True)} → {_f(pr['b'], True)} "
+            f"({_d(pr['delta'], True)}; n {s['n']['a']} → {s['n']['b']})"
+        )
+    for name, items in data["changes"].items():
+        if items:
+            lines += ["", f"{name} ({len(items)}):"]
+            lines += [f"  {_change_line(c)}" for c in items[:LIST_LIMIT]]
+            if len(items) > LIST_LIMIT:
+                lines.append(f"  … {len(items) - LIST_LIMIT} more (--format json lists all)")
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(data: Mapping[str, Any]) -> str:
+    out = [
+        f"### legaleval: `{data['run_b']['run_id']}` vs `{data['run_a']['run_id']}`",
+        "",
+        "| metric | A | B | Δ (B − A) |",
+        "|---|---|---|---|",
+    ]
+    for name, m in data["metrics"].items():
+        pct = name in _PCT
+        out.append(
+            f"| `{name}` | {_with_ci(m['a'], pct)} | {_with_ci(m['b'], pct)} | "
+            f"{_d(m['delta'], pct)} |"
+        )
+    out += ["", *(f"- {line}" for line in _paired_lines(data)), ""]
+    if data["slices"]:
+        out += ["| slice | pass rate A | pass rate B | Δ | n A → B |", "|---|---|---|---|---|"]
+        for s in data["slices"]:
+            pr = s["pass_rate"]
+            out.append(
+                f"| {_md_cell(s['dimension'])}={_md_cell(s['value'])} | {_f(pr['a'], True)} | "
+                f"{_f(pr['b'], True)} | {_d(pr['delta'], True)} | "
+                f"{s['n']['a']} → {s['n']['b']} |"
+            )
+        out.append("")
+    for name, items in data["changes"].items():
+        if not items:
+            continue
+        out += [f"<details><summary>{name} ({len(items)})</summary>", ""]
+        out += [f"- {_md_cell(_change_line(c))}" for c in items[:LIST_LIMIT]]
+        if len(items) > LIST_LIMIT:
+            out.append(f"- … {len(items) - LIST_LIMIT} more")
+        out += ["", "</details>", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render(data: Mapping[str, Any], fmt: str = "text") -> str:
+    """``data`` (from :func:`comparison`) as ``text``, ``markdown`` or ``json``."""
+    if fmt == "json":
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "markdown":
+        return _markdown(data)
+    if fmt == "text":
+        return _text(data)
+    raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")

@@ -1,0 +1,130 @@
+"""Token prices: the built-in table (``prices.yaml``), overridable; unknown prices stay unknown.
+
+A price is USD per million input and output tokens. A model that no table lists has no
+price, and its cost is ``None`` — never 0, which would read as "free".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_legaleval.errors import ConfigError
+
+__all__ = ["Price", "PriceTable", "load_price_table"]
+
+_SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+
+    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float:
+        """Cost of one call's tokens (missing counts count as 0 tokens)."""
+        return ((input_tokens or 0) * self.input + (output_tokens or 0) * self.output) / 1e6
+
+
+def _parse_models(models: Any, origin: str) -> dict[str, Price]:
+    if not isinstance(models, Mapping):
+        raise ConfigError(f"{origin}: 'models' must map model names to {{input, output}}")
+    out: dict[str, Price] = {}
+    for name, entry in models.items():
+        if not isinstance(entry, Mapping) or set(entry) - {"input", "output"}:
+            raise ConfigError(
+                f"{origin}: models[{name!r}] must be {{input: USD, output: USD}} per million "
+                f"tokens, got {entry!r}"
+            )
+        try:
+            price_in, price_out = float(entry["input"]), float(entry["output"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"{origin}: models[{name!r}] needs numeric input and output prices ({exc})"
+            ) from exc
+        if price_in < 0 or price_out < 0:
+            raise ConfigError(f"{origin}: models[{name!r}] has a negative price")
+        out[str(name)] = Price(price_in, price_out)
+    return out
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Prices by model name, with where they came from."""
+
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+    """``builtin:<as_of>``, then each override file or ``config:pricing``."""
+
+    def lookup(self, model: str) -> Price | None:
+        """The price of ``model``: exact, without provider prefix, then undated; else None."""
+        candidates = [model]
+        if "/" in model:
+            candidates.append(model.split("/", 1)[1])
+        for name in list(candidates):
+            undated = _SNAPSHOT.sub("", name)
+            if undated != name:
+                candidates.append(undated)
+        for name in candidates:
+            price = self.prices.get(name)
+            if price is not None:
+                return price
+        return None
+
+    def cost(self, model: str, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        """Cost of tokens of ``model``; ``None`` when its price is unknown."""
+        price = self.lookup(model)
+        return None if price is None else price.cost(input_tokens, output_tokens)
+
+    def merged(self, models: Mapping[str, Price], source: str) -> PriceTable:
+        """A new table in which ``models`` override this one's entries."""
+        return PriceTable({**self.prices, **models}, (*self.sources, source))
+
+
+def _document(data: Any, origin: str) -> Mapping[str, Any]:
+    """Accept ``{models: {...}}`` (with optional currency/unit/as_of) or a bare model map."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{origin}: a price table must be a mapping")
+    if "models" not in data:
+        return {"models": data}
+    currency = data.get("currency", "USD")
+    unit = data.get("unit", "per_million_tokens")
+    if currency != "USD" or unit != "per_million_tokens":
+        raise ConfigError(
+            f"{origin}: only currency USD and unit per_million_tokens are supported, got "
+            f"{currency!r} / {unit!r}"
+        )
+    return data
+
+
+def builtin_table() -> PriceTable:
+    """The table shipped with the package."""
+    text = (files("pytest_legaleval.metrics") / "prices.yaml").read_text(encoding="utf-8")
+    data = _document(yaml.safe_load(text), "built-in prices.yaml")
+    models = _parse_models(data["models"], "built-in prices.yaml")
+    return PriceTable(models, (f"builtin:{data.get('as_of', 'unknown')}",))
+
+
+def load_price_table(path: str | Path | None = None, config_pricing: Any = None) -> PriceTable:
+    """The built-in table, overridden by a config ``pricing:`` mapping, then by ``path``."""
+    table = builtin_table()
+    if config_pricing is not None:
+        data = _document(config_pricing, "legaleval config 'pricing'")
+        table = table.merged(_parse_models(data["models"], "config 'pricing'"), "config:pricing")
+    if path is not None:
+        origin = f"--price-table {path}"
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{origin}: cannot read it ({exc})") from exc
+        data = _document(loaded, origin)
+        table = table.merged(_parse_models(data["models"], origin), str(path))
+    return table

@@ -1,0 +1,152 @@
+"""Reading a finished run directory back: the artifacts that gates, compare and report use."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_legaleval.errors import ConfigError
+
+__all__ = ["RunData", "invalid_items", "iter_jsonl", "load_run", "slice_entries", "slice_finder"]
+
+
+def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """The objects of a JSONL file, one per non-empty line (a missing file yields none)."""
+    if not path.is_file():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(f"{path}:{number}: not JSON ({exc.msg})") from None
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not JSON ({exc.msg})") from None
+
+
+@dataclass(frozen=True, slots=True)
+class RunData:
+    """The artifacts of one run directory, loaded."""
+
+    path: Path
+    manifest: dict[str, Any]
+    summary: dict[str, Any] | None
+    slices: Any
+    predictions: list[dict[str, Any]]
+    validation: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+
+    @property
+    def run_id(self) -> str:
+        """The run id (the directory name when the manifest lacks it)."""
+        return str(self.manifest.get("run_id") or self.path.name)
+
+
+def load_run(path: str | Path) -> RunData:
+    """Load a run directory; a path that is not one raises ``ConfigError``."""
+    root = Path(path)
+    manifest = _read_json(root / "run_manifest.json")
+    if not isinstance(manifest, dict):
+        raise ConfigError(
+            f"{root}: not a run directory (no run_manifest.json); pass the directory of one "
+            "run, e.g. legaleval-runs/run_01J…"
+        )
+    summary = _read_json(root / "metrics_summary.json")
+    return RunData(
+        path=root,
+        manifest=manifest,
+        summary=summary if isinstance(summary, dict) else None,
+        slices=_read_json(root / "metrics_by_slice.json"),
+        predictions=list(iter_jsonl(root / "predictions.jsonl")),
+        validation=list(iter_jsonl(root / "record_validation.jsonl")),
+        failures=list(iter_jsonl(root / "failures.jsonl")),
+    )
+
+
+def invalid_items(run: RunData) -> list[dict[str, Any]]:
+    """One row (``dataset``, ``record_id``, ``model``) per invalid item of the run.
+
+    ``failures.jsonl`` lists them when it has ``invalid_record`` lines; otherwise every
+    rejected record of ``record_validation.jsonl`` counts once per model (exact for runs
+    without shard, sample or limit).
+    """
+    rows = [
+        {
+            "dataset": f.get("dataset") or f.get("dataset_id"),
+            "record_id": f.get("record_id"),
+            "model": f.get("model"),
+        }
+        for f in run.failures
+        if "invalid_record" in (f.get("reason"), f.get("category"), f.get("taxonomy"))
+    ]
+    if rows:
+        return rows
+    models = run.manifest.get("models") or [None]
+    return [
+        {"dataset": v.get("dataset_id"), "record_id": v.get("record_id"), "model": model}
+        for v in run.validation
+        if v.get("status") == "rejected"
+        for model in models
+    ]
+
+
+def slice_entries(slices: Any) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """``(dimension, value, metrics)`` of every slice, whichever layout the file uses.
+
+    Accepted layouts: ``{"slices": [...]}`` or a list of entries that carry their
+    ``dimension``/``key`` and ``value``; or nested ``{dimension: {value: metrics}}``
+    (optionally under ``"slices"`` or ``"by"``).
+    """
+    if isinstance(slices, Mapping):
+        inner = slices.get("slices", slices.get("by"))
+        if inner is not None:
+            yield from slice_entries(inner)
+            return
+        for dimension, values in slices.items():
+            if isinstance(values, Mapping):
+                for value, metrics in values.items():
+                    if isinstance(metrics, Mapping):
+                        yield str(dimension), str(value), metrics
+    elif isinstance(slices, list):
+        for entry in slices:
+            if not isinstance(entry, Mapping):
+                continue
+            dimension = entry.get("dimension", entry.get("key", entry.get("slice")))
+            value = entry.get("value")
+            metrics = entry.get("metrics", entry)
+            if dimension is not None and value is not None and isinstance(metrics, Mapping):
+                yield str(dimension), str(value), metrics
+
+
+_ALIASES = {"policy": ("policy", "policy_id"), "tag": ("tag", "tags")}
+
+
+def slice_finder(
+    slices: Any,
+) -> Callable[[tuple[tuple[str, str], ...]], Mapping[str, Any] | None]:
+    """A function that finds the metrics of a one-condition slice, or ``None``."""
+    table: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for dimension, value, metrics in slice_entries(slices):
+        table[(dimension, value)] = metrics
+
+    def find(conditions: tuple[tuple[str, str], ...]) -> Mapping[str, Any] | None:
+        if len(conditions) != 1:
+            return None
+        key, value = conditions[0]
+        for name in _ALIASES.get(key, (key,)):
+            if (name, value) in table:
+                return table[(name, value)]
+        return None
+
+    return find

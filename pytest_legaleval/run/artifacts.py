@@ -1,0 +1,268 @@
+"""The lines and documents of the run directory, built from records and item results.
+
+Pure functions: the recorder decides when to write; this module decides what a line holds.
+Field names follow the Dataset Contract §4.2 and ``schemas/*.schema.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_legaleval.formats import DatasetInfo, RejectedRecord
+from pytest_legaleval.metrics.summary import failure_type
+from pytest_legaleval.records import Record
+
+__all__ = [
+    "ARTIFACTS",
+    "INLINE_MAX_BYTES",
+    "INLINE_MAX_RECORDS",
+    "attempt_lines",
+    "dataset_entry",
+    "failure_line",
+    "input_dataset",
+    "invalid_failure_line",
+    "prediction_line",
+    "record_payload",
+    "validation_line",
+]
+
+ARTIFACTS: tuple[str, ...] = (
+    "run_manifest.json",
+    "input_dataset.json",
+    "record_validation.jsonl",
+    "predictions.jsonl",
+    "attempt_logs.jsonl",
+    "metrics_summary.json",
+    "metrics_by_slice.json",
+    "failures.jsonl",
+)
+"""The eight files of the Dataset Contract §4.1 (``SHA256SUMS`` comes on top)."""
+
+INLINE_MAX_RECORDS = 10_000
+"""Above this many accepted records, ``input_dataset.json`` references the files by hash."""
+INLINE_MAX_BYTES = 50 * 1024 * 1024
+"""… or above this many bytes of dataset files."""
+
+_STAGES = {
+    "invalid_record": "validation",
+    "missing_response": "response",
+    "timeout": "generation",
+    "latency_exceeded": "generation",
+    "judge_error": "judging",
+    "cancelled": "run",
+    "evaluation_error": "run",
+}
+
+
+def dataset_entry(info: DatasetInfo) -> dict[str, Any]:
+    """A dataset's identity in the manifest and ``input_dataset.json``."""
+    return {
+        "dataset_id": info.dataset_id,
+        "dataset_version": info.dataset_version,
+        "schema_version": info.schema_version,
+        "format": info.format,
+        "path": info.path,
+        "sha256": info.sha256,
+        "content_address": f"sha256:{info.sha256}",
+        "total_records": info.total_records,
+        "accepted_records": info.accepted_records,
+    }
+
+
+def validation_line(entry: Record | RejectedRecord) -> dict[str, Any]:
+    """One ``record_validation.jsonl`` line (the same for every run of the same input)."""
+    source = {"path": entry.source.path, "index": entry.source.index, "line": entry.source.line}
+    if isinstance(entry, Record):
+        return {
+            "index": entry.source.index,
+            "record_id": entry.id,
+            "dataset_id": entry.dataset,
+            "dataset_version": entry.dataset_version,
+            "schema_version": entry.schema_version or None,
+            "status": "accepted",
+            "record_sha256": entry.sha256,
+            "source": source,
+            "errors": [],
+        }
+    return {
+        "index": entry.source.index,
+        "record_id": entry.record_id,
+        "dataset_id": entry.dataset,
+        "dataset_version": None,
+        "schema_version": None,
+        "status": "rejected",
+        "record_sha256": None,
+        "source": source,
+        "errors": [error.to_dict() for error in entry.errors],
+    }
+
+
+def record_payload(record: Record) -> dict[str, Any]:
+    """The canonical record as JSON (``source`` and ``sha256`` are listed beside it)."""
+    payload = dataclasses.asdict(record)
+    payload.pop("source", None)
+    payload.pop("sha256", None)
+    payload["expected"] = dict(record.expected)
+    payload["metadata"] = dict(record.metadata)
+    return payload
+
+
+def input_dataset(
+    run_id: str, datasets: Sequence[DatasetInfo], records: Sequence[Record]
+) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """Head and record stream of ``input_dataset.json`` (inline or by reference)."""
+    size = sum(Path(info.path).stat().st_size for info in datasets if Path(info.path).is_file())
+    inline = len(records) <= INLINE_MAX_RECORDS and size <= INLINE_MAX_BYTES
+    head = {
+        "run_id": run_id,
+        "mode": "inline" if inline else "reference",
+        "inline_limit": {"max_records": INLINE_MAX_RECORDS, "max_bytes": INLINE_MAX_BYTES},
+        "datasets": [dataset_entry(info) for info in datasets],
+        "record_count": len(records),
+    }
+
+    def stream() -> Iterator[dict[str, Any]]:
+        for record in records:
+            line: dict[str, Any] = {
+                "index": record.source.index,
+                "record_id": record.id,
+                "dataset_id": record.dataset,
+                "record_sha256": record.sha256,
+            }
+            if inline:
+                line["payload"] = record_payload(record)
+            yield line
+
+    return head, stream()
+
+
+def _evaluator_scores(result: Mapping[str, Any]) -> dict[str, Any]:
+    scores: dict[str, Any] = {"score": result.get("score"), "passed": result.get("passed")}
+    details = result.get("details") or {}
+    for key in ("exact_match", "token_f1", "criteria"):
+        if key in details:
+            scores[key] = details[key]
+    judge = result.get("judge")
+    if judge is not None:
+        scores["judge_score"] = judge.get("score")
+    return scores
+
+
+def prediction_line(
+    run_id: str,
+    item_id: str,
+    result: Mapping[str, Any],
+    test_outcome: str,
+    *,
+    record: Record | None,
+    generation_settings: Mapping[str, Any],
+    version: str,
+) -> dict[str, Any]:
+    """One ``predictions.jsonl`` line: the item's result under the contract's names."""
+    line: dict[str, Any] = {"run_id": run_id, "item_id": item_id}
+    for key, value in result.items():
+        line["model_response" if key == "response" else key] = value
+    judge = result.get("judge") or {}
+    details = result.get("details") or {}
+    line.update(
+        {
+            "dataset_id": result.get("dataset"),
+            "dataset_version": record.dataset_version if record else None,
+            "tags": list(record.tags) if record else [],
+            "metadata": dict(record.metadata) if record else {},
+            "evaluator_scores": _evaluator_scores(result),
+            "evaluator": {
+                "grader": result.get("grader"),
+                "version": version,
+                "prompt_template_version": details.get("template_version"),
+                "judge_models": list(judge.get("models") or []),
+                "judge_template_sha256": judge.get("template_sha256"),
+                "policy_id": result.get("policy_id"),
+                "policy_sha256": result.get("policy_sha256"),
+            },
+            "generation_settings": dict(generation_settings),
+            "attempt_count": len(result.get("attempts") or []),
+            "failure_type": failure_type(result),
+            "test_outcome": test_outcome,
+        }
+    )
+    return line
+
+
+def attempt_lines(run_id: str, item_id: str, result: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The ``attempt_logs.jsonl`` lines of one item."""
+    for attempt in result.get("attempts") or []:
+        yield {
+            "run_id": run_id,
+            "record_id": result["record_id"],
+            "dataset_id": result.get("dataset"),
+            "model": result["model"],
+            "item_id": item_id,
+            **attempt,
+            "retry": int(attempt.get("number") or 1) > 1,
+        }
+
+
+def failure_line(
+    run_id: str, item_id: str, result: Mapping[str, Any], index: int | None = None
+) -> dict[str, Any] | None:
+    """The ``failures.jsonl`` line of an item, or ``None`` when it did not fail permanently."""
+    label = failure_type(result)
+    if label is None:
+        return None
+    errors: list[dict[str, Any]] = []
+    judge = result.get("judge") or {}
+    for verdict in judge.get("verdicts") or []:
+        if verdict.get("error"):
+            errors.append(
+                {
+                    "judge_model": verdict.get("model"),
+                    "error": verdict["error"],
+                    "raw": verdict.get("raw"),
+                }
+            )
+    stage = "generation" if label.startswith("generation_error:") else _STAGES.get(label, "run")
+    return {
+        "run_id": run_id,
+        "item_id": item_id,
+        "record_id": result.get("record_id"),
+        "dataset_id": result.get("dataset"),
+        "model": result.get("model"),
+        "failure_type": label,
+        "stage": stage,
+        "reason": result.get("reason") or label,
+        "message": result.get("explanation") or "",
+        "record_sha256": result.get("record_sha256"),
+        "index": index,
+        "attempt_count": len(result.get("attempts") or []),
+        "first_attempt_at": result.get("first_attempt_at"),
+        "last_attempt_at": result.get("last_attempt_at"),
+        "errors": errors,
+    }
+
+
+def invalid_failure_line(
+    run_id: str, item_id: str, entry: RejectedRecord, model: str
+) -> dict[str, Any]:
+    """The ``failures.jsonl`` line of an invalid record's item."""
+    errors = [error.to_dict() for error in entry.errors]
+    return {
+        "run_id": run_id,
+        "item_id": item_id,
+        "record_id": entry.record_id,
+        "dataset_id": entry.dataset,
+        "model": model,
+        "failure_type": "invalid_record",
+        "stage": "validation",
+        "reason": "invalid_record",
+        "message": "; ".join(f"{e['path']}: {e['message']}" for e in errors),
+        "record_sha256": None,
+        "index": entry.source.index,
+        "attempt_count": 0,
+        "first_attempt_at": None,
+        "last_attempt_at": None,
+        "errors": errors,
+    }

@@ -1,0 +1,68 @@
+"""The terminal summary: a compact table of the run and its slices, with intervals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["MAX_ROWS_PER_DIMENSION", "summary_lines"]
+
+MAX_ROWS_PER_DIMENSION = 8
+"""Slices shown per dimension; the rest are in ``metrics_by_slice.json``."""
+
+_HEADER = ("slice", "items", "pass", "fail", "err", "skip", "pass rate [95% CI]",
+           "mean score [95% CI]", "p95 ms")  # fmt: skip
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _ci(block: Mapping[str, Any], key: str, fmt: str) -> str:
+    value = block.get(key)
+    if value is None:
+        return "-"
+    low, high = block.get(f"{key}_ci_low"), block.get(f"{key}_ci_high")
+    shown = _pct(value) if fmt == "%" else f"{value:.3f}"
+    if low is None or high is None:
+        return shown
+    bounds = f"{_pct(low)}–{_pct(high)}" if fmt == "%" else f"{low:.3f}–{high:.3f}"
+    return f"{shown} [{bounds}]"
+
+
+def _row(name: str, block: Mapping[str, Any]) -> tuple[str, ...]:
+    p95 = block.get("p95_latency_ms")
+    return (
+        name,
+        str(block["total_records"]),
+        str(block["pass_count"]),
+        str(block["fail_count"]),
+        str(block["failed_records"]),
+        str(block["skipped_records"]),
+        _ci(block, "pass_rate", "%"),
+        _ci(block, "mean_score", "f"),
+        "-" if p95 is None else f"{p95:.0f}",
+    )
+
+
+def summary_lines(summary: Mapping[str, Any], by_slice: Mapping[str, Any] | None) -> list[str]:
+    """Lines of the table: the whole run, then slices of dimensions with several values."""
+    rows = [_HEADER, _row("all", summary)]
+    hidden = 0
+    for dimension, values in ((by_slice or {}).get("slices") or {}).items():
+        if len(values) < 2:
+            continue
+        ranked = sorted(values.items(), key=lambda kv: (-kv[1]["total_records"], kv[0]))
+        for value, block in ranked[:MAX_ROWS_PER_DIMENSION]:
+            rows.append(_row(f"{dimension}={value}", block))
+        hidden += max(0, len(ranked) - MAX_ROWS_PER_DIMENSION)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        lines.append("  ".join(cells).rstrip())
+    if hidden:
+        lines.append(f"({hidden} more slices in metrics_by_slice.json)")
+    return lines

@@ -1,0 +1,213 @@
+"""Redaction before persistence: secrets always, personal data (PII) on request.
+
+:class:`Redactor` rewrites every string of a JSON-like value. The run directory applies it
+to everything it writes, so no artifact can bypass it.
+
+Secrets: API keys of known shapes (OpenAI ``sk-…``/``sk-proj-…``, Anthropic ``sk-ant-…``,
+AWS access key ids, GitHub tokens, JWTs, private-key blocks), ``Bearer`` tokens,
+``api_key=…``-style assignments, values under secret-named keys (``authorization`` …) and the
+literal values of the configured key environment variables.
+
+PII (``--redact pii``): e-mail addresses, phone numbers, IBANs (checksum verified), payment
+card numbers (Luhn verified), US social security numbers and UK national insurance numbers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = ["PII_KINDS", "SECRET_KINDS", "Redactor", "mark"]
+
+
+def mark(kind: str) -> str:
+    """The text that replaces a redacted value of ``kind``."""
+    return f"[REDACTED:{kind}]"
+
+
+SECRET_KINDS: dict[str, str] = {
+    "private_key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    "anthropic_key": r"\bsk-ant-[A-Za-z0-9_-]{16,}",
+    "openai_key": r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}",
+    "aws_access_key": r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+    "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+    "jwt": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    "bearer_token": r"(?<=\b(?i:bearer) )[A-Za-z0-9._~+/=-]{8,}",
+    "credential": (
+        r"(?<![A-Za-z0-9])(?i:(?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|secret(?:[_-]?key)?|"
+        r"access[_-]?token|auth[_-]?token|token|password|passwd|pwd))"
+        r"[\"']?\s*[:=]\s*[\"']?(?P<credential>[^\s\"',;&}]+)"
+    ),
+}
+"""Secret shapes, redacted always (order matters: the first matching kind wins)."""
+
+_IBAN_LENGTHS = range(15, 35)
+
+
+def _iban_ok(text: str) -> bool:
+    compact = text.replace(" ", "").upper()
+    if len(compact) not in _IBAN_LENGTHS:
+        return False
+    rearranged = compact[4:] + compact[:4]
+    digits = "".join(str(int(ch, 36)) for ch in rearranged)
+    return int(digits) % 97 == 1
+
+
+def _luhn_ok(text: str) -> bool:
+    digits = [int(ch) for ch in text if ch.isdigit()]
+    if not 13 <= len(digits) <= 19:
+        return False
+    total = 0
+    for position, digit in enumerate(reversed(digits)):
+        if position % 2:
+            digit = digit * 2 - 9 if digit > 4 else digit * 2
+        total += digit
+    return total % 10 == 0
+
+
+PII_KINDS: dict[str, str] = {
+    "email": r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
+    "iban": r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b",
+    "card_number": r"\b\d(?:[ -]?\d){12,18}\b",
+    "us_ssn": r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b",
+    "uk_nino": r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b",
+    "phone": (
+        r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?!\w)"
+        r"|(?<![\w+])\+\d{8,14}(?!\w)"
+    ),
+}
+"""PII shapes, redacted with ``--redact pii`` (IBANs and card numbers only when their check
+digits hold, so ordinary numbers survive)."""
+
+_CHECKS: dict[str, Callable[[str], bool]] = {"iban": _iban_ok, "card_number": _luhn_ok}
+
+SECRET_KEYS = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "authorization",
+        "proxy_authorization",
+        "x_api_key",
+        "password",
+        "secret",
+        "client_secret",
+        "access_token",
+        "refresh_token",
+        "token",
+        "cookie",
+        "set_cookie",
+    }
+)
+"""Mapping keys whose whole value is a secret (compared lower-cased, ``-`` as ``_``)."""
+
+MIN_LITERAL = 8
+"""Environment values shorter than this are not redacted literally (they would match
+ordinary words); real API keys are far longer."""
+
+
+_CACHED_LENGTH = 64
+_CACHE_SIZE = 4096
+
+
+def _phone_ok(text: str) -> bool:
+    digits = sum(ch.isdigit() for ch in text)
+    return 9 <= digits <= 15
+
+
+_CHECKS["phone"] = _phone_ok
+
+
+class Redactor:
+    """Rewrites strings of JSON-like values; one compiled pattern per run."""
+
+    def __init__(
+        self,
+        *,
+        pii: Iterable[str] = (),
+        literals: Iterable[str] = (),
+        extra_patterns: Mapping[str, str] | None = None,
+    ) -> None:
+        """Build the combined pattern.
+
+        Args:
+            pii: PII kinds to redact (keys of ``PII_KINDS``; ``"pii"`` means all of them).
+            literals: exact secret values (e.g. API keys read from the environment).
+            extra_patterns: more ``kind -> regex`` to redact (configurable list).
+
+        """
+        kinds = list(pii)
+        if "pii" in kinds:
+            kinds = list(PII_KINDS)
+        unknown = set(kinds) - set(PII_KINDS)
+        if unknown:
+            raise ValueError(f"unknown PII kinds {sorted(unknown)}; known: {sorted(PII_KINDS)}")
+        self.pii = tuple(kinds)
+        patterns: dict[str, str] = {}
+        values = sorted({v for v in literals if len(v) >= MIN_LITERAL}, key=len, reverse=True)
+        if values:
+            patterns["configured_key"] = "|".join(re.escape(v) for v in values)
+        patterns.update(SECRET_KINDS)
+        patterns.update({kind: PII_KINDS[kind] for kind in self.pii})
+        patterns.update(extra_patterns or {})
+        self._kinds = list(patterns)
+        self._cache: dict[str, str] = {}
+        self._pattern = re.compile(
+            "|".join(f"(?P<k{i}>{p})" for i, p in enumerate(patterns.values()))
+        )
+
+    @classmethod
+    def for_settings(
+        cls,
+        redact: Iterable[str],
+        key_env_vars: Iterable[str],
+        env: Mapping[str, str] | None = None,
+    ) -> Redactor:
+        """The redactor of a run: ``--redact`` kinds and the values of its key variables."""
+        environ = os.environ if env is None else env
+        literals = [environ[name] for name in key_env_vars if environ.get(name)]
+        return cls(pii=redact, literals=literals)
+
+    def _replace(self, match: re.Match[str]) -> str:
+        group = match.lastgroup
+        assert group is not None
+        kind = self._kinds[int(group[1:])]
+        text = match.group(group)
+        check = _CHECKS.get(kind)
+        if check is not None and not check(text):
+            return text
+        if kind == "credential":
+            value = match.group("credential")
+            start = match.start("credential") - match.start()
+            return text[:start] + mark("secret") + text[start + len(value) :]
+        return mark(kind)
+
+    def text(self, value: str) -> str:
+        """``value`` with every match replaced by ``[REDACTED:<kind>]``."""
+        if len(value) > _CACHED_LENGTH:
+            return self._pattern.sub(self._replace, value)
+        # Short strings (keys, labels, reasons, model names) repeat on every line.
+        done = self._cache.get(value)
+        if done is None:
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.clear()
+            done = self._cache[value] = self._pattern.sub(self._replace, value)
+        return done
+
+    def __call__(self, obj: Any) -> Any:
+        """A redacted copy of a JSON-like value (objects, arrays, strings, scalars)."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, Mapping):
+            out: dict[str, Any] = {}
+            for key, value in obj.items():
+                name = str(key)
+                if name.lower().replace("-", "_") in SECRET_KEYS and value not in (None, ""):
+                    out[self.text(name)] = mark("secret")
+                else:
+                    out[self.text(name)] = self(value)
+            return out
+        if isinstance(obj, list | tuple):
+            return [self(value) for value in obj]
+        return obj

@@ -1,0 +1,60 @@
+"""Check a finished run directory: every artifact present, schema-valid and checksummed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pytest_legaleval.run.artifacts import ARTIFACTS
+from pytest_legaleval.run.directory import CHECKSUMS, verify_checksums
+from pytest_legaleval.validation.schemas import schema_validator
+
+__all__ = ["ARTIFACT_SCHEMAS", "check_run_directory"]
+
+ARTIFACT_SCHEMAS: dict[str, str] = {
+    "run_manifest.json": "run_manifest",
+    "input_dataset.json": "input_dataset",
+    "record_validation.jsonl": "record_validation",
+    "predictions.jsonl": "prediction",
+    "attempt_logs.jsonl": "attempt_log",
+    "metrics_summary.json": "metrics_summary",
+    "metrics_by_slice.json": "metrics_by_slice",
+    "failures.jsonl": "failure",
+}
+"""Artifact file -> the ``schemas/`` stem that describes it (one line, for JSONL)."""
+
+
+def _documents(path: Path) -> list[tuple[str, Any]]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        return [
+            (f"{path.name}:{number}", json.loads(line))
+            for number, line in enumerate(text.splitlines(), 1)
+            if line.strip()
+        ]
+    return [(path.name, json.loads(text))]
+
+
+def check_run_directory(path: str | Path) -> list[str]:
+    """Problems of a run directory (empty when it is complete, valid and intact)."""
+    root = Path(path)
+    problems = []
+    for name in ARTIFACTS:
+        target = root / name
+        if not target.is_file():
+            problems.append(f"{name}: missing")
+            continue
+        validator = schema_validator(ARTIFACT_SCHEMAS[name])
+        try:
+            documents = _documents(target)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            problems.append(f"{name}: not JSON ({exc})")
+            continue
+        for where, document in documents:
+            problems.extend(f"{where}: {error}" for error in validator.iter_errors(document))
+    if not (root / CHECKSUMS).is_file():
+        problems.append(f"{CHECKSUMS}: missing")
+    else:
+        problems.extend(f"{name}: checksum mismatch" for name in verify_checksums(root))
+    return problems

@@ -1,0 +1,42 @@
+"""Metrics per dataset, task type, tag, policy, model and metadata key."""
+
+from __future__ import annotations
+
+from pytest_legaleval.metrics.slices import MISSING, SliceAccumulator, metadata_value
+
+from .test_metrics_summary import result
+
+
+def test_metadata_value_reads_nested_keys_and_marks_missing_ones() -> None:
+    metadata = {"jurisdiction": "CH", "court": {"level": 2}, "flag": True, "list": [1]}
+    assert metadata_value(metadata, "metadata.jurisdiction") == "CH"
+    assert metadata_value(metadata, "metadata.court.level") == "2"
+    assert metadata_value(metadata, "metadata.flag") == "true"
+    assert metadata_value(metadata, "metadata.list") == MISSING
+    assert metadata_value(metadata, "metadata.absent") == MISSING
+
+
+def test_every_item_lands_in_each_of_its_slices() -> None:
+    acc = SliceAccumulator(["metadata.jurisdiction"])
+    acc.add(result("passed", dataset="a"), tags=("tort", "contract"),
+            metadata={"jurisdiction": "CH"})  # fmt: skip
+    acc.add(result("failed", "wrong_answer", dataset="a", policy_id=None), tags=("tort",),
+            metadata={})  # fmt: skip
+    acc.add(result("passed", dataset="b", task_type="rubric_qa", model="m2"), tags=(),
+            metadata={"jurisdiction": "DE"})  # fmt: skip
+    acc.add_invalid(dataset="b", model="m2")
+    out = acc.to_dict(resamples=100)
+    assert out["dimensions"] == ["dataset", "task_type", "tag", "policy", "model",
+                                 "metadata.jurisdiction"]  # fmt: skip
+    slices = out["slices"]
+    assert slices["dataset"]["a"]["total_records"] == 2
+    assert slices["dataset"]["b"]["total_records"] == 2
+    assert slices["dataset"]["b"]["invalid_records"] == 1
+    assert slices["tag"]["tort"]["total_records"] == 2
+    assert slices["tag"]["contract"]["pass_rate"] == 1.0
+    assert set(slices["task_type"]) == {"mcq", "rubric_qa"}  # the invalid item has none
+    assert slices["policy"][MISSING]["total_records"] == 1
+    assert slices["model"]["m2"]["total_records"] == 2
+    juris = slices["metadata.jurisdiction"]
+    assert {k: v["total_records"] for k, v in juris.items()} == {"CH": 1, "DE": 1, MISSING: 1}
+    assert slices["tag"]["tort"]["pass_rate_ci"]["method"] == "wilson"

@@ -1,0 +1,78 @@
+"""The run directory writer: exclusive, redacting, atomic, checksummed, read-only."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.run.directory import CHECKSUMS, RunDirectory, verify_checksums
+from pytest_legaleval.run.redaction import Redactor
+
+KEY = "sk-" + "Z" * 40
+
+
+def test_an_existing_run_id_is_refused(tmp_path: Path) -> None:
+    RunDirectory.create(tmp_path, "run_x")
+    with pytest.raises(ConfigError, match="write-once"):
+        RunDirectory.create(tmp_path, "run_x")
+
+
+def test_every_write_goes_through_the_redactor(tmp_path: Path) -> None:
+    directory = RunDirectory.create(tmp_path, "r", Redactor())
+    directory.append("a.jsonl", {"text": f"key {KEY}", "authorization": "Bearer abcdefgh1234"})
+    directory.write_json("b.json", {"nested": [KEY]})
+    directory.write_json_stream("c.json", {"head": KEY}, "items", iter([{"v": KEY}, {"v": 1}]))
+    directory.finalize()
+    for path in directory.path.iterdir():
+        assert KEY not in path.read_text(), path.name
+    streamed = json.loads((directory.path / "c.json").read_text())
+    assert streamed == {"head": "[REDACTED:openai_key]",
+                        "items": [{"v": "[REDACTED:openai_key]"}, {"v": 1}]}  # fmt: skip
+
+
+def test_streamed_json_handles_empty_heads_and_arrays(tmp_path: Path) -> None:
+    directory = RunDirectory.create(tmp_path, "r")
+    directory.write_json_stream("e.json", {}, "items", iter([]))
+    directory.write_json_stream("f.json", {"a": 1}, "items", iter([1, 2]))
+    assert json.loads((directory.path / "e.json").read_text()) == {"items": []}
+    assert json.loads((directory.path / "f.json").read_text()) == {"a": 1, "items": [1, 2]}
+
+
+def test_jsonl_lines_are_on_disk_before_close(tmp_path: Path) -> None:
+    directory = RunDirectory.create(tmp_path, "r")
+    directory.append("p.jsonl", {"n": 1})
+    assert (directory.path / "p.jsonl").read_text() == '{"n":1}\n'  # flushed: a crash keeps it
+    directory.close()
+
+
+def test_finalize_writes_checksums_and_makes_everything_read_only(tmp_path: Path) -> None:
+    directory = RunDirectory.create(tmp_path, "r")
+    directory.append("p.jsonl", {"n": 1})
+    directory.touch("empty.jsonl")
+    directory.write_json("m.json", {"ok": True})
+    directory.finalize()
+    lines = (directory.path / CHECKSUMS).read_text().splitlines()
+    assert [line.split("  ")[1] for line in lines] == ["empty.jsonl", "m.json", "p.jsonl"]
+    assert verify_checksums(directory.path) == []
+    for path in directory.path.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o444, path.name
+    assert not [p for p in directory.path.iterdir() if p.name.startswith(".")]  # no temp files
+    with pytest.raises(RuntimeError, match="write-once"):
+        directory.write_json("m.json", {"ok": False})
+    with pytest.raises(RuntimeError, match="write-once"):
+        directory.append("p.jsonl", {"n": 2})
+
+
+def test_checksums_catch_a_changed_file(tmp_path: Path) -> None:
+    directory = RunDirectory.create(tmp_path, "r")
+    directory.write_json("m.json", {"ok": True})
+    directory.finalize()
+    target = directory.path / "m.json"
+    os.chmod(target, 0o644)
+    target.write_text('{"ok": false}\n')
+    assert verify_checksums(directory.path) == ["m.json"]
