@@ -17,7 +17,7 @@ __all__ = ["main", "validation_body"]
 
 EXIT_OK, EXIT_RECORD_ERRORS, EXIT_REJECTED = 0, 1, 2
 
-_COMMAND_MODULES: tuple[str, ...] = ()
+_COMMAND_MODULES: tuple[str, ...] = ("pytest_legaleval.cli_runs", "pytest_legaleval.cli_datasets")
 """Modules that add subcommands: each has ``register(subparsers)`` and sets ``func``."""
 
 
@@ -37,13 +37,17 @@ def validation_body(paths: Sequence[str], fmt: str = "auto") -> tuple[int, dict[
         return exc.status, exc.envelope(request_id), EXIT_REJECTED
     errors = [error.to_dict() for error in loaded.errors]
     rejected = len(loaded.rejected)
+    # Totals come from the files, not from the evaluable entries: a Turing answers or
+    # evaluation file validates entries that never become records.
+    total = sum(info.total_records for info in loaded.datasets)
+    accepted = sum(info.accepted_records for info in loaded.datasets)
     body = {
         "run_id": new_run_id(),
         "status": "accepted_with_record_errors" if rejected else "accepted",
         "summary": {
-            "total_records": len(loaded.entries),
-            "accepted_records": len(loaded.records),
-            "rejected_records": rejected,
+            "total_records": total,
+            "accepted_records": accepted,
+            "rejected_records": total - accepted,
         },
         "record_errors": errors,
         "request_id": request_id,

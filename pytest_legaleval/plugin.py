@@ -44,15 +44,14 @@ def _check_settings(state: LegalEvalState) -> None:
             "--responses and --model are exclusive: evaluate pre-computed "
             "responses or call a model live, not both"
         )
-    # Accepted names (DESIGN §10) whose machinery is not built yet: refusing them beats a CI
-    # job that silently ignores its gate.
-    for flag, value in (
-        ("--judge-model", s.judge_model),
-        ("--gate", s.gate),
-        ("--baseline", s.baseline),
-    ):
-        if value:
-            raise ConfigError(f"{flag} is not supported by this version of pytest-legaleval yet")
+    from pytest_legaleval.metrics.gates import parse_gates
+
+    parse_gates(s.gate)  # a malformed gate is a usage error that shows the grammar
+    if not 0 < s.regression_alpha < 1:
+        raise ConfigError(f"--regression-alpha must be in (0, 1), got {s.regression_alpha}")
+    if s.max_regression is not None and not 0 <= s.max_regression <= 1:
+        raise ConfigError(f"--max-regression must be in [0, 1], got {s.max_regression}")
+    state.policies  # noqa: B018 - load the policies now: a bad --policy-dir is a usage error
     if not s.responses and not s.model:
         raise ConfigError(
             "no response source: pass --responses FILE (pre-computed answers) or "
@@ -75,7 +74,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
-    if hasattr(config, "workerinput"):
+    worker = getattr(config, "workerinput", None)
+    state.warn_policies = worker is None or worker.get("workerid") == "gw0"
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        _use_local_servers(state, workerinput.get(_LOCAL_URLS))
         return  # workers compute; only the controller records the run
     run_id = settings.run_id or new_run_id()
     if (Path(settings.run_dir) / run_id).exists():
@@ -83,15 +86,68 @@ def pytest_configure(config: pytest.Config) -> None:
             f"run directory {Path(settings.run_dir) / run_id} already exists; runs are "
             "write-once — choose another --run-id or omit it"
         )
+    _start_local_servers(config, state)
     from pytest_legaleval.run.recorder import RunRecorder
 
     config.pluginmanager.register(RunRecorder(config, state, run_id), "legaleval-recorder")
+    if settings.gate or settings.baseline:
+        _register_gatekeeper(config, state)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "legaleval-xdist")
 
 
+def _register_gatekeeper(config: pytest.Config, state: LegalEvalState) -> None:
+    """Gates and the baseline comparison decide the exit status (controller only)."""
+    from pytest_legaleval.gating import Gatekeeper, load_baseline
+    from pytest_legaleval.metrics.gates import parse_gates
+
+    s = state.settings
+    try:
+        baseline = load_baseline(s.baseline) if s.baseline else None
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    gatekeeper = Gatekeeper(state, parse_gates(s.gate), baseline)
+    config.pluginmanager.register(gatekeeper, "legaleval-gates")
+
+
+_LOCAL_KEY = pytest.StashKey[Any]()  # the controller's local_model.LocalModels
+_LOCAL_URLS = "legaleval_local_urls"
+
+
+def _start_local_servers(config: pytest.Config, state: LegalEvalState) -> None:
+    """Start one server per ``local/`` model for the whole session (controller only)."""
+    from pytest_legaleval import local_model
+
+    s = state.settings
+    models = local_model.local_model_names((*s.model, *s.judge_model), s.per_model)
+    if not models or config.option.collectonly:
+        return
+    servers = local_model.LocalModels()
+    config.stash[_LOCAL_KEY] = servers
+    config.add_cleanup(servers.stop)  # runs at unconfigure: normal end, failure or Ctrl-C
+    try:
+        urls = servers.start(models)
+    except (ConfigError, local_model.LocalModelError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    state.settings = local_model.with_local_urls(s, urls)
+
+
+def _use_local_servers(state: LegalEvalState, urls: dict[str, str] | None) -> None:
+    """Route a worker's ``local/`` models to the controller's servers."""
+    if urls:
+        from pytest_legaleval.local_model import with_local_urls
+
+        state.settings = with_local_urls(state.settings, urls)
+
+
 class _XdistHooks:
     """xdist-only hooks, registered only when xdist is loaded."""
+
+    def pytest_configure_node(self, node: Any) -> None:
+        """Hand the controller's local model servers to the worker; workers start none."""
+        servers = node.config.stash.get(_LOCAL_KEY, None)
+        if servers is not None:
+            node.workerinput[_LOCAL_URLS] = servers.urls()
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Our round-robin scheduler, so that every worker can prefetch its items."""
@@ -156,15 +212,26 @@ def record(request: pytest.FixtureRequest) -> Record:
     spec = _spec(request)
     entry = spec.entry
     if isinstance(entry, RejectedRecord):
-        request.node.stash[_INVALID_KEY] = True
+        request.node.stash[_INVALID_KEY] = spec.item_id
         errors = [error.to_dict() for error in entry.errors]
         pytest.fail(
             json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False), pytrace=False
         )
+    if entry.attachments:
+        from pytest_legaleval.grading.attachments import missing_attachments
+
+        missing = missing_attachments(entry)
+        if missing:
+            request.node.stash[_INVALID_KEY] = True
+            errors = [error.to_dict() for error in missing]
+            pytest.fail(
+                json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False),
+                pytrace=False,
+            )
     return entry
 
 
-_INVALID_KEY = pytest.StashKey[bool]()
+_INVALID_KEY = pytest.StashKey[str]()  # the invalid item's ItemSpec.item_id
 
 
 @pytest.fixture
@@ -203,7 +270,7 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     live = None
     if (
         state is not None
-        and state.responses is None
+        and (state.responses is None or state.settings.judge_model)
         and session.items
         and not session.config.option.collectonly
     ):
@@ -213,7 +280,11 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
 
         try:
             live = state.live = LiveEvaluator(
-                state.settings, share=share, conversation=state.conversation
+                state.settings,
+                share=share,
+                conversation=state.conversation,
+                responses=state.responses,
+                policies=state.policies,
             )
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -269,8 +340,9 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.when == "setup" and item.stash.get(_INVALID_KEY, False):
-        report.legaleval_invalid = True  # type: ignore[attr-defined]
+    if report.when == "setup" and item.stash.get(_INVALID_KEY, None):
+        # The recorder finds the rejected record (and its model) by this item id.
+        report.legaleval_invalid = item.stash[_INVALID_KEY]  # type: ignore[attr-defined]
     elif report.when == "call":
         result = item.stash.get(RESULT_KEY, None)
         if result is not None:

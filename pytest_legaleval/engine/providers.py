@@ -25,6 +25,7 @@ from pytest_legaleval.errors import ConfigError
 __all__ = [
     "OPENAI_DEFAULT_BASE_URL",
     "PREFERRED_TRANSPORT",
+    "LocalProvider",
     "OpenAIProvider",
     "Provider",
     "ProviderFactory",
@@ -108,8 +109,8 @@ class ProviderRegistry:
 
 
 def default_registry() -> ProviderRegistry:
-    """Return a new registry with the built-in providers (``openai``)."""
-    return ProviderRegistry({"openai": OpenAIProvider})
+    """Return a new registry with the built-in providers (``openai``, ``local``)."""
+    return ProviderRegistry({"openai": OpenAIProvider, "local": LocalProvider})
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +272,28 @@ class OpenAIProvider:
         clients, self._clients = self._clients, {}
         for client, _ in clients.values():
             await client.close()
+
+
+class LocalProvider(OpenAIProvider):
+    """``local/NAME``: the OpenAI-compatible path to a server on this machine.
+
+    The plugin starts the server (see :mod:`pytest_legaleval.local_model`) and puts its URL
+    into ``per_model[model]["base_url"]``; there is no fallback to ``--base-url`` or
+    ``OPENAI_BASE_URL``, which may point at a paid API.
+    """
+
+    def endpoint(self, model: str) -> str:
+        """``local:NAME``: the weights, not the port, which changes with every session."""
+        return "local:" + split_model(model)[1]
+
+    def check(self, model: str) -> None:
+        """Reject a ``local/`` model that has no server URL."""
+        split_model(model)
+        if not self._settings.per_model.get(model, {}).get("base_url"):
+            raise ConfigError(
+                f"{model!r} has no local server: the pytest plugin starts one for "
+                "--model/--judge-model local/NAME; elsewhere set per_model[model]['base_url']"
+            )
 
 
 def _parse_completion(body: bytes) -> RawCompletion:

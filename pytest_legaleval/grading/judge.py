@@ -58,24 +58,33 @@ __all__ = [
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 NONE = "(none)"
+RATIONALE_MAX = 2000
+"""Longest rationale accepted: with a grammar-constrained endpoint (llama.cpp) the bound is
+enforced while generating, so a reply always closes its JSON before the token limit."""
 
 _REFERENCE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "score": {"type": "number", "minimum": 0, "maximum": 1},
         "verdict": {"enum": ["correct", "partially_correct", "incorrect"]},
-        "rationale": {"type": "string"},
+        "rationale": {"type": "string", "maxLength": RATIONALE_MAX},
     },
     "required": ["score", "rationale"],
 }
 _MET_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"met": {"type": "boolean"}, "rationale": {"type": "string"}},
+    "properties": {
+        "met": {"type": "boolean"},
+        "rationale": {"type": "string", "maxLength": RATIONALE_MAX},
+    },
     "required": ["met", "rationale"],
 }
 _RESULT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"result": {"enum": [0, 1]}, "reason": {"type": "string"}},
+    "properties": {
+        "result": {"enum": [0, 1]},
+        "reason": {"type": "string", "maxLength": RATIONALE_MAX},
+    },
     "required": ["result", "reason"],
 }
 
@@ -92,7 +101,7 @@ def _criteria_schema(low: int, high: int) -> dict[str, Any]:
                     "properties": {
                         "criterion": {"type": "string"},
                         "rating": {"type": "integer", "minimum": low, "maximum": high},
-                        "rationale": {"type": "string"},
+                        "rationale": {"type": "string", "maxLength": RATIONALE_MAX},
                     },
                     "required": ["criterion", "rating"],
                 },

@@ -260,8 +260,12 @@ def test_shards_partition_the_dataset(pytester: pytest.Pytester, suite: Path) ->
         (["--dataset", "missing.jsonl", "--responses", "r.jsonl"], "*no such file*"),
         (["--dataset", "d.jsonl", "--responses", "r.jsonl", "--shard", "4/3"], "*--shard*"),
         (
-            ["--dataset", "d.jsonl", "--responses", "r.jsonl", "--gate", "pass_rate>=0.8"],
-            "*--gate is not supported*",
+            ["--dataset", "d.jsonl", "--responses", "r.jsonl", "--gate", "pass_rate>>0.8"],
+            "*--gate 'pass_rate>>0.8': expected METRIC OP NUMBER*",
+        ),
+        (
+            ["--dataset", "d.jsonl", "--responses", "r.jsonl", "--policy-dir", "nowhere"],
+            "*--policy-dir nowhere: no such directory*",
         ),
         (
             ["--dataset", "d.jsonl", "--responses", "bad.jsonl"],

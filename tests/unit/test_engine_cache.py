@@ -218,7 +218,7 @@ def test_api_key_never_reaches_cache_results_or_messages(
 
 def test_unknown_provider_is_a_config_error(tmp_path: Path) -> None:
     with Engine(EngineSettings(cache_path=None)) as engine:
-        with pytest.raises(ConfigError, match="accepted providers: openai"):
+        with pytest.raises(ConfigError, match="accepted providers: local, openai"):
             engine.submit(
                 GenerationRequest("anthropic/claude", ({"role": "user", "content": "x"},))
             )
