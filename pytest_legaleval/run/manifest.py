@@ -57,10 +57,16 @@ def package_version(name: str = "pytest-legaleval") -> str | None:
 
 
 def generation_settings(settings: Settings, model: str) -> dict[str, Any]:
-    """``temperature``, ``top_p``, ``max_new_tokens``, ``seed`` of ``model`` (YAML overrides)."""
-    values: dict[str, Any] = {key: getattr(settings, key) for key in _PARAM_KEYS}
+    """``temperature``, ``top_p``, ``max_new_tokens``, ``seed`` as the engine sends them.
+
+    As in the engine, a value set for the session (command line or YAML top level) wins;
+    the YAML ``models:`` entry fills only what the session leaves unset.
+    """
     per_model = settings.per_model.get(model) or {}
-    values.update({key: per_model[key] for key in _PARAM_KEYS if key in per_model})
+    values: dict[str, Any] = {}
+    for key in _PARAM_KEYS:
+        value = getattr(settings, key)
+        values[key] = per_model.get(key) if value is None else value
     return values
 
 

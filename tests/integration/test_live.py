@@ -284,15 +284,24 @@ def test_generation_settings_from_cli_and_per_model_yaml(
     (pytester.path / "legaleval.yaml").write_text(
         "models:\n  openai/mock-model:\n    temperature: 0.3\n    seed: 7\n    max_new_tokens: 64\n"
     )
-    result = pytester.runpytest(*_args(server, data, "--top-p", "0.9"))
+    result = pytester.runpytest(*_args(server, data, "--top-p", "0.9", "--seed", "11"))
     result.assert_outcomes(passed=1)
     sent = server.last_request()
+    # the session's values win; the model's YAML entry fills what the session leaves unset
     assert (sent["temperature"], sent["seed"], sent["max_tokens"], sent["top_p"]) == (
         0.3,
-        7,
+        11,
         64,
         0.9,
     )
+    (run,) = run_dirs(pytester.path / "runs")
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    assert manifest["generation_settings"]["openai/mock-model"] == {
+        "temperature": 0.3,
+        "top_p": 0.9,
+        "max_new_tokens": 64,
+        "seed": 11,
+    }
 
 
 def test_an_api_key_in_the_yaml_is_refused(
