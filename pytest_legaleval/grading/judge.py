@@ -58,9 +58,11 @@ __all__ = [
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 NONE = "(none)"
-RATIONALE_MAX = 2000
+RATIONALE_MAX = 1000
 """Longest rationale accepted: with a grammar-constrained endpoint (llama.cpp) the bound is
-enforced while generating, so a reply always closes its JSON before the token limit."""
+enforced while generating, so a reply always closes its JSON before the token limit. Keep
+it at 1,000 or below: llama.cpp's grammar builder refuses longer bounds (measured: 1,500
+fails with "exceeds sane defaults") and its server then dies."""
 
 _REFERENCE_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -6,6 +6,7 @@ metrics accumulators; per item it keeps one bit (reported or not) for cancellati
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,11 @@ from pytest_legaleval.run.redaction import Redactor
 from pytest_legaleval.session import ItemSpec, LegalEvalState
 
 __all__ = ["RunRecorder", "utc_now"]
+
+_PASSED_STAND_IN = pytest.TestReport(
+    "legaleval::passed", ("", None, ""), {}, "passed", None, "call", []
+)
+"""Counted in the terminal reporter's ``passed`` list in place of reports nobody reads."""
 
 _DENOMINATORS = ("total_records", "valid_records", "evaluated_records", "failed_records",
                  "skipped_records", "invalid_records", "cancelled_records")  # fmt: skip
@@ -253,11 +259,22 @@ class RunRecorder:
             bucket = self._terminal_stats().get("")
             if bucket and bucket[-1] is report:
                 bucket.pop()
+        elif report.when == "call" and report.passed and not self._show_passed:
+            # Nothing will print this report again (no -rp/-rP/-rA): only the count of the
+            # "passed" list matters, so one shared stand-in takes its place.
+            bucket = self._terminal_stats().get("passed")
+            if bucket and bucket[-1] is report:
+                bucket[-1] = _PASSED_STAND_IN
         elif report.when == "call" and not report.skipped:
             report.keywords = {}
             report.user_properties = []
-            for name in ("node", "item_index", "testrun_uid", "worker_id"):
+            for name in ("node", "item_index", "testrun_uid", "worker_id", "$report_type"):
                 fields.pop(name, None)
+
+    @functools.cached_property
+    def _show_passed(self) -> bool:
+        chars = str(getattr(self.config.option, "reportchars", "") or "")
+        return any(c in chars for c in "pPA")
 
     def _terminal_stats(self) -> dict[str, list[Any]]:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

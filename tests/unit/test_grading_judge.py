@@ -191,3 +191,18 @@ def test_exact_match_and_token_f1() -> None:
     assert best_token_f1("x", ["a b", "x y"]) == pytest.approx(2 / 3)
     assert best_token_f1("anything", []) == 0.0
     assert token_f1("", "") == 1.0
+
+
+def test_string_bounds_stay_within_what_llama_cpp_grammars_accept() -> None:
+    def bounds(node: object) -> list[int]:
+        if isinstance(node, dict):
+            own = [node["maxLength"]] if "maxLength" in node else []
+            return own + [b for value in node.values() for b in bounds(value)]
+        if isinstance(node, list):
+            return [b for value in node for b in bounds(value)]
+        return []
+
+    apex = BOOK.get("apexv1_extended_v1")
+    schemas = [output_schema(k, DEFAULT) for k in ("reference", "criterion", "criteria")]
+    found = [b for schema in [*schemas, output_schema("criterion", apex)] for b in bounds(schema)]
+    assert found and max(found) <= 1000
