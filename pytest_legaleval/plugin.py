@@ -74,9 +74,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
-    worker = getattr(config, "workerinput", None)
-    state.warn_policies = worker is None or worker.get("workerid") == "gw0"
     workerinput = getattr(config, "workerinput", None)
+    # Unknown policy ids are warned about once, not by every xdist worker.
+    state.warn_policies = workerinput is None or workerinput.get("workerid") == "gw0"
     if workerinput is not None:
         _use_local_servers(state, workerinput.get(_LOCAL_URLS))
         return  # workers compute; only the controller records the run
