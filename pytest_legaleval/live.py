@@ -14,6 +14,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from pytest_legaleval.engine import (
+    Attempt,
     Engine,
     EngineSettings,
     GenerationParams,
@@ -36,6 +37,7 @@ from pytest_legaleval.settings import Settings
 __all__ = ["LiveEvaluator", "engine_settings", "result_from_generation"]
 
 _PARAM_KEYS = ("temperature", "top_p", "max_new_tokens", "seed")
+_ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
 _MODEL_KEYS = frozenset({"base_url", "api_key_env", *_PARAM_KEYS})
 
 
@@ -133,7 +135,9 @@ def result_from_generation(
             "total_tokens": generation.total_tokens,
             "first_attempt_at": generation.first_attempt_at,
             "last_attempt_at": generation.last_attempt_at,
-            "attempts": [dataclasses.asdict(a) for a in generation.attempts],
+            # Attempt holds only scalars: a flat copy is what asdict would give, at a tenth of
+            # its cost (asdict deep-copies every field; it showed up in controller profiles).
+            "attempts": [{f: getattr(a, f) for f in _ATTEMPT_FIELDS} for a in generation.attempts],
         }
     )
     result["details"] = {

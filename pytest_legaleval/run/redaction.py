@@ -81,6 +81,24 @@ PII_KINDS: dict[str, str] = {
 """PII shapes, redacted with ``--redact pii`` (IBANs and card numbers only when their check
 digits hold, so ordinary numbers survive)."""
 
+_CASED_TRIGGERS = (
+    "sk-",
+    "AKIA",
+    "ASIA",
+    "ABIA",
+    "ACCA",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "eyJ",
+)
+"""Literals (case-sensitive, as in their patterns) one of which every secret shape contains."""
+_CREDENTIAL_KEYWORDS = ("key", "secret", "token", "password", "passwd", "pwd")
+"""Every credential keyword of ``SECRET_KINDS["credential"]`` ends in one of these."""
+
 _CHECKS: dict[str, Callable[[str], bool]] = {"iban": _iban_ok, "card_number": _luhn_ok}
 
 SECRET_KEYS = frozenset(
@@ -152,6 +170,10 @@ class Redactor:
         patterns.update({kind: PII_KINDS[kind] for kind in self.pii})
         patterns.update(extra_patterns or {})
         self._kinds = list(patterns)
+        self._literals = tuple(values)
+        # Only the built-in secret shapes have literal triggers; PII and extra patterns
+        # are always searched in full.
+        self._always_search = bool(self.pii or extra_patterns)
         self._cache: dict[str, str] = {}
         self._pattern = re.compile(
             "|".join(f"(?P<k{i}>{p})" for i, p in enumerate(patterns.values()))
@@ -195,8 +217,77 @@ class Redactor:
             done = self._cache[value] = self._pattern.sub(self._replace, value)
         return done
 
+    def _strings(self, obj: Any, out: list[str]) -> bool:
+        """Collect every string of ``obj`` into ``out``; ``True`` at a secret-named key."""
+        if isinstance(obj, str):
+            out.append(obj)
+        elif isinstance(obj, Mapping):
+            for key, value in obj.items():
+                name = str(key)
+                if name.lower().replace("-", "_") in SECRET_KEYS and value not in (None, ""):
+                    return True
+                out.append(name)
+                if self._strings(value, out):
+                    return True
+        elif isinstance(obj, list | tuple):
+            for value in obj:
+                if self._strings(value, out):
+                    return True
+        return False
+
+    def needed(self, obj: Any) -> bool:
+        """Whether redacting ``obj`` would change anything (one regex scan, no copy).
+
+        Most lines hold nothing to redact; scanning all their strings joined at once is
+        several times cheaper than rebuilding the value string by string. A hit (even one
+        that a check such as the IBAN checksum later rejects) takes the full path.
+        """
+        strings: list[str] = []
+        if self._strings(obj, strings):
+            return True
+        joined = "\x00".join(strings)
+        if not self._always_search and not self._may_match(joined):
+            return False
+        return self._pattern.search(joined) is not None
+
+    def _may_match(self, text: str) -> bool:
+        """A cheap superset test of the built-in secret patterns (substring checks only).
+
+        Every secret shape needs a literal the text must contain — ``sk-``, ``AKIA``…,
+        ``gh?_``, ``eyJ``, ``bearer ``, ``-----begin`` — and a credential assignment needs a
+        keyword directly followed by ``:`` or ``=``. Python's regex engine costs ~30 us per
+        kilobyte per word-boundary-anchored pattern; these checks cost a few.
+        """
+        if any(literal in text for literal in self._literals):
+            return True
+        if any(trigger in text for trigger in _CASED_TRIGGERS):
+            return True
+        lowered = text.casefold()  # at least every case-insensitive regex match
+        if "bearer " in lowered or "-----begin" in lowered:
+            return True
+        for keyword in _CREDENTIAL_KEYWORDS:
+            start = lowered.find(keyword)
+            while start != -1:
+                end = start + len(keyword)
+                if end < len(lowered) and lowered[end] in "\"'":
+                    end += 1
+                while end < len(lowered) and lowered[end].isspace():
+                    end += 1
+                if end < len(lowered) and lowered[end] in ":=":
+                    return True
+                start = lowered.find(keyword, start + 1)
+        return False
+
     def __call__(self, obj: Any) -> Any:
-        """A redacted copy of a JSON-like value (objects, arrays, strings, scalars)."""
+        """A redacted copy of a JSON-like value (objects, arrays, strings, scalars).
+
+        Returns ``obj`` itself when nothing in it needs redacting.
+        """
+        if not self.needed(obj):
+            return obj
+        return self._redact(obj)
+
+    def _redact(self, obj: Any) -> Any:
         if isinstance(obj, str):
             return self.text(obj)
         if isinstance(obj, Mapping):
@@ -206,8 +297,8 @@ class Redactor:
                 if name.lower().replace("-", "_") in SECRET_KEYS and value not in (None, ""):
                     out[self.text(name)] = mark("secret")
                 else:
-                    out[self.text(name)] = self(value)
+                    out[self.text(name)] = self._redact(value)
             return out
         if isinstance(obj, list | tuple):
-            return [self(value) for value in obj]
+            return [self._redact(value) for value in obj]
         return obj

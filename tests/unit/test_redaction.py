@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_legaleval.run.redaction import Redactor, mark
 
@@ -131,3 +133,41 @@ def test_ordinary_legal_text_survives_even_with_pii_on(text: str) -> None:
 def test_non_string_values_and_structure_are_kept() -> None:
     obj = {"a": [1, 2.5, None, True], "b": {"c": "text"}}
     assert Redactor(pii=["pii"])(obj) == obj
+
+
+_FRAGMENTS = [
+    "Answer: B",
+    "sk-proj-abcdefghijklmnopqrstuvwx",
+    "Bearer abcdefgh12345678",
+    "mail jane.doe@example.org now",
+    "+41 44 123 45 67",
+    "DE89 3704 0044 0532 0130 00",
+    "password=hunter22",
+    "API-KEY : 'abcd1234efgh'",
+    "token:",
+    "input_tokens",
+    "risk-based",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",
+    "§ 536 BGB",
+    "\n",
+    "",
+]
+
+
+@given(
+    st.recursive(
+        st.sampled_from(_FRAGMENTS) | st.integers() | st.none(),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.sampled_from(["text", "api_key", "meta", "Authorization"]), inner)
+        ),
+        max_leaves=8,
+    )
+)
+@settings(max_examples=150, deadline=None)
+def test_the_fast_path_agrees_with_full_redaction(value: object) -> None:
+    redactor = Redactor(pii=["email", "phone", "iban"], literals=["hunter22"])
+    fast = redactor(value)
+    assert json.dumps(fast) == json.dumps(redactor._redact(value))
+    if fast is value:  # nothing to redact: the very same object, no copy
+        assert not redactor.needed(value)
