@@ -25,6 +25,7 @@ __all__ = [
     "grade_response",
     "missing_response_result",
     "rag_citations",
+    "record_error_result",
 ]
 
 Outcome = Literal["passed", "failed", "skipped", "error"]
@@ -147,6 +148,26 @@ def missing_response_result(record: Record, model: str, responses_path: str) -> 
             "grader": "none",
             "explanation": f"no response for record {record.id!r} and model {model!r} "
             f"in {responses_path}",
+        }
+    )
+    return result
+
+
+def record_error_result(record: Record, model: str, errors: list[dict[str, Any]]) -> EvalResult:
+    """The result of an item whose record cannot be asked (e.g. a missing attachment file).
+
+    The record passed validation, but this machine cannot build its prompt; the item is an
+    error with reason ``invalid_record`` and the contract's ``record_errors`` entries, and
+    nothing is sent to the model.
+    """
+    result = _base(record, model, "none")
+    result.update(
+        {
+            "outcome": "error",
+            "reason": "invalid_record",
+            "grader": "none",
+            "explanation": "; ".join(f"{e['path']}: {e['message']}" for e in errors),
+            "details": {"record_errors": errors},
         }
     )
     return result

@@ -126,7 +126,7 @@ class Gatekeeper:
                     "model": spec.model if spec is not None else None,
                 }
             )
-        elif not (report.when == "call" and getattr(report, "legaleval", None) is not None):
+        elif getattr(report, "legaleval", None) is None:  # not a record's result
             self._other_failures += 1
 
     # -- deciding --------------------------------------------------------------------------

@@ -13,7 +13,12 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
-from pytest_legaleval.evaluation import EvalResult, Evaluation, RecordFailed
+from pytest_legaleval.evaluation import (
+    EvalResult,
+    Evaluation,
+    RecordFailed,
+    record_error_result,
+)
 from pytest_legaleval.formats import FORMATS, RejectedRecord
 from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
@@ -222,8 +227,12 @@ def record(request: pytest.FixtureRequest) -> Record:
 
         missing = missing_attachments(entry)
         if missing:
-            request.node.stash[_INVALID_KEY] = True
             errors = [error.to_dict() for error in missing]
+            # Recorded like any other result (failures.jsonl: invalid_record), not dropped.
+            result = record_error_result(entry, spec.model, errors)
+            policy = request.config.stash[STATE_KEY].policies.for_record(entry)
+            result["policy_id"], result["policy_sha256"] = policy.id, policy.sha256
+            request.node.stash[RESULT_KEY] = result
             pytest.fail(
                 json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False),
                 pytrace=False,
@@ -343,7 +352,7 @@ def pytest_runtest_makereport(
     if report.when == "setup" and item.stash.get(_INVALID_KEY, None):
         # The recorder finds the rejected record (and its model) by this item id.
         report.legaleval_invalid = item.stash[_INVALID_KEY]  # type: ignore[attr-defined]
-    elif report.when == "call":
+    elif report.when == "call" or (report.when == "setup" and report.failed):
         result = item.stash.get(RESULT_KEY, None)
         if result is not None:
             report.legaleval = dict(result)  # type: ignore[attr-defined]

@@ -47,7 +47,14 @@ FAILURE_TYPES: tuple[str, ...] = (
 """The taxonomy of permanent failures (``failures.jsonl``'s ``failure_type``)."""
 
 _NAMED_FAILURES = frozenset(
-    {"missing_response", "timeout", "judge_error", "latency_exceeded", "cancelled"}
+    {
+        "invalid_record",  # a valid record this machine cannot ask (missing attachment file)
+        "missing_response",
+        "timeout",
+        "judge_error",
+        "latency_exceeded",
+        "cancelled",
+    }
 )
 
 MAX_CRITERIA = 200

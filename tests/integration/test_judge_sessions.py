@@ -264,8 +264,17 @@ def test_attachments_are_injected_and_missing_ones_are_record_errors(
         if "Open question good" in json.dumps(r)
     ]
     assert any("LEASE-TEXT-FROM-PDF" in p and "MEMO-TEXT" in p for p in prompts)
-    scanned = _predictions(pytester)["good2"]
+    rows = _predictions(pytester)
+    scanned = rows["good2"]
     assert any("no text layer" in w for w in scanned["details"]["attachment_warnings"])
+    # the item of the missing file is recorded, not dropped, and nothing was sent for it
+    missing = rows["good3"]
+    assert missing["outcome"] == "error" and missing["reason"] == "invalid_record"
+    assert missing["details"]["record_errors"][0]["code"] == "value_out_of_range"
+    assert not any("Open question good3" in json.dumps(r) for r in server.requests())
+    (run,) = run_dirs(pytester.path / "runs")
+    failures = read_jsonl(run / "failures.jsonl")
+    assert [(f["record_id"], f["failure_type"]) for f in failures] == [("good3", "invalid_record")]
 
 
 def test_judged_outcomes_are_the_same_with_two_workers(
