@@ -118,6 +118,7 @@ class MetricsAccumulator:
     cost_generation: float = 0.0
     cost_judge: float = 0.0
     usage_items: int = 0
+    judge_usage_items: int = 0
     unpriced: set[str] = field(default_factory=set)
     criteria: dict[str, _Criterion] = field(default_factory=dict)
     criteria_dropped: int = 0
@@ -196,6 +197,7 @@ class MetricsAccumulator:
             tokens_in, tokens_out = verdict.get("input_tokens"), verdict.get("output_tokens")
             if tokens_in is None and tokens_out is None:
                 continue
+            self.judge_usage_items += 1
             self.tokens["judge_input"] += tokens_in or 0
             self.tokens["judge_output"] += tokens_out or 0
             self._price(str(verdict.get("model")), tokens_in, tokens_out, judge=True)
@@ -294,11 +296,12 @@ class MetricsAccumulator:
             "p50_latency_ms": quantile(latencies, 0.5),
             "p95_latency_ms": quantile(latencies, 0.95),
             "p99_latency_ms": quantile(latencies, 0.99),
-            "input_tokens": self.tokens["input"],
-            "output_tokens": self.tokens["output"],
-            "total_tokens": self.tokens["total"],
-            "judge_input_tokens": self.tokens["judge_input"],
-            "judge_output_tokens": self.tokens["judge_output"],
+            # No item reported usage (pre-computed responses): unknown, not 0.
+            "input_tokens": self.tokens["input"] if self.usage_items else None,
+            "output_tokens": self.tokens["output"] if self.usage_items else None,
+            "total_tokens": self.tokens["total"] if self.usage_items else None,
+            "judge_input_tokens": self.tokens["judge_input"] if self.judge_usage_items else None,
+            "judge_output_tokens": self.tokens["judge_output"] if self.judge_usage_items else None,
             "cost_usd": cost["total_usd"],
             "cost": cost,
             "judged_records": self.judged,
