@@ -53,6 +53,9 @@ class JudgeVerdict(TypedDict):
     """Sum over this judge's calls."""
     cached: bool
     """Every call of this judge was a cache hit (nothing paid this run)."""
+    attempts: list[dict[str, Any]]
+    """Every network attempt of this judge's calls (``judge_question``, ``judge_call`` and
+    the engine's attempt fields); cache hits make none."""
 
 
 class JudgeSummary(TypedDict):

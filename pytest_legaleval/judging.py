@@ -15,11 +15,12 @@ gave one (a score that depends on which judge happened to fail would not be comp
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_legaleval.engine import Engine, GenerationParams, GenerationRequest
+from pytest_legaleval.engine import Attempt, Engine, GenerationParams, GenerationRequest
 from pytest_legaleval.engine.capabilities import StructuredOutput, structured_params
 from pytest_legaleval.evaluation import JudgeSummary, JudgeVerdict
 from pytest_legaleval.grading.judge import (
@@ -38,6 +39,8 @@ from pytest_legaleval.grading.policies import Policy
 from pytest_legaleval.records import Record
 
 __all__ = ["JUDGE_SYSTEM_PROMPT", "JudgeOutcome", "JudgePanel"]
+
+_ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
 
 JUDGE_SYSTEM_PROMPT = (
     "You are a careful, impartial grader of answers to legal tasks. Grade only what you "
@@ -58,6 +61,8 @@ class _Asked:
     output_tokens: int | None = None
     latency_ms: float = 0.0
     all_cached: bool = True
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    """Every network attempt of every call (re-asks included), for attempt_logs.jsonl."""
 
 
 @dataclass(slots=True)
@@ -132,6 +137,14 @@ class JudgePanel:
             )
             result = await self.engine.agenerate(request)
             asked.calls += 1
+            for attempt in result.attempts:
+                asked.attempts.append(
+                    {
+                        "judge_question": task.key,
+                        "judge_call": asked.calls,
+                        **{name: getattr(attempt, name) for name in _ATTEMPT_FIELDS},
+                    }
+                )
             asked.all_cached = asked.all_cached and result.cached
             asked.input_tokens = _add(asked.input_tokens, result.input_tokens)
             asked.output_tokens = _add(asked.output_tokens, result.output_tokens)
@@ -219,6 +232,7 @@ class JudgePanel:
             output_tokens=None,
             latency_ms=sum(a.latency_ms for a in results),
             cached=all(a.all_cached for a in results),
+            attempts=[attempt for a in results for attempt in a.attempts],
         )
         for a in results:
             verdict["input_tokens"] = _add(verdict["input_tokens"], a.input_tokens)

@@ -193,7 +193,7 @@ def prediction_line(
 
 
 def attempt_lines(run_id: str, item_id: str, result: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """The ``attempt_logs.jsonl`` lines of one item."""
+    """The ``attempt_logs.jsonl`` lines of one item: its generation, then its judge calls."""
     for attempt in result.get("attempts") or []:
         yield {
             "run_id": run_id,
@@ -201,9 +201,23 @@ def attempt_lines(run_id: str, item_id: str, result: Mapping[str, Any]) -> Itera
             "dataset_id": result.get("dataset"),
             "model": result["model"],
             "item_id": item_id,
+            "purpose": "generation",
             **attempt,
             "retry": int(attempt.get("number") or 1) > 1,
         }
+    judge = result.get("judge") or {}
+    for verdict in judge.get("verdicts") or []:
+        for attempt in verdict.get("attempts") or []:
+            yield {
+                "run_id": run_id,
+                "record_id": result["record_id"],
+                "dataset_id": result.get("dataset"),
+                "model": verdict.get("model"),
+                "item_id": item_id,
+                "purpose": "judge",
+                **attempt,
+                "retry": int(attempt.get("number") or 1) > 1,
+            }
 
 
 def failure_line(

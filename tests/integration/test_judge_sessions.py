@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
 from .conftest import EXAMPLES, read_jsonl, run_dirs, write_jsonl
@@ -169,6 +170,8 @@ def test_judged_session_grades_reference_and_rubric_records(
     assert "EARLIER-TURN-r1" in json.dumps(judge_prompts[0]["messages"])
     reference_judge = [r for r in server.requests() if "Answer to grade" in json.dumps(r)]
     assert any("CONTEXT-good" in json.dumps(r["messages"]) for r in reference_judge)
+    (run,) = run_dirs(pytester.path / "runs")
+    assert check_run_directory(run) == []  # judged artifacts valid against their schemas
 
 
 def test_a_judge_error_is_an_error_outcome_and_the_run_goes_on(
@@ -186,6 +189,14 @@ def test_a_judge_error_is_an_error_outcome_and_the_run_goes_on(
         assert row["outcome"] == "error" and row["reason"] == "judge_error"
         assert row["score"] is None and row["passed"] is None
         assert row["judge"]["verdicts"][0]["raw"] == "The answer seems right to me."
+    # every judge call (the re-ask too) is in the attempt log, next to the generation
+    (run,) = run_dirs(pytester.path / "runs")
+    attempts = read_jsonl(run / "attempt_logs.jsonl")
+    judged = sorted((a["record_id"], a["judge_call"]) for a in attempts if a["purpose"] == "judge")
+    assert judged == [("good", 1), ("good", 2), ("good2", 1), ("good2", 2)]
+    assert all(a["model"] == "openai/judge" for a in attempts if a["purpose"] == "judge")
+    assert sum(a["purpose"] == "generation" for a in attempts) == 2
+    assert check_run_directory(run) == []  # every artifact valid against its schema
 
 
 def test_prefilled_responses_are_judged_without_generation(
