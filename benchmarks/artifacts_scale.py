@@ -23,6 +23,8 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from transport import start_server
+
 REPO = Path(__file__).resolve().parents[1]
 # As on a user's machine: byte-code caching on.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -37,22 +39,6 @@ def pytest_unconfigure(config):
     with open(os.environ["RSS_PROBE_OUT"], "w") as out:
         json.dump({"controller_peak_kib": peak_kib}, out)
 """
-
-
-def _start_server() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_legaleval.testing.mock_openai", "--port", "0",
-         "--latency", "0", "--max-recorded", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line.startswith("MOCK_OPENAI_URL="):
-        proc.kill()
-        raise SystemExit(f"mock server did not start: {line!r}")
-    return proc, line.split("=", 1)[1]
 
 
 def _dataset(path: Path, n: int) -> None:
@@ -185,7 +171,7 @@ def main() -> None:
             for n in sizes:
                 print(n, _recorder_path(n, Path(tmp)))
         return
-    proc, base_url = _start_server()
+    proc, base_url = start_server(0.0)
     rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:

@@ -24,6 +24,7 @@ __all__ = [
     "cancelled_result",
     "grade_response",
     "missing_response_result",
+    "prefilled_result",
     "rag_citations",
     "record_error_result",
 ]
@@ -156,7 +157,24 @@ def missing_response_result(record: Record, model: str, responses_path: str) -> 
     return result
 
 
-def record_error_result(record: Record, model: str, errors: list[dict[str, Any]]) -> EvalResult:
+def prefilled_result(
+    record: Record,
+    model: str,
+    response: str | None,
+    responses_path: str,
+    policy: tuple[str, str],
+) -> EvalResult:
+    """A pre-computed response graded under ``policy`` (``(id, sha256)``), or its absence."""
+    if response is None:
+        result = missing_response_result(record, model, responses_path)
+        result["policy_id"], result["policy_sha256"] = policy
+        return result
+    return grade_response(record, model, response, "prefilled", policy)
+
+
+def record_error_result(
+    record: Record, model: str, errors: list[dict[str, Any]], policy: tuple[str, str]
+) -> EvalResult:
     """The result of an item whose record cannot be asked (e.g. a missing attachment file).
 
     The record passed validation, but this machine cannot build its prompt; the item is an
@@ -171,6 +189,8 @@ def record_error_result(record: Record, model: str, errors: list[dict[str, Any]]
             "grader": "none",
             "explanation": "; ".join(f"{e['path']}: {e['message']}" for e in errors),
             "details": {"record_errors": errors},
+            "policy_id": policy[0],
+            "policy_sha256": policy[1],
         }
     )
     return result

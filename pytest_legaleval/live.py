@@ -24,7 +24,7 @@ from pytest_legaleval.engine import (
 )
 from pytest_legaleval.engine.capabilities import StructuredOutput, structured_params
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.evaluation import EvalResult, grade_response, missing_response_result
+from pytest_legaleval.evaluation import EvalResult, grade_response, prefilled_result
 from pytest_legaleval.grading.attachments import missing_attachments, record_attachments
 from pytest_legaleval.grading.judge import judge_kind, mcq_answer_schema
 from pytest_legaleval.grading.policies import Policy, PolicyBook
@@ -280,13 +280,13 @@ class LiveEvaluator:
         assert self.responses is not None
         response = self.responses.get(record.id, model)
         policy = self.policies.for_record(record)
+        result = prefilled_result(
+            record, model, response, self.responses.path, (policy.id, policy.sha256)
+        )
         if response is None:
-            result = missing_response_result(record, model, self.responses.path)
-            result["policy_id"], result["policy_sha256"] = policy.id, policy.sha256
             done: Future[EvalResult] = Future()
             done.set_result(result)
             return done
-        result = grade_response(record, model, response, "prefilled", (policy.id, policy.sha256))
         return self.engine.run_coroutine(self._judged(record, result, response))
 
     def prefetch(self, pairs: Sequence[tuple[Record, str]]) -> None:
@@ -332,10 +332,8 @@ class LiveEvaluator:
                 assert self.responses is not None
                 response = self.responses.get(record.id, model)
                 policy = self.policies.for_record(record)
-                if response is None:
-                    return missing_response_result(record, model, self.responses.path)
-                return grade_response(
-                    record, model, response, "prefilled", (policy.id, policy.sha256)
+                return prefilled_result(
+                    record, model, response, self.responses.path, (policy.id, policy.sha256)
                 )
         value = future.result()
         if isinstance(value, GenerationResult):

@@ -229,10 +229,10 @@ def record(request: pytest.FixtureRequest) -> Record:
         if missing:
             errors = [error.to_dict() for error in missing]
             # Recorded like any other result (failures.jsonl: invalid_record), not dropped.
-            result = record_error_result(entry, spec.model, errors)
             policy = request.config.stash[STATE_KEY].policies.for_record(entry)
-            result["policy_id"], result["policy_sha256"] = policy.id, policy.sha256
-            request.node.stash[RESULT_KEY] = result
+            request.node.stash[RESULT_KEY] = record_error_result(
+                entry, spec.model, errors, (policy.id, policy.sha256)
+            )
             pytest.fail(
                 json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False),
                 pytrace=False,

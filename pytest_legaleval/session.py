@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_legaleval.errors import DatasetRejected
-from pytest_legaleval.evaluation import EvalResult, grade_response, missing_response_result
+from pytest_legaleval.evaluation import EvalResult, prefilled_result
 from pytest_legaleval.formats import LoadResult, RejectedRecord, load_dataset
 from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.records import Record
@@ -136,12 +136,8 @@ class LegalEvalState:
         if self.responses is not None and self.live is None:
             policy = self.policies.for_record(record)
             response = self.responses.get(record.id, spec.model)
-            if response is None:
-                result = missing_response_result(record, spec.model, self.responses.path)
-                result["policy_id"], result["policy_sha256"] = policy.id, policy.sha256
-                return result
-            return grade_response(
-                record, spec.model, response, "prefilled", (policy.id, policy.sha256)
+            return prefilled_result(
+                record, spec.model, response, self.responses.path, (policy.id, policy.sha256)
             )
         if self.live is None:
             raise RuntimeError("live evaluation was not started for this process")

@@ -11,13 +11,13 @@ Programmatically graded rows (MCQ) have no judge and are not exported.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.runfiles import iter_jsonl
 
 __all__ = ["automated_evaluation_from_predictions", "automated_evaluation_from_run"]
 
@@ -62,19 +62,6 @@ def automated_evaluation_from_predictions(rows: Iterable[Mapping[str, Any]]) -> 
     return {"decisions": decisions}
 
 
-def _rows(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise ConfigError(f"{path} line {number} is not JSON: {exc}") from None
-            if isinstance(row, dict) and "record_id" in row and "model" in row:
-                yield row
-
-
 def automated_evaluation_from_run(run_dir: Path) -> dict[str, Any]:
     """Export a run directory's judged predictions.
 
@@ -85,4 +72,9 @@ def automated_evaluation_from_run(run_dir: Path) -> dict[str, Any]:
     path = run_dir / PREDICTIONS
     if not path.is_file():
         raise ConfigError(f"{run_dir} is not a run directory: it has no {PREDICTIONS}")
-    return automated_evaluation_from_predictions(_rows(path))
+    rows = (
+        row
+        for row in iter_jsonl(path)
+        if isinstance(row, dict) and "record_id" in row and "model" in row
+    )
+    return automated_evaluation_from_predictions(rows)

@@ -36,6 +36,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from pytest_legaleval.grading.policies import Policy
+from pytest_legaleval.grading.prompts import NONE
 from pytest_legaleval.grading.text import strip_reasoning
 from pytest_legaleval.records import Criterion, Record
 
@@ -57,7 +58,6 @@ __all__ = [
 ]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-NONE = "(none)"
 RATIONALE_MAX = 1000
 """Longest rationale accepted: with a grammar-constrained endpoint (llama.cpp) the bound is
 enforced while generating, so a reply always closes its JSON before the token limit. Keep

@@ -63,6 +63,7 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_legaleval.grading.text import REASONING_TAG_RE, split_reasoning
 from pytest_legaleval.records import Record
 
 __all__ = ["Extraction", "MCQGrade", "extract_choice_ids", "grade_mcq"]
@@ -310,10 +311,6 @@ _VERDICT_PRED_RE = re.compile(
     re.IGNORECASE,
 )
 _BOLD_RE = re.compile(r"(?:\*\*|__)[ \t]*(?P<inner>[^*_\n]{1,200}?)[ \t]*(?:\*\*|__)")
-_REASONING_TAG_RE = re.compile(
-    r"<(?P<close>/?)(?:think|thinking|reasoning|reflection|scratchpad)\b[^<>]{0,200}>",
-    re.IGNORECASE,
-)
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _WHITESPACE_RE = re.compile(r"\s+")
 
@@ -762,32 +759,13 @@ _FORMAT_RULES: tuple[_Rule, ...] = (
 def _strip_reasoning(text: str) -> str:
     """Drop ``<think>…</think>``-style reasoning when an answer part follows it.
 
-    One linear pass over the tags (no regex spanning a block, which is quadratic on replies
-    full of unclosed tags). A closing tag without an opening one (the opening tag was part of
-    the prompt template) makes everything before it reasoning.
+    When there is nothing outside the reasoning, the reasoning is all there is: its text is
+    kept (tags removed) so that an answer stated inside it can still be found.
     """
-    if "<" not in text:
-        return text
-    kept: list[str] = []
-    depth = 0
-    pos = 0
-    for tag in _REASONING_TAG_RE.finditer(text):
-        if depth == 0:
-            kept.append(text[pos : tag.start()])
-        if not tag.group("close"):
-            depth += 1
-        elif depth:
-            depth -= 1
-        else:
-            kept.clear()
-        pos = tag.end()
-    if depth == 0:
-        kept.append(text[pos:])
-    answer = " ".join(kept)
-    if pos == 0 or answer.strip():
+    answer, tagged = split_reasoning(text)
+    if not tagged or answer.strip():
         return answer
-    # Nothing outside the reasoning: the reasoning is all there is.
-    return _REASONING_TAG_RE.sub(" ", text)
+    return REASONING_TAG_RE.sub(" ", text)
 
 
 def _evidence(text: str, start: int, end: int) -> str:

