@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,22 +27,19 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.metrics.baseline import Comparison, compare_runs, pair_fields
 from pytest_legaleval.metrics.gates import Gate, GateResult, default_gates, evaluate_gates
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
-from pytest_legaleval.session import ItemSpec, LegalEvalState
+from pytest_legaleval.session import LegalEvalState
 
 __all__ = ["REGRESSIONS_FILE", "SHOWN_REGRESSIONS", "Baseline", "Gatekeeper", "load_baseline"]
 
 REGRESSIONS_FILE = "regressions.jsonl"
 SHOWN_REGRESSIONS = 20
 """Regressed records named in the terminal; ``regressions.jsonl`` has all of them."""
-
-_ID_RE = re.compile(r"\[(.*)\]$")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -101,29 +97,21 @@ class Gatekeeper:
         self.run_path: Path | None = None
         self._invalid: list[dict[str, Any]] = []
         self._other_failures = 0
-        self._specs: dict[str, ItemSpec] | None = None
         self.stopped = False
 
     # -- collecting ------------------------------------------------------------------------
-
-    def _spec_of(self, nodeid: str) -> ItemSpec | None:
-        if self._specs is None:
-            self._specs = {spec.item_id: spec for spec in self.state.items}
-        match = _ID_RE.search(nodeid)
-        return self._specs.get(match.group(1)) if match else None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Note invalid items (for ``invalid_rate``) and failures that are no record's."""
         if report.passed or report.skipped:
             return
-        if report.when == "setup" and getattr(report, "legaleval_invalid", False):
-            spec = self._spec_of(report.nodeid)
-            entry = spec.entry if spec is not None else None
+        rejection = getattr(report, "legaleval_invalid", None)
+        if report.when == "setup" and rejection:
             self._invalid.append(
                 {
-                    "dataset": entry.dataset if isinstance(entry, RejectedRecord) else None,
-                    "record_id": entry.record_id if isinstance(entry, RejectedRecord) else None,
-                    "model": spec.model if spec is not None else None,
+                    "dataset": rejection["dataset"],
+                    "record_id": rejection["record_id"],
+                    "model": rejection["model"],
                 }
             )
         elif getattr(report, "legaleval", None) is None:  # not a record's result

@@ -217,7 +217,7 @@ def record(request: pytest.FixtureRequest) -> Record:
     spec = _spec(request)
     entry = spec.entry
     if isinstance(entry, RejectedRecord):
-        request.node.stash[_INVALID_KEY] = spec.item_id
+        request.node.stash[_INVALID_KEY] = spec
         errors = [error.to_dict() for error in entry.errors]
         pytest.fail(
             json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False), pytrace=False
@@ -240,7 +240,7 @@ def record(request: pytest.FixtureRequest) -> Record:
     return entry
 
 
-_INVALID_KEY = pytest.StashKey[str]()  # the invalid item's ItemSpec.item_id
+_INVALID_KEY = pytest.StashKey[ItemSpec]()  # the invalid record's item
 
 
 @pytest.fixture
@@ -349,11 +349,15 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.when == "setup" and item.stash.get(_INVALID_KEY, None):
-        # The recorder finds the rejected record (and its model) by this item id.
-        report.legaleval_invalid = item.stash[_INVALID_KEY]  # type: ignore[attr-defined]
+    # Everything the run recorder writes travels on the report: an xdist controller holds
+    # no copy of the dataset.
+    invalid = item.stash.get(_INVALID_KEY, None)
+    if report.when == "setup" and invalid is not None:
+        report.legaleval_invalid = invalid.rejection()  # type: ignore[attr-defined]
     elif report.when == "call" or (report.when == "setup" and report.failed):
         result = item.stash.get(RESULT_KEY, None)
         if result is not None:
+            spec: ItemSpec = item.callspec.params["record"]  # type: ignore[attr-defined]
             report.legaleval = dict(result)  # type: ignore[attr-defined]
+            report.legaleval_record = spec.provenance()  # type: ignore[attr-defined]
     return report

@@ -10,7 +10,7 @@ from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.records import Record
 from pytest_legaleval.settings import Shard
 
-__all__ = ["entry_key", "in_shard", "select"]
+__all__ = ["entry_key", "in_shard", "select", "selected_count"]
 
 
 def entry_key(entry: Record | RejectedRecord) -> str:
@@ -47,3 +47,17 @@ def select(
     if limit is not None:
         chosen = chosen[:limit]
     return chosen
+
+
+def selected_count(in_shard: int, *, sample: int | None, limit: int | None) -> int:
+    """How many entries :func:`select` keeps out of ``in_shard`` entries of its shard.
+
+    The count needs no entries: a process that only counts (the xdist controller, which
+    streams the dataset instead of holding it) gets the same number as ``select``.
+    """
+    count = in_shard
+    if sample is not None and sample < count:
+        count = sample
+    if limit is not None:
+        count = min(count, limit)
+    return count

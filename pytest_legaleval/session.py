@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -46,6 +46,38 @@ class ItemSpec:
     entry: Record | RejectedRecord
     model: str
     item_id: str
+    index: int
+    """Position in :attr:`LegalEvalState.items` (the same in every process)."""
+
+    def provenance(self) -> dict[str, Any]:
+        """What the run recorder needs to know about a result's record, besides the result.
+
+        It travels on the test report, so the recorder (on an xdist controller, which never
+        collects) needs no copy of the dataset.
+        """
+        entry = self.entry
+        assert isinstance(entry, Record)
+        return {
+            "index": self.index,
+            "dataset_version": entry.dataset_version,
+            "tags": list(entry.tags),
+            "metadata": dict(entry.metadata),
+            "source_index": entry.source.index,
+        }
+
+    def rejection(self) -> dict[str, Any]:
+        """What the run recorder and the gates need to know about an invalid record's item."""
+        entry = self.entry
+        assert isinstance(entry, RejectedRecord)
+        return {
+            "index": self.index,
+            "model": self.model,
+            "record_id": entry.record_id,
+            "dataset": entry.dataset,
+            "source_stem": Path(entry.source.path).stem,
+            "source_index": entry.source.index,
+            "errors": [error.to_dict() for error in entry.errors],
+        }
 
 
 class LegalEvalState:
@@ -89,6 +121,11 @@ class LegalEvalState:
         return self._load
 
     @property
+    def loaded(self) -> LoadResult | None:
+        """The dataset, if this process has loaded it (it collected the items)."""
+        return self._load
+
+    @property
     def rejected(self) -> DatasetRejected | None:
         """The dataset-level rejection, once ``load`` has failed."""
         return self._rejection
@@ -119,7 +156,8 @@ class LegalEvalState:
                 )
                 base = f"{dataset}/{where}"
             for model in models:
-                items.append(ItemSpec(entry, model, f"{base}-{model}" if several else base))
+                item_id = f"{base}-{model}" if several else base
+                items.append(ItemSpec(entry, model, item_id, len(items)))
             if self.warn_policies and isinstance(entry, Record) and entry.policy_id:
                 self.policies.for_record(entry)  # warns (once per id) about unknown policies
         return items

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
-from pytest_legaleval.formats.base import JSON_WHITESPACE, LoadContext, RejectedRecord
+from pytest_legaleval.formats.base import JSON_WHITESPACE, RejectedRecord, read_file
 from pytest_legaleval.formats.rag import RAG_QA, RAG_SUMMARIES, RagFormat, read_manifest
 
 __all__ = ["DEFAULT_MAX_DROP", "DatasetCheck", "check_dataset", "count_rows"]
@@ -62,7 +62,7 @@ def _invalid_rows(split: str, path: Path) -> int | None:
     if fmt is None:
         return None
     try:
-        loaded = fmt.load(path, LoadContext())
+        loaded = read_file(fmt, path)
     except DatasetRejected as exc:
         # Every row invalid, or a manifest next to the file that disagrees: count them all.
         rejected = exc.details.get("rejected_records")

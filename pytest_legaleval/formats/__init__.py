@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from pytest_legaleval.formats.base import DatasetInfo, Entry, LoadResult, RejectedRecord
 from pytest_legaleval.formats.detect import detect_format
-from pytest_legaleval.formats.loader import dataset_files, load_dataset
+from pytest_legaleval.formats.loader import DatasetStream, dataset_files, load_dataset
 from pytest_legaleval.formats.registry import FORMATS
 
 __all__ = [
     "FORMATS",
     "DatasetInfo",
+    "DatasetStream",
     "Entry",
     "LoadResult",
     "RejectedRecord",

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.records import Record, SourceRef
-from pytest_legaleval.validation import RecordError
+from pytest_legaleval.validation import AllRecordsRejected, RecordError
 
 __all__ = [
     "JSON_DECODER",
@@ -17,11 +19,15 @@ __all__ = [
     "DatasetFormat",
     "DatasetInfo",
     "Entry",
+    "EntryTally",
     "FileLoad",
+    "FileScan",
     "LoadContext",
     "LoadResult",
     "RejectedRecord",
     "display_name",
+    "drain",
+    "read_file",
 ]
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -123,12 +129,84 @@ class LoadResult:
         return [error for entry in self.rejected for error in entry.errors]
 
 
+FileScan = Generator[Entry, None, DatasetInfo]
+"""A format's scan of one file: its entries one at a time, then (returned) the file's
+``DatasetInfo``. A dataset-level failure is raised when it is known, at the latest once the
+last entry has been yielded, so a caller that needs the verdict before using the entries
+drains the scan first."""
+
+
 @dataclass(frozen=True, slots=True)
 class FileLoad:
-    """What one format module returns for one file."""
+    """One file read into memory: its info and every entry."""
 
     info: DatasetInfo
     entries: list[Entry]
+
+
+def drain(scan: FileScan, sink: Callable[[Entry], object]) -> DatasetInfo:
+    """Feed every entry of ``scan`` to ``sink`` and return the file's info."""
+    while True:
+        try:
+            entry = next(scan)
+        except StopIteration as stop:
+            info: DatasetInfo = stop.value
+            return info
+        sink(entry)
+
+
+def read_file(fmt: DatasetFormat, path: Path, context: LoadContext | None = None) -> FileLoad:
+    """Read one file into memory with format ``fmt``.
+
+    Raises:
+        DatasetRejected: a dataset-level failure of this file.
+
+    """
+    entries: list[Entry] = []
+    info = drain(fmt.scan(path, context or LoadContext()), entries.append)
+    return FileLoad(info, entries)
+
+
+class EntryTally:
+    """Counts a file's entries as they stream by, for the file's dataset-level verdict.
+
+    Rejected records' errors are kept only while no record has been accepted: they are
+    needed only for the all-records-rejected error, and a streamed file is not held.
+    """
+
+    __slots__ = ("_errors", "accepted", "total")
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.accepted = 0
+        self._errors: list[RecordError] | None = []
+
+    def add(self, entry: Entry) -> Entry:
+        """Count ``entry`` and return it."""
+        self.total += 1
+        if isinstance(entry, Record):
+            self.accepted += 1
+            self._errors = None
+        elif self._errors is not None:
+            self._errors.extend(entry.errors)
+        return entry
+
+    def verdict(self, name: str) -> None:
+        """Reject a file without rows, or whose every row failed validation.
+
+        Raises:
+            DatasetRejected: no rows (400).
+            AllRecordsRejected: every row invalid (400, with their record errors).
+
+        """
+        if not self.total:
+            raise DatasetRejected(
+                f"records must have at least 1 item: the file has no rows ({name})"
+            )
+        if not self.accepted:
+            raise AllRecordsRejected(
+                dataset=name, record_errors=tuple(self._errors or ()), rejected_records=self.total
+            )
 
 
 @dataclass
@@ -158,8 +236,8 @@ class DatasetFormat(Protocol):
 
         """
 
-    def load(self, path: Path, context: LoadContext) -> FileLoad:
-        """Read and validate one file.
+    def scan(self, path: Path, context: LoadContext) -> FileScan:
+        """Read and validate one file, yielding its entries in file order (see ``FileScan``).
 
         Raises:
             DatasetRejected: a dataset-level failure of this file.

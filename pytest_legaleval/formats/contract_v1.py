@@ -15,8 +15,7 @@ from pytest_legaleval.formats.base import (
     JSON_DECODER,
     UTF8_BOM,
     DatasetInfo,
-    Entry,
-    FileLoad,
+    FileScan,
     LoadContext,
     RejectedRecord,
     display_name,
@@ -26,7 +25,7 @@ from pytest_legaleval.validation import check_contract_document, check_payload_s
 from pytest_legaleval.validation import contract as limits
 from pytest_legaleval.validation.checks import usable_id
 
-__all__ = ["NAME", "SUFFIXES", "load", "sniff"]
+__all__ = ["NAME", "SUFFIXES", "scan", "sniff"]
 
 NAME = "contract_v1"
 SUFFIXES: tuple[str, ...] = (".json",)
@@ -114,11 +113,12 @@ def _record(
     return Record(task_type="criteria", required_criteria=criteria or ("overall",), **common)
 
 
-def load(path: Path, context: LoadContext) -> FileLoad:
+def scan(path: Path, context: LoadContext) -> FileScan:
     """Read one contract document: size, UTF-8, JSON, then the contract's two phases.
 
     A UTF-8 BOM is accepted. ``record_id`` uniqueness is the contract's: within the
-    document (two documents may both have a ``q_0001``).
+    document (two documents may both have a ``q_0001``). The document is one JSON value,
+    so it is parsed whole and checked before the first entry is yielded.
 
     Raises:
         DatasetRejected: any dataset-level failure (400, or 413 over 100 MB).
@@ -131,30 +131,27 @@ def load(path: Path, context: LoadContext) -> FileLoad:
     # check_contract_document has rejected anything but an object with a records array.
     assert isinstance(document, dict)
     records: list[Any] = document["records"]
-    entries: list[Entry] = []
+    accepted = 0
     for index, (rec, (errors, sha256)) in enumerate(zip(records, checked, strict=True)):
         source = SourceRef(str(path), index, None, NAME)
         if errors:
             record_id = rec.get("record_id") if isinstance(rec, dict) else None
-            entries.append(
-                RejectedRecord(
-                    source=source,
-                    record_id=usable_id(record_id),
-                    dataset=document["dataset_id"],
-                    errors=tuple(errors),
-                )
+            yield RejectedRecord(
+                source=source,
+                record_id=usable_id(record_id),
+                dataset=document["dataset_id"],
+                errors=tuple(errors),
             )
         else:
-            entries.append(_record(rec, document, source, sha256))
-    accepted = sum(isinstance(entry, Record) for entry in entries)
-    info = DatasetInfo(
+            accepted += 1
+            yield _record(rec, document, source, sha256)
+    return DatasetInfo(
         path=str(path),
         format=NAME,
         dataset_id=document["dataset_id"],
         dataset_version=document["dataset_version"],
         schema_version=limits.SCHEMA_VERSION,
-        total_records=len(entries),
+        total_records=len(records),
         accepted_records=accepted,
         sha256=file_sha256,
     )
-    return FileLoad(info, entries)

@@ -14,14 +14,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.formats.base import (
     JSON_DECODER,
     JSON_WHITESPACE,
     UTF8_BOM,
     DatasetInfo,
-    Entry,
-    FileLoad,
+    EntryTally,
+    FileScan,
     LoadContext,
     RejectedRecord,
     display_name,
@@ -35,10 +34,10 @@ from pytest_legaleval.records import (
     SourceRef,
     TaskType,
 )
-from pytest_legaleval.validation import AllRecordsRejected, RecordError, check_legal_eval_row
+from pytest_legaleval.validation import RecordError, check_legal_eval_row
 from pytest_legaleval.validation.checks import show, usable_id
 
-__all__ = ["NAME", "SUFFIXES", "load", "parse_json_line", "sniff"]
+__all__ = ["NAME", "SUFFIXES", "parse_json_line", "scan", "sniff"]
 
 NAME = "legal_eval_v1"
 SUFFIXES: tuple[str, ...] = (".jsonl",)
@@ -120,8 +119,8 @@ def _record(row: Mapping[str, Any], source: SourceRef, sha256: str) -> Record:
     )
 
 
-def load(path: Path, context: LoadContext) -> FileLoad:
-    """Read one ``legal_eval_v1`` JSONL file.
+def scan(path: Path, context: LoadContext) -> FileScan:
+    """Read one ``legal_eval_v1`` JSONL file, streamed row by row (see ``FileScan``).
 
     Blank lines are skipped but counted for line numbers; a UTF-8 BOM on line 1 and
     CRLF line ends are accepted. A row that is not UTF-8 or not JSON is
@@ -133,7 +132,7 @@ def load(path: Path, context: LoadContext) -> FileLoad:
     """
     name = display_name(path)
     hasher = hashlib.sha256()
-    entries: list[Entry] = []
+    tally = EntryTally()
     datasets: set[str] = set()
     versions: set[str | None] = set()
     index = 0
@@ -172,7 +171,7 @@ def load(path: Path, context: LoadContext) -> FileLoad:
             source = SourceRef(str(path), index, line_number, NAME)
             if errors:
                 dataset = row.get("dataset") if isinstance(row, dict) else None
-                entries.append(
+                yield tally.add(
                     RejectedRecord(
                         source=source,
                         record_id=usable_id(row_id),
@@ -182,30 +181,19 @@ def load(path: Path, context: LoadContext) -> FileLoad:
                 )
             else:
                 record = _record(cast(dict[str, Any], row), source, sha256)
-                entries.append(record)
                 datasets.add(record.dataset)
                 versions.add(record.dataset_version)
+                yield tally.add(record)
             index += 1
-    if not entries:
-        raise DatasetRejected(f"records must have at least 1 item: the file has no rows ({name})")
-    accepted = len(entries) - sum(isinstance(entry, RejectedRecord) for entry in entries)
-    if not accepted:
-        raise AllRecordsRejected(
-            dataset=name,
-            record_errors=tuple(
-                e for entry in entries if isinstance(entry, RejectedRecord) for e in entry.errors
-            ),
-            rejected_records=len(entries),
-        )
-    info = DatasetInfo(
+    tally.verdict(name)
+    return DatasetInfo(
         path=str(path),
         format=NAME,
         # Non-empty: a file without a single valid row was rejected above.
         dataset_id="+".join(sorted(datasets)),
         dataset_version=next(iter(versions)) if len(versions) == 1 else None,
         schema_version=NAME,
-        total_records=len(entries),
-        accepted_records=accepted,
+        total_records=tally.total,
+        accepted_records=tally.accepted,
         sha256=hasher.hexdigest(),
     )
-    return FileLoad(info, entries)

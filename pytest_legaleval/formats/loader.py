@@ -8,12 +8,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.formats.base import LoadContext, LoadResult
+from pytest_legaleval.formats.base import DatasetInfo, Entry, LoadContext, LoadResult
 from pytest_legaleval.formats.detect import detect_format
 from pytest_legaleval.formats.rag import MANIFEST_NAME, offline_dataset_name
 from pytest_legaleval.formats.registry import FORMATS, REGISTRY
 
-__all__ = ["DATASET_SUFFIXES", "SIDECAR_NAMES", "dataset_files", "load_dataset"]
+__all__ = [
+    "DATASET_SUFFIXES",
+    "SIDECAR_NAMES",
+    "DatasetStream",
+    "dataset_files",
+    "load_dataset",
+]
 
 DATASET_SUFFIXES = (".jsonl", ".json")
 """Files a directory argument contributes."""
@@ -77,6 +83,53 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+class DatasetStream:
+    """The entries of ``--dataset`` files, read one at a time and never held.
+
+    Iterating reads (and validates) every file again, in order; :attr:`datasets` is filled
+    as each file ends. A dataset-level failure is raised by the iteration when it is known,
+    at the latest after a file's last entry, so a caller that must not act on a rejected
+    dataset iterates once to get the verdict (and the counts) and again to use the entries.
+    The run recorder of an xdist controller, which never collects items, works this way and
+    so holds no record in memory.
+    """
+
+    def __init__(self, paths: Sequence[str | Path], fmt: str = "auto") -> None:
+        """Resolve the files and formats.
+
+        Raises:
+            ConfigError: a missing path, an unknown format name, an undetectable format or
+                an unreadable file.
+
+        """
+        if fmt != "auto" and fmt not in REGISTRY:
+            raise ConfigError(
+                f"unknown --dataset-format {fmt!r}; choose auto or one of: {', '.join(FORMATS)}"
+            )
+        self.files = [
+            (path, detect_format(path) if fmt == "auto" else fmt) for path in dataset_files(paths)
+        ]
+        self.datasets: list[DatasetInfo] = []
+        """One entry per file read so far, in load order."""
+
+    def __iter__(self) -> Iterator[Entry]:
+        """Every entry (valid ``Record`` or ``RejectedRecord``), files in order.
+
+        Raises:
+            ConfigError: an unreadable file.
+            DatasetRejected: a dataset-level failure of any file (the contract's 400/413).
+
+        """
+        self.datasets = []
+        context = LoadContext()
+        for path, name in self.files:
+            try:
+                info = yield from REGISTRY[name].scan(path, context)
+            except OSError as exc:
+                raise ConfigError(f"cannot read dataset {path}: {exc.strerror or exc}") from None
+            self.datasets.append(info)
+
+
 def load_dataset(paths: Sequence[str | Path], fmt: str = "auto") -> LoadResult:
     """Load and validate dataset files into records and rejected records.
 
@@ -95,19 +148,7 @@ def load_dataset(paths: Sequence[str | Path], fmt: str = "auto") -> LoadResult:
         DatasetRejected: a dataset-level failure of any file (the contract's 400/413).
 
     """
-    if fmt != "auto" and fmt not in REGISTRY:
-        raise ConfigError(
-            f"unknown --dataset-format {fmt!r}; choose auto or one of: {', '.join(FORMATS)}"
-        )
-    result = LoadResult()
-    context = LoadContext()
-    for path in dataset_files(paths):
-        name = detect_format(path) if fmt == "auto" else fmt
-        try:
-            with _collector_paused():
-                loaded = REGISTRY[name].load(path, context)
-        except OSError as exc:
-            raise ConfigError(f"cannot read dataset {path}: {exc.strerror or exc}") from None
-        result.datasets.append(loaded.info)
-        result.entries.extend(loaded.entries)
-    return result
+    stream = DatasetStream(paths, fmt)
+    with _collector_paused():
+        entries = list(stream)
+    return LoadResult(datasets=stream.datasets, entries=entries)

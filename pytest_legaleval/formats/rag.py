@@ -27,14 +27,15 @@ from pytest_legaleval.formats.base import (
     UTF8_BOM,
     DatasetInfo,
     Entry,
-    FileLoad,
+    EntryTally,
+    FileScan,
     LoadContext,
     RejectedRecord,
     display_name,
 )
 from pytest_legaleval.formats.legal_eval_v1 import parse_json_line
 from pytest_legaleval.records import Message, Record, SourceRef
-from pytest_legaleval.validation import AllRecordsRejected, RecordError
+from pytest_legaleval.validation import RecordError
 from pytest_legaleval.validation.checks import Issue, canonicalize, scan_values, show, usable_id
 from pytest_legaleval.validation.record_error import issues_to_errors
 from pytest_legaleval.validation.schemas import schema_issues
@@ -205,7 +206,7 @@ class RagFormat:
             sha256=sha256,
         )
 
-    def load(self, path: Path, context: LoadContext) -> FileLoad:
+    def scan(self, path: Path, context: LoadContext) -> FileScan:
         """Read one split file, streamed line by line, and check it against its manifest.
 
         Raises:
@@ -218,7 +219,7 @@ class RagFormat:
         manifest = read_manifest(manifest_path) if manifest_path.is_file() else None
         version = manifest["version"] if manifest else None
         hasher = hashlib.sha256()
-        entries: list[Entry] = []
+        tally = EntryTally()
         index = 0
         with path.open("rb") as handle:
             for line_number, raw in enumerate(handle, start=1):
@@ -227,45 +228,29 @@ class RagFormat:
                 line = line.strip(JSON_WHITESPACE)
                 if not line:
                     continue
-                entries.append(self._entry(line, path, index, line_number, context, version))
+                yield tally.add(self._entry(line, path, index, line_number, context, version))
                 index += 1
-        if not entries:
-            raise DatasetRejected(
-                f"records must have at least 1 item: the file has no rows ({name})"
-            )
-        accepted = sum(isinstance(entry, Record) for entry in entries)
-        if not accepted:
-            raise AllRecordsRejected(
-                dataset=name,
-                record_errors=tuple(
-                    e
-                    for entry in entries
-                    if isinstance(entry, RejectedRecord)
-                    for e in entry.errors
-                ),
-                rejected_records=len(entries),
-            )
+        tally.verdict(name)
         if manifest is not None:
             expected = _manifest_split(manifest, self.split, path)
-            if expected is not None and expected["count"] != len(entries):
+            if expected is not None and expected["count"] != tally.total:
                 raise DatasetRejected(
-                    f"{name} has {len(entries)} rows but {MANIFEST_NAME} says "
+                    f"{name} has {tally.total} rows but {MANIFEST_NAME} says "
                     f"{expected['count']} for split {self.split!r}: the split changed after "
                     "it was built; rebuild it with `legaleval build-dataset` or remove the "
                     "manifest",
-                    details={"rows": len(entries), "manifest_count": expected["count"]},
+                    details={"rows": tally.total, "manifest_count": expected["count"]},
                 )
-        info = DatasetInfo(
+        return DatasetInfo(
             path=str(path),
             format=self.NAME,
             dataset_id=self.NAME,
             dataset_version=version,
             schema_version=self.NAME,
-            total_records=len(entries),
-            accepted_records=accepted,
+            total_records=tally.total,
+            accepted_records=tally.accepted,
             sha256=hasher.hexdigest(),
         )
-        return FileLoad(info, entries)
 
     def _entry(
         self,

@@ -28,7 +28,7 @@ from pytest_legaleval.formats.base import (
     UTF8_BOM,
     DatasetInfo,
     Entry,
-    FileLoad,
+    FileScan,
     LoadContext,
     RejectedRecord,
     display_name,
@@ -270,8 +270,11 @@ class TuringFormat:
         """Say whether the file looks like this kind (see ``DatasetFormat``)."""
         return detect_kind(head) == self.kind
 
-    def load(self, path: Path, context: LoadContext) -> FileLoad:
-        """Read one file; only benchmark files yield records.
+    def scan(self, path: Path, context: LoadContext) -> FileScan:
+        """Read one file; only benchmark files yield records (see ``FileScan``).
+
+        The file is one JSON document, so it is parsed and checked whole before the first
+        entry is yielded.
 
         Raises:
             DatasetRejected: a dataset-level failure, every entry invalid, or a benchmark
@@ -308,7 +311,8 @@ class TuringFormat:
                 f"{file.placeholders} placeholders ({name})",
                 details={"skipped_records": skipped, "placeholder_records": file.placeholders},
             )
-        info = DatasetInfo(
+        yield from entries
+        return DatasetInfo(
             path=str(path),
             format=self.NAME,
             dataset_id=DATASET,
@@ -320,7 +324,6 @@ class TuringFormat:
             placeholder_records=file.placeholders,
             skipped_records=skipped,
         )
-        return FileLoad(info, entries)
 
     def _benchmark_record(
         self, entry: Mapping[str, Any], path: Path, source: SourceRef, context: LoadContext

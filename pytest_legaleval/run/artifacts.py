@@ -7,7 +7,7 @@ Field names follow the Dataset Contract §4.2 and ``schemas/*.schema.json``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,17 +111,21 @@ def record_payload(record: Record) -> dict[str, Any]:
 
 
 def input_dataset(
-    run_id: str, datasets: Sequence[DatasetInfo], records: Sequence[Record]
+    run_id: str, datasets: Sequence[DatasetInfo], records: Iterable[Record], record_count: int
 ) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
-    """Head and record stream of ``input_dataset.json`` (inline or by reference)."""
+    """Head and record stream of ``input_dataset.json`` (inline or by reference).
+
+    ``records`` is consumed lazily, once, while the file is written; ``record_count`` is
+    how many it yields (the head comes first).
+    """
     size = sum(Path(info.path).stat().st_size for info in datasets if Path(info.path).is_file())
-    inline = len(records) <= INLINE_MAX_RECORDS and size <= INLINE_MAX_BYTES
+    inline = record_count <= INLINE_MAX_RECORDS and size <= INLINE_MAX_BYTES
     head = {
         "run_id": run_id,
         "mode": "inline" if inline else "reference",
         "inline_limit": {"max_records": INLINE_MAX_RECORDS, "max_bytes": INLINE_MAX_BYTES},
         "datasets": [dataset_entry(info) for info in datasets],
-        "record_count": len(records),
+        "record_count": record_count,
     }
 
     def stream() -> Iterator[dict[str, Any]]:
@@ -157,11 +161,14 @@ def prediction_line(
     result: Mapping[str, Any],
     test_outcome: str,
     *,
-    record: Record | None,
+    record: Mapping[str, Any] | None,
     generation_settings: Mapping[str, Any],
     version: str,
 ) -> dict[str, Any]:
-    """One ``predictions.jsonl`` line: the item's result under the contract's names."""
+    """One ``predictions.jsonl`` line: the item's result under the contract's names.
+
+    ``record`` is the item's ``ItemSpec.provenance()`` (dataset version, tags, metadata).
+    """
     line: dict[str, Any] = {"run_id": run_id, "item_id": item_id}
     for key, value in result.items():
         line["model_response" if key == "response" else key] = value
@@ -170,9 +177,9 @@ def prediction_line(
     line.update(
         {
             "dataset_id": result.get("dataset"),
-            "dataset_version": record.dataset_version if record else None,
-            "tags": list(record.tags) if record else [],
-            "metadata": dict(record.metadata) if record else {},
+            "dataset_version": record.get("dataset_version") if record else None,
+            "tags": list(record.get("tags") or ()) if record else [],
+            "metadata": dict(record.get("metadata") or {}) if record else {},
             "evaluator_scores": _evaluator_scores(result),
             "evaluator": {
                 "grader": result.get("grader"),
@@ -258,23 +265,21 @@ def failure_line(
     }
 
 
-def invalid_failure_line(
-    run_id: str, item_id: str, entry: RejectedRecord, model: str
-) -> dict[str, Any]:
-    """The ``failures.jsonl`` line of an invalid record's item."""
-    errors = [error.to_dict() for error in entry.errors]
+def invalid_failure_line(run_id: str, item_id: str, rejection: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``failures.jsonl`` line of an invalid record's item (``ItemSpec.rejection()``)."""
+    errors = list(rejection["errors"])
     return {
         "run_id": run_id,
         "item_id": item_id,
-        "record_id": entry.record_id,
-        "dataset_id": entry.dataset,
-        "model": model,
+        "record_id": rejection["record_id"],
+        "dataset_id": rejection["dataset"],
+        "model": rejection["model"],
         "failure_type": "invalid_record",
         "stage": "validation",
         "reason": "invalid_record",
         "message": "; ".join(f"{e['path']}: {e['message']}" for e in errors),
         "record_sha256": None,
-        "index": entry.source.index,
+        "index": rejection["source_index"],
         "attempt_count": 0,
         "first_attempt_at": None,
         "last_attempt_at": None,

@@ -7,7 +7,7 @@ metrics accumulators; per item it keeps one bit (reported or not) for cancellati
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import yaml
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.evaluation import cancelled_result
-from pytest_legaleval.formats import RejectedRecord
+from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
 from pytest_legaleval.metrics.prices import PriceTable, load_price_table
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
@@ -34,6 +34,8 @@ from pytest_legaleval.run.manifest import (
     utc_now,
 )
 from pytest_legaleval.run.redaction import Redactor
+from pytest_legaleval.selection import entry_key, selected_count
+from pytest_legaleval.selection import in_shard as in_shard_of
 from pytest_legaleval.session import ItemSpec, LegalEvalState
 
 __all__ = ["RunRecorder", "utc_now"]
@@ -91,10 +93,11 @@ class RunRecorder:
         self.final: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._version = package_version() or "unknown"
         self._settings_by_model: dict[str, dict[str, Any]] = {}
-        self._positions: dict[tuple[str, str], tuple[int, Record]] = {}
-        self._rejected: dict[str, ItemSpec] = {}
+        self._datasets: list[DatasetInfo] = []
+        self._selected_records = 0
+        self._record_count = 0
         self._reported = bytearray()
-        self._model_index: dict[str, int] = {}
+        """One flag per item (``ItemSpec.index``): a result arrived, or it was deselected."""
         self._retried = False
         self._junit = bool(getattr(config.option, "xmlpath", None))
         self._junit_pending: dict[str, list[tuple[str, object]]] = {}
@@ -109,28 +112,69 @@ class RunRecorder:
     def _transition(self, state: str) -> None:
         self.transitions.append({"state": state, "at": utc_now()})
 
+    def _dataset_source(self) -> Iterable[Entry]:
+        """Note the datasets and counts, and return the entries to write, in file order.
+
+        The recorder keeps no record: a process that collected the items reuses its loaded
+        dataset; an xdist controller, which collects nothing, streams the files twice: here
+        for the verdict and the counts, then again (iterating the stream returned) to write
+        them into the run directory.
+
+        Raises:
+            DatasetRejected: a dataset-level failure (nothing is written then).
+            ConfigError: an unreadable dataset or an impossible selection.
+
+        """
+        state = self.state
+        settings = state.settings
+        loaded = state.loaded
+        if loaded is not None:
+            state.items  # noqa: B018 - a selection error is raised here, as in collection
+            self._datasets = loaded.datasets
+            self._selected_records = len(state.selected)
+            self._record_count = len(loaded.records)
+            return loaded.entries
+        stream = DatasetStream(list(settings.dataset), settings.dataset_format)
+        in_shard = records = 0
+        for entry in stream:
+            records += isinstance(entry, Record)
+            if settings.shard is None or in_shard_of(entry_key(entry), settings.shard):
+                in_shard += 1
+        self._datasets = list(stream.datasets)
+        self._record_count = records
+        self._selected_records = selected_count(
+            in_shard, sample=settings.sample, limit=settings.limit
+        )
+        return stream
+
     def _open(self) -> None:
         """Create the run directory once the dataset is known to be accepted."""
         self._transition("validating")
         try:
-            loaded = self.state.load()
-            items = self.state.items
+            source = self._dataset_source()
         except (DatasetRejected, ConfigError):
             return  # collection reports it as an error, and nothing is written
         directory = RunDirectory.create(self.state.settings.run_dir, self.run_id, self.redactor)
         self.directory = directory
-        models = self.state.models
-        self._model_index = {m: i for i, m in enumerate(models)}
-        self._reported = bytearray(len(items))
-        for position in range(0, len(items), max(1, len(models))):
-            spec = items[position]
-            if isinstance(spec.entry, Record):
-                self._positions[(spec.entry.dataset, spec.entry.id)] = (position, spec.entry)
-        self._rejected = {s.item_id: s for s in items if isinstance(s.entry, RejectedRecord)}
-        for entry in loaded.entries:
-            directory.append("record_validation.jsonl", artifacts.validation_line(entry))
-        head, records = artifacts.input_dataset(self.run_id, loaded.datasets, loaded.records)
-        directory.write_json_stream("input_dataset.json", head, "records", records)
+        self._reported = bytearray(self._selected_records * len(self.state.models))
+
+        def records() -> Iterator[Record]:
+            for entry in source:
+                directory.append("record_validation.jsonl", artifacts.validation_line(entry))
+                if isinstance(entry, Record):
+                    yield entry
+
+        head, lines = artifacts.input_dataset(
+            self.run_id, self._datasets, records(), self._record_count
+        )
+        try:
+            directory.write_json_stream("input_dataset.json", head, "records", lines)
+        except (DatasetRejected, ConfigError) as exc:
+            self.run_error = f"the dataset changed while the run started: {exc}"
+        if isinstance(source, DatasetStream) and source.datasets != self._datasets:
+            self.run_error = self.run_error or (
+                "the dataset changed while the run started: its checksum differs between reads"
+            )
         for name in ("predictions.jsonl", "attempt_logs.jsonl", "failures.jsonl"):
             directory.touch(name)
         self._transition("running")
@@ -138,17 +182,13 @@ class RunRecorder:
 
     def _manifest(self) -> dict[str, Any]:
         settings = self.state.settings
-        try:
-            datasets = self.state.load().datasets
-        except (DatasetRejected, ConfigError):
-            datasets = []
         summary = self.final[0] if self.final else self.summary.to_dict(resamples=1)
         return build_manifest(
             run_id=self.run_id,
             request_id=self.state.request_id,
             settings=settings,
             models=self.state.models,
-            datasets=datasets,
+            datasets=self._datasets,
             transitions=self.transitions,
             status=self.status or self.transitions[-1]["state"],
             selection={
@@ -156,7 +196,7 @@ class RunRecorder:
                 "sample": settings.sample,
                 "seed": settings.seed,
                 "limit": settings.limit,
-                "selected_records": len(self.state.selected),
+                "selected_records": self._selected_records,
                 "items": len(self._reported),
             },
             evaluators=self.evaluators,
@@ -231,13 +271,13 @@ class RunRecorder:
             return
         invalid = getattr(report, "legaleval_invalid", None)
         if report.when == "setup" and invalid:
-            self._record_invalid(str(invalid), report.nodeid)
+            self._record_invalid(invalid, report.nodeid)
             return
         result = getattr(report, "legaleval", None)
         if result is None:
             return
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            self._record(result, report.nodeid, report.outcome)
+            self._record(result, report.nodeid, report.outcome, report.legaleval_record)
 
     @pytest.hookimpl(trylast=True, specname="pytest_runtest_logreport")
     def pytest_runtest_logreport_release(self, report: pytest.TestReport) -> None:
@@ -255,6 +295,8 @@ class RunRecorder:
             return
         fields = report.__dict__
         fields.pop("legaleval", None)
+        fields.pop("legaleval_record", None)
+        fields.pop("legaleval_invalid", None)
         if report.when != "call" and report.passed:
             bucket = self._terminal_stats().get("")
             if bucket and bucket[-1] is report:
@@ -281,13 +323,9 @@ class RunRecorder:
         stats = getattr(reporter, "stats", None)
         return stats if isinstance(stats, dict) else {}
 
-    def _mark_reported(self, dataset: str, record_id: str, model: str) -> tuple[int, Record] | None:
-        found = self._positions.get((dataset, record_id))
-        if found is not None:
-            index = found[0] + self._model_index.get(model, 0)
-            if index < len(self._reported):
-                self._reported[index] = 1
-        return found
+    def _mark_reported(self, index: int) -> None:
+        if 0 <= index < len(self._reported):
+            self._reported[index] = 1
 
     def _write(self, name: str, line: dict[str, Any]) -> None:
         assert self.directory is not None
@@ -298,26 +336,33 @@ class RunRecorder:
         except OSError as exc:  # storage outage: the run fails, pytest carries on
             self.run_error = f"cannot write {name}: {exc}"
 
-    def _record_invalid(self, item_key: str, nodeid: str) -> None:
-        spec = self._rejected.get(item_key)
-        if spec is None or not isinstance(spec.entry, RejectedRecord):
-            return
-        entry = spec.entry
-        dataset = entry.dataset or Path(entry.source.path).stem
+    def _record_invalid(self, rejection: dict[str, Any], nodeid: str) -> None:
+        """An invalid record's item (``ItemSpec.rejection()``)."""
+        self._mark_reported(rejection["index"])
+        model = rejection["model"]
         self.summary.add_invalid()
-        self.slices.add_invalid(dataset=dataset, model=spec.model)
+        self.slices.add_invalid(
+            dataset=rejection["dataset"] or rejection["source_stem"], model=model
+        )
         self._write(
-            "failures.jsonl", artifacts.invalid_failure_line(self.run_id, nodeid, entry, spec.model)
+            "failures.jsonl", artifacts.invalid_failure_line(self.run_id, nodeid, rejection)
         )
         if self._junit:
             self._junit_pending[nodeid] = [
-                ("passed", False), ("model", spec.model), ("run_id", self.run_id),
+                ("passed", False), ("model", model), ("run_id", self.run_id),
                 ("reason", "invalid_record"),
             ]  # fmt: skip
 
-    def _record(self, result: dict[str, Any], item_id: str, test_outcome: str) -> None:
-        found = self._mark_reported(result["dataset"], result["record_id"], result["model"])
-        record = found[1] if found else None
+    def _record(
+        self,
+        result: dict[str, Any],
+        item_id: str,
+        test_outcome: str,
+        record: dict[str, Any] | None,
+    ) -> None:
+        """One item's result; ``record`` is its ``ItemSpec.provenance()``."""
+        if record is not None:
+            self._mark_reported(record["index"])
         attempts = result.get("attempts") or []
         if len(attempts) > 1 and not self._retried:
             self._retried = True
@@ -338,15 +383,15 @@ class RunRecorder:
             ),
         )  # fmt: skip
         failure = artifacts.failure_line(
-            self.run_id, item_id, result, record.source.index if record else None
+            self.run_id, item_id, result, record["source_index"] if record else None
         )
         if failure is not None:
             self._write("failures.jsonl", failure)
         self.summary.add(result)
         self.slices.add(
             result,
-            tags=record.tags if record else (),
-            metadata=record.metadata if record else None,
+            tags=record["tags"] if record else (),
+            metadata=record["metadata"] if record else None,
         )
         self.evaluators.add(result)
         if self._junit:
@@ -355,16 +400,36 @@ class RunRecorder:
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         for item in items:
             spec = getattr(getattr(item, "callspec", None), "params", {}).get("record")
-            if isinstance(spec, ItemSpec) and isinstance(spec.entry, Record):
-                self._mark_reported(spec.entry.dataset, spec.entry.id, spec.model)
+            if isinstance(spec, ItemSpec):
+                self._mark_reported(spec.index)
 
     def _cancel_unreported(self) -> None:
-        """After Ctrl-C (or -x): every selected item without a result is recorded cancelled."""
-        for index, spec in enumerate(self.state.items):
+        """After Ctrl-C (or -x): every selected item without a result is recorded cancelled.
+
+        Only now does an xdist controller load the records (to name the cancelled ones). Its
+        workers deselected items themselves (``-k``, ``-m``): those are the items missing
+        from the collection the workers sent.
+        """
+        self.state.warn_policies = False  # the collecting processes have warned already
+        try:
+            items = self.state.items
+        except (DatasetRejected, ConfigError):
+            return
+        collected = _xdist_collection(self.config)
+        for spec in items:
             entry = spec.entry
-            if self._reported[index] or not isinstance(entry, Record):
+            if spec.index < len(self._reported) and self._reported[spec.index]:
                 continue
-            self._record(dict(cancelled_result(entry, spec.model)), spec.item_id, "cancelled")
+            if not isinstance(entry, Record):
+                continue
+            if collected is not None and spec.item_id not in collected:
+                continue
+            self._record(
+                dict(cancelled_result(entry, spec.model)),
+                spec.item_id,
+                "cancelled",
+                spec.provenance(),
+            )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.directory is None or self.final is None:
@@ -381,6 +446,15 @@ class RunRecorder:
         if self.run_error:
             terminalreporter.write_line(f"run error: {self.run_error}")
         terminalreporter.write_line(f"run directory: {Path(self.directory.path)}")
+
+
+def _xdist_collection(config: pytest.Config) -> set[str] | None:
+    """The item ids (``[...]`` of the node ids) xdist workers collected, on a controller."""
+    dsession = config.pluginmanager.get_plugin("dsession")
+    collection = getattr(getattr(dsession, "sched", None), "collection", None)
+    if not collection:
+        return None
+    return {nodeid[nodeid.find("[") + 1 : -1] for nodeid in collection if nodeid.endswith("]")}
 
 
 def _junit_properties(run_id: str, result: dict[str, Any]) -> list[tuple[str, object]]:
