@@ -3,16 +3,25 @@
 Item ``i`` of the (identical) collection goes to worker ``i mod K``. A worker computes the
 same assignment from its ``workerid`` and ``workercount`` and submits all of its model
 calls to the engine at once, instead of learning its items one batch at a time.
+
+The items themselves are handed out in windows of :data:`WINDOW`, refilled as the
+controller processes their reports: a worker that runs ahead of the controller (answers
+served from the cache, a fast endpoint) waits for it instead of piling up reports in the
+controller's memory.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-__all__ = ["RoundRobinScheduling", "own_indices", "worker_position"]
+__all__ = ["WINDOW", "RoundRobinScheduling", "own_indices", "worker_position"]
+
+WINDOW = 256
+"""Items a worker has been sent but not reported on, at most (refilled at half)."""
 
 
 def own_indices(n_items: int, position: int, count: int) -> range:
@@ -39,6 +48,8 @@ class RoundRobinScheduling:
         self.numnodes = len(parse_tx_spec_config(config))
         self.node2collection: dict[Any, list[str]] = {}
         self.node2pending: dict[Any, list[int]] = {}
+        self.node2queued: dict[Any, deque[int]] = {}
+        """A node's own items not sent yet, in order."""
         self._started: set[Any] = set()
         self._orphans: list[int] = []
         self._shut: set[Any] = set()
@@ -58,17 +69,20 @@ class RoundRobinScheduling:
     @property
     def tests_finished(self) -> bool:
         """Whether nothing is left to run (a node keeps one item while it runs it)."""
-        if not self.collection_is_completed or self._orphans:
+        if not self.collection_is_completed or self._orphans or any(self.node2queued.values()):
             return False
         return all(len(pending) < 2 for pending in self.node2pending.values())
 
     @property
     def has_pending(self) -> bool:
         """Whether any item is still to be run."""
-        return bool(self._orphans) or any(self.node2pending.values())
+        return (
+            bool(self._orphans) or any(self.node2pending.values()) or any(self.node2queued.values())
+        )
 
     def add_node(self, node: Any) -> None:
         self.node2pending[node] = []
+        self.node2queued[node] = deque()
 
     def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
         if self.collection is not None and list(collection) != self.collection:
@@ -76,12 +90,15 @@ class RoundRobinScheduling:
                 f"worker {node.gateway.id} collected different items; legaleval needs an "
                 "identical collection on every worker (same --dataset, --shard, --limit)"
             )
-        self.collection = list(collection)
+        if self.collection is None:
+            self.collection = list(collection)
+        # Every node shares the one list (50,000 node ids are megabytes).
         self.node2collection[node] = self.collection
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
         pending = self.node2pending[node]
         pending.remove(item_index)
+        self._refill(node)
         if self._orphans and node not in self._shut:
             self._send(node, self._orphans[:])
             self._orphans.clear()
@@ -96,6 +113,7 @@ class RoundRobinScheduling:
 
     def remove_node(self, node: Any) -> str | None:
         pending = self.node2pending.pop(node)
+        pending.extend(self.node2queued.pop(node, ()))
         self._started.discard(node)
         if not pending:
             return None
@@ -109,13 +127,26 @@ class RoundRobinScheduling:
         assert self.collection is not None
         return self.collection[crashed]
 
+    def _refill(self, node: Any) -> None:
+        """Send the node's next window of items once half of the last one is reported."""
+        queued = self.node2queued.get(node)
+        pending = self.node2pending[node]
+        if queued and len(pending) <= WINDOW // 2:
+            take = min(len(queued), WINDOW - len(pending))
+            self._send(node, [queued.popleft() for _ in range(take)])
+
     def _send(self, node: Any, indices: list[int]) -> None:
         self.node2pending[node].extend(indices)
         node.send_runtest_some(indices)
 
     def _maybe_shutdown(self, node: Any) -> None:
         # A worker keeps its last item until it learns what follows: shut it down then.
-        if node not in self._shut and not self._orphans and len(self.node2pending[node]) < 2:
+        if (
+            node not in self._shut
+            and not self._orphans
+            and not self.node2queued.get(node)
+            and len(self.node2pending[node]) < 2
+        ):
             node.shutdown()
             self._shut.add(node)
 
@@ -124,9 +155,10 @@ class RoundRobinScheduling:
         if not self._initial_done:
             ordered = sorted(self.node2pending, key=lambda n: worker_position(n.gateway.id))
             for position, node in enumerate(ordered):
-                indices = list(own_indices(len(self.collection), position, len(ordered)))
-                if indices:
-                    self._send(node, indices)
+                self.node2queued[node].extend(
+                    own_indices(len(self.collection), position, len(ordered))
+                )
+                self._refill(node)
                 self._started.add(node)
             self._initial_done = True
             for node in ordered:

@@ -22,7 +22,7 @@ from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
 from pytest_legaleval.records import Record
-from pytest_legaleval.run import artifacts
+from pytest_legaleval.run import artifacts, slimming
 from pytest_legaleval.run.console import summary_lines
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import (
@@ -39,11 +39,6 @@ from pytest_legaleval.selection import in_shard as in_shard_of
 from pytest_legaleval.session import ItemSpec, LegalEvalState
 
 __all__ = ["RunRecorder", "utc_now"]
-
-_PASSED_STAND_IN = pytest.TestReport(
-    "legaleval::passed", ("", None, ""), {}, "passed", None, "call", []
-)
-"""Counted in the terminal reporter's ``passed`` list in place of reports nobody reads."""
 
 _DENOMINATORS = ("total_records", "valid_records", "evaluated_records", "failed_records",
                  "skipped_records", "invalid_records", "cancelled_records")  # fmt: skip
@@ -101,6 +96,8 @@ class RunRecorder:
         self._retried = False
         self._junit = bool(getattr(config.option, "xmlpath", None))
         self._junit_pending: dict[str, list[tuple[str, object]]] = {}
+        self._progress: slimming.ItemProgress | None = None
+        self._reasons: dict[str, str] = {}
 
     @property
     def created_at(self) -> str:
@@ -246,6 +243,10 @@ class RunRecorder:
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         if not self.config.option.collectonly:
             self._open()
+            if self.directory is not None:
+                reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+                self._progress = slimming.track_progress(reporter, len(self._reported))
+                slimming.keep_subtest_counts_small(self.config)
         interrupted = False
         try:
             return (yield)
@@ -264,6 +265,11 @@ class RunRecorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.directory is None:
             return
+        if self._progress is not None:
+            found = getattr(report, "legaleval_record", None) or getattr(
+                report, "legaleval_invalid", None
+            )
+            self._progress.next_index = found["index"] if found else None
         if report.when == "teardown":
             props = self._junit_pending.pop(report.nodeid, None)
             if props:
@@ -283,35 +289,24 @@ class RunRecorder:
     def pytest_runtest_logreport_release(self, report: pytest.TestReport) -> None:
         """Slim the report once every plugin has seen it (memory stays flat at 50,000 items).
 
-        pytest's terminal reporter keeps every report until the session ends. Without this,
-        each result (answer text, details, attempts) would stay in memory with it, and so
-        would two passed setup/teardown reports per item that nothing ever reads again (the
-        reporter files them under the ``""`` category, which no summary shows). Passed and
-        failed call reports lose only what the end-of-session summaries do not use: the
-        keywords (read for skips only), the JUnit properties (junitxml has copied them) and
-        xdist's routing fields.
+        The result is on disk; pytest's terminal reporter keeps every report until the
+        session ends, so it keeps only what its summaries print (``run.slimming``).
         """
         if self.directory is None:
             return
-        fields = report.__dict__
-        fields.pop("legaleval", None)
-        fields.pop("legaleval_record", None)
-        fields.pop("legaleval_invalid", None)
-        if report.when != "call" and report.passed:
-            bucket = self._terminal_stats().get("")
-            if bucket and bucket[-1] is report:
-                bucket.pop()
-        elif report.when == "call" and report.passed and not self._show_passed:
-            # Nothing will print this report again (no -rp/-rP/-rA): only the count of the
-            # "passed" list matters, so one shared stand-in takes its place.
-            bucket = self._terminal_stats().get("passed")
-            if bucket and bucket[-1] is report:
-                bucket[-1] = _PASSED_STAND_IN
-        elif report.when == "call" and not report.skipped:
-            report.keywords = {}
-            report.user_properties = []
-            for name in ("node", "item_index", "testrun_uid", "worker_id", "$report_type"):
-                fields.pop(name, None)
+        slimming.release(
+            report,
+            self._terminal_stats(),
+            show_passed=self._show_passed,
+            collection=self._xdist_collection,
+            reasons=self._reasons,
+        )
+
+    @functools.cached_property
+    def _xdist_collection(self) -> list[str] | None:
+        dsession = self.config.pluginmanager.get_plugin("dsession")
+        collection = getattr(getattr(dsession, "sched", None), "collection", None)
+        return collection if isinstance(collection, list) else None
 
     @functools.cached_property
     def _show_passed(self) -> bool:
@@ -415,7 +410,7 @@ class RunRecorder:
             items = self.state.items
         except (DatasetRejected, ConfigError):
             return
-        collected = _xdist_collection(self.config)
+        collected = _collected_item_ids(self._xdist_collection)
         for spec in items:
             entry = spec.entry
             if spec.index < len(self._reported) and self._reported[spec.index]:
@@ -448,10 +443,8 @@ class RunRecorder:
         terminalreporter.write_line(f"run directory: {Path(self.directory.path)}")
 
 
-def _xdist_collection(config: pytest.Config) -> set[str] | None:
-    """The item ids (``[...]`` of the node ids) xdist workers collected, on a controller."""
-    dsession = config.pluginmanager.get_plugin("dsession")
-    collection = getattr(getattr(dsession, "sched", None), "collection", None)
+def _collected_item_ids(collection: list[str] | None) -> set[str] | None:
+    """The item ids (``[...]`` of the node ids) an xdist controller's workers collected."""
     if not collection:
         return None
     return {nodeid[nodeid.find("[") + 1 : -1] for nodeid in collection if nodeid.endswith("]")}

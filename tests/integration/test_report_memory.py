@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,11 +18,18 @@ def pytest_unconfigure(config):
         return
     stats = config.pluginmanager.get_plugin("terminalreporter").stats
     reports = [r for bucket in stats.values() for r in bucket if hasattr(r, "when")]
-    carrying = sum("legaleval" in r.__dict__ for r in reports)
+    carrying = sum(
+        any(k.startswith("legaleval") for k in getattr(r, "__dict__", {})) for r in reports
+    )
     distinct_passed = len({id(r) for r in stats.get("passed", [])})
+    slim = sum(type(r).__name__ == "FailedRecordReport" for r in stats.get("failed", []))
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    progress = reporter._progress_nodeids_reported
     sys.stdout.write(
         f"STATS passed={len(stats.get('passed', []))} distinct={distinct_passed} "
-        f"blank={len(stats.get('', []))} carrying={carrying}\\n"
+        f"blank={len(stats.get('', []))} carrying={carrying} "
+        f"failed={len(stats.get('failed', []))} slim={slim} "
+        f"progress={type(progress).__name__}:{len(progress)}\\n"
     )
 """
 
@@ -35,7 +44,43 @@ def test_stored_reports_are_slimmed_once_read(
     )
     result = run_eval(pytester, data, responses, *workers)
     result.assert_outcomes(passed=13, failed=7)  # counts are still right
-    result.stdout.fnmatch_lines(["STATS passed=13 distinct=1 blank=0 carrying=0"])
+    result.stdout.fnmatch_lines(
+        ["STATS passed=13 distinct=1 blank=0 carrying=0 failed=7 slim=7 progress=ItemProgress:20"]
+    )
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["n0", "n2"])
+def test_summaries_of_slimmed_failures_print_what_pytest_prints(
+    pytester: pytest.Pytester, suite: Path, workers: list[str]
+) -> None:
+    """Short summary, FAILURES section, --durations and the progress read the stand-ins."""
+    pytester.makeconftest(PROBE)
+    data, responses = copy_in(
+        pytester, EXAMPLES / "legal_mcq.jsonl", EXAMPLES / "legal_mcq.responses.jsonl"
+    )
+    result = run_eval(
+        pytester, data, responses, "--tb=short", "-rf", "--durations=0", "-vv", *workers
+    )
+    result.assert_outcomes(passed=13, failed=7)
+    out = result.stdout.str()
+    assert "slim=7" in out
+    predictions = [
+        json.loads(line)
+        for run in (pytester.path / "runs").iterdir()
+        for line in (run / "predictions.jsonl").read_text().splitlines()
+    ]
+    failed = [p for p in predictions if p["test_outcome"] == "failed"]
+    assert len(failed) == 7
+    for prediction in failed:
+        param = prediction["item_id"].split("[", 1)[1]
+        # The FAILURES section: a header per failure, then its reason (no traceback).
+        assert re.search(rf"_+ test_record\[{re.escape(param)} _+", out), param
+        # The short summary: node id and reason, as pytest prints them.
+        line = f"FAILED {prediction['item_id']} - {prediction['reason']}"
+        assert line in out, line
+        # --durations lists every call, the failed ones included.
+        assert re.search(rf"\d+\.\d+s call +{re.escape(prediction['item_id'])}", out)
+    assert "[100%]" in out
 
 
 def test_passed_reports_are_kept_when_a_summary_shows_them(
@@ -47,4 +92,43 @@ def test_passed_reports_are_kept_when_a_summary_shows_them(
     )
     result = run_eval(pytester, data, responses, "-rA")
     result.stdout.fnmatch_lines(["PASSED test_suite.py::test_record?lexam/lexam:mcq:*"])
-    result.stdout.fnmatch_lines(["STATS passed=13 distinct=13 blank=0 carrying=0"])
+    result.stdout.fnmatch_lines(["STATS passed=13 distinct=13 blank=0 carrying=0 *"])
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["n0", "n2"])
+def test_subtests_still_fail_their_test_next_to_records(
+    pytester: pytest.Pytester, suite: Path, workers: list[str]
+) -> None:
+    """pytest's failed-subtest counter no longer grows per item, and still counts."""
+    pytester.makepyfile(
+        test_other="""
+        def test_with_a_failed_subtest(subtests):
+            for i in range(3):
+                with subtests.test("odd", i=i):
+                    assert i % 2 == 0
+
+        def test_with_passing_subtests(subtests):
+            with subtests.test("fine"):
+                assert True
+        """
+    )
+    pytester.makeconftest(
+        PROBE
+        + """
+def pytest_sessionfinish(session):
+    from _pytest.subtests import failed_subtests_key
+    counts = session.config.stash[failed_subtests_key]
+    sys.stdout.write(f"COUNTS {type(counts).__name__} {len(counts)}\\n")
+"""
+    )
+    data, responses = copy_in(
+        pytester, EXAMPLES / "legal_mcq.jsonl", EXAMPLES / "legal_mcq.responses.jsonl"
+    )
+    result = run_eval(pytester, data, responses, *workers)
+    result.stdout.fnmatch_lines(["*test_with_a_failed_subtest*contains 1 failed subtest*"])
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] == 13 + 1  # the records' and test_with_passing_subtests
+    # The records', the failed subtest's and test_with_a_failed_subtest's.
+    assert outcomes["failed"] == 7 + 1 + 1
+    if not workers:  # the controller runs the tests: one entry, the failed test's
+        result.stdout.fnmatch_lines(["*COUNTS _CountsReadWithoutInserting 1"])
