@@ -213,9 +213,27 @@ class EntryTally:
 class LoadContext:
     """State shared by the files of one :func:`load_dataset` call."""
 
-    row_ids: dict[str, str] = field(default_factory=dict)
-    """``legal_eval_v1`` row id -> where it first appeared (``"a.jsonl line 3"``): row ids
-    are globally unique, so a repeat in any later file is a ``duplicate_record_id``."""
+    _seen: dict[str, int] = field(default_factory=dict)
+    """Row id -> where it first appeared, packed as ``place << 32 | number``."""
+    _places: list[tuple[str, str]] = field(default_factory=list)
+    """``(prefix, suffix)`` of a place (``("a.jsonl line ", "")``), by number."""
+
+    def first_seen(self, row_id: str, prefix: str, number: int, suffix: str = "") -> str | None:
+        """Note that ``row_id`` is at ``f"{prefix}{number}{suffix}"``.
+
+        Row ids are unique across the files of a load, so a repeat in any later row or
+        file is a ``duplicate_record_id``. Returns where the id first appeared when it is
+        a repeat, else ``None``. A place is kept as a number, not as text: a 50,000-row
+        load keeps one small int per row instead of one string.
+        """
+        packed = self._seen.get(row_id)
+        if packed is not None:
+            first_prefix, first_suffix = self._places[packed >> 32]
+            return f"{first_prefix}{packed & 0xFFFFFFFF}{first_suffix}"
+        if not self._places or self._places[-1] != (prefix, suffix):
+            self._places.append((prefix, suffix))
+        self._seen[row_id] = (len(self._places) - 1) << 32 | number
+        return None
 
 
 class DatasetFormat(Protocol):

@@ -136,6 +136,7 @@ def scan(path: Path, context: LoadContext) -> FileScan:
     datasets: set[str] = set()
     versions: set[str | None] = set()
     index = 0
+    place = f"{name} line "
     with path.open("rb") as handle:
         for line_number, raw in enumerate(handle, start=1):
             hasher.update(raw)
@@ -143,7 +144,7 @@ def scan(path: Path, context: LoadContext) -> FileScan:
             line = line.strip(JSON_WHITESPACE)
             if not line:
                 continue
-            where = f"{name} line {line_number}"
+            where = f"{place}{line_number}"
             row, unreadable = parse_json_line(line)
             if unreadable is None:
                 errors, sha256 = check_legal_eval_row(row, index, where=where)
@@ -155,10 +156,8 @@ def scan(path: Path, context: LoadContext) -> FileScan:
                 )
             row_id = row.get("id") if isinstance(row, dict) else None
             if isinstance(row_id, str):
-                first = context.row_ids.get(row_id)
-                if first is None:
-                    context.row_ids[row_id] = where
-                else:
+                first = context.first_seen(row_id, place, line_number)
+                if first is not None:
                     errors.append(
                         RecordError(
                             index=index,

@@ -280,8 +280,8 @@ class RagFormat:
         record_id = usable_id(row.get("task_id")) if isinstance(row, dict) else None
         errors = issues_to_errors(issues, index, record_id, where)
         if record_id is not None:
-            first = context.row_ids.setdefault(record_id, where)
-            if first != where:
+            first = context.first_seen(record_id, f"{display_name(path)} line ", line_number)
+            if first is not None:
                 errors.append(
                     RecordError(
                         index,

@@ -348,8 +348,8 @@ class TuringFormat:
             problems.append(("question", "must not be empty"))
         if not answer.strip():
             problems.append(("answer", "must not be empty"))
-        first = context.row_ids.setdefault(record_id, where)
-        if first != where:
+        first = context.first_seen(record_id, f"{display_name(path)} records[", index, "]")
+        if first is not None:
             problems.append(("question", f"repeats the question at {first}"))
         if problems:
             errors = tuple(
