@@ -92,6 +92,7 @@ class RunRecorder:
         self._selected_records = 0
         self._record_count = 0
         self._reported = bytearray()
+        self._deselected: list[int] = []
         """One flag per item (``ItemSpec.index``): a result arrived, or it was deselected."""
         self._retried = False
         self._junit = bool(getattr(config.option, "xmlpath", None))
@@ -154,6 +155,9 @@ class RunRecorder:
         directory = RunDirectory.create(self.state.settings.run_dir, self.run_id, self.redactor)
         self.directory = directory
         self._reported = bytearray(self._selected_records * len(self.state.models))
+        for index in self._deselected:  # collection (and deselection) came first
+            self._mark_reported(index)
+        self._deselected.clear()
 
         def records() -> Iterator[Record]:
             for entry in source:
@@ -393,10 +397,11 @@ class RunRecorder:
             self._junit_pending[item_id] = _junit_properties(self.run_id, result)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Deselected items (``-k``, ``-m``) are not cancelled by an early stop."""
         for item in items:
             spec = getattr(getattr(item, "callspec", None), "params", {}).get("record")
             if isinstance(spec, ItemSpec):
-                self._mark_reported(spec.index)
+                self._deselected.append(spec.index)
 
     def _cancel_unreported(self) -> None:
         """After Ctrl-C (or -x): every selected item without a result is recorded cancelled.

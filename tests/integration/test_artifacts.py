@@ -169,6 +169,27 @@ def test_stopping_early_cancels_the_rest(pytester: pytest.Pytester, suite: Path)
     assert check_run_directory(run) == []
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["n0", "n2"])
+def test_stopping_early_cancels_the_rest_but_not_the_deselected(
+    pytester: pytest.Pytester, suite: Path, workers: list[str]
+) -> None:
+    n = 200
+    data = write_jsonl(pytester.path / "d.jsonl", [mcq_row(f"q{i:03d}") for i in range(n)])
+    responses = write_jsonl(
+        pytester.path / "r.jsonl", [{"record_id": f"q{i:03d}", "response": "A"} for i in range(n)]
+    )
+    result = run_eval(pytester, data, responses, "-x", "-k", "not q003", *workers)
+    # xdist reports a -x stop as an interruption.
+    assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
+    (run,) = run_dirs(pytester.path / "runs")
+    assert _json(run / "run_manifest.json")["status"] == "cancelled"
+    predictions = read_jsonl(run / "predictions.jsonl")
+    # Every selected record once (run or cancelled), the deselected one not at all.
+    assert sorted(p["record_id"] for p in predictions) == [f"q{i:03d}" for i in range(n) if i != 3]
+    assert sum(p["reason"] == "cancelled" for p in predictions) > n // 2
+    assert check_run_directory(run) == []
+
+
 def test_terminal_summary_is_a_table_with_intervals_and_slices(
     pytester: pytest.Pytester, suite: Path
 ) -> None:
@@ -378,3 +399,29 @@ def test_n2_artifacts_equal_n0_up_to_order_and_timestamps(
     for name in ARTIFACTS:
         assert first[name] == second[name], name
     assert os.listdir(run0) and sorted(os.listdir(run0)) == sorted(os.listdir(run2))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "selection",
+    [["--shard", "2/3"], ["--sample", "4", "--seed", "5"], ["--limit", "4", "-k", "not q2"]],
+    ids=["shard", "sample", "limit-and-k"],
+)
+def test_a_streaming_controller_counts_selections_like_a_collecting_one(
+    pytester: pytest.Pytester, suite: Path, selection: list[str]
+) -> None:
+    """Under xdist the controller counts the selection from the stream; same artifacts."""
+    _mixed_run(pytester, run_dir="first")
+    args = ["--dataset", "d.jsonl", "--dataset", "c.json", "--responses", "r.jsonl", *selection]
+    serial = pytester.runpytest_subprocess(*args, "-p", "no:xdist", "--run-dir", "serial")
+    parallel = pytester.runpytest_subprocess(*args, "-n", "2", "--run-dir", "parallel")
+    outcomes = serial.parseoutcomes()
+    outcomes.pop("deselected", None)  # xdist's summary line does not count deselections
+    assert outcomes == parallel.parseoutcomes()
+    (run0,) = run_dirs(pytester.path / "serial")
+    (run2,) = run_dirs(pytester.path / "parallel")
+    first, second = _comparable(run0), _comparable(run2)
+    for name in ARTIFACTS:
+        assert first[name] == second[name], name
+    manifest = _json(run2 / "run_manifest.json")
+    assert manifest["selection"]["selected_records"] < 9  # the selection did narrow the run
