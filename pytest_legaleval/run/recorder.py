@@ -92,8 +92,9 @@ class RunRecorder:
         self._selected_records = 0
         self._record_count = 0
         self._reported = bytearray()
-        self._deselected: list[int] = []
         """One flag per item (``ItemSpec.index``): a result arrived, or it was deselected."""
+        self._deselected: list[int] = []
+        """Items deselected before the run directory opened (collection comes first)."""
         self._retried = False
         self._junit = bool(getattr(config.option, "xmlpath", None))
         self._junit_pending: dict[str, list[tuple[str, object]]] = {}
