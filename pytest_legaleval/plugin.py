@@ -84,6 +84,11 @@ def pytest_configure(config: pytest.Config) -> None:
     state.warn_policies = workerinput is None or workerinput.get("workerid") == "gw0"
     if workerinput is not None:
         _use_local_servers(state, workerinput.get(_LOCAL_URLS))
+        if pytest.version_tuple >= (9,):
+            # A worker's stdout is /dev/null (execnet): skip rendering pytest's own summary
+            # sections there (~0.3 s per 1,000 items, 20 % failing, at the end of the run);
+            # since pytest 9 other plugins' terminal summaries still run.
+            config.option.no_summary = True
         return  # workers compute; only the controller records the run
     run_id = settings.run_id or new_run_id()
     if (Path(settings.run_dir) / run_id).exists():
