@@ -30,6 +30,10 @@ def dump_json_line(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
+def _dump_item(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -87,15 +91,35 @@ class RunDirectory:
             raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
         return self._redact(obj) if self._redact is not None else obj
 
-    def append(self, name: str, obj: Any) -> None:
-        """Append one JSON line to ``name`` and flush it to the OS."""
-        line = dump_json_line(self._prepare(obj))
+    def _serialize(self, obj: Any, dump: Callable[[Any], str]) -> str:
+        """``dump(obj)``, redacted: a line the redactor can clear from its text is kept."""
+        if self._finalized:
+            raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
+        text = dump(obj)
+        clean = getattr(self._redact, "clean_json", None)
+        if self._redact is None or (clean is not None and clean(text)):
+            return text
+        redacted = self._redact(obj)
+        return text if redacted is obj else dump(redacted)
+
+    def append(self, name: str, obj: Any, *, flush: bool = True) -> None:
+        """Append one JSON line to ``name`` and flush it to the OS.
+
+        ``flush=False`` leaves it buffered, for a batch that ends with :meth:`flush`.
+        """
+        line = self._serialize(obj, dump_json_line)
         handle = self._handles.get(name)
         if handle is None:
             handle = (self.path / name).open("a", encoding="utf-8")
             self._handles[name] = handle
         handle.write(line)
-        handle.flush()
+        if flush:
+            handle.flush()
+
+    def flush(self) -> None:
+        """Flush every JSONL file to the OS."""
+        for handle in self._handles.values():
+            handle.flush()
 
     def touch(self, name: str) -> None:
         """Make sure a JSONL file exists even when it gets no line."""
@@ -140,7 +164,7 @@ class RunDirectory:
             first = True
             for item in items:
                 handle.write("\n    " if first else ",\n    ")
-                handle.write(json.dumps(self._prepare(item), ensure_ascii=False))
+                handle.write(self._serialize(item, _dump_item))
                 first = False
             handle.write("\n  ]\n}\n" if not first else "]\n}\n")
 

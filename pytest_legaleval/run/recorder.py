@@ -162,7 +162,9 @@ class RunRecorder:
 
         def records() -> Iterator[Record]:
             for entry in source:
-                directory.append("record_validation.jsonl", artifacts.validation_line(entry))
+                line = artifacts.validation_line(entry)
+                # One batch, flushed once below (with input_dataset.json) before any result.
+                directory.append("record_validation.jsonl", line, flush=False)
                 if isinstance(entry, Record):
                     yield entry
 
@@ -177,6 +179,7 @@ class RunRecorder:
             self.run_error = self.run_error or (
                 "the dataset changed while the run started: its checksum differs between reads"
             )
+        directory.flush()
         for name in ("predictions.jsonl", "attempt_logs.jsonl", "failures.jsonl"):
             directory.touch(name)
         self._transition("running")

@@ -171,3 +171,46 @@ def test_the_fast_path_agrees_with_full_redaction(value: object) -> None:
     assert json.dumps(fast) == json.dumps(redactor._redact(value))
     if fast is value:  # nothing to redact: the very same object, no copy
         assert not redactor.needed(value)
+
+
+_KEYS = ["text", "api_key", "X-Api-Key", "TOKEN", "input_tokens", "meta", "Authorization", "pwd"]
+
+
+@given(
+    st.recursive(
+        st.sampled_from(_FRAGMENTS) | st.text(max_size=30) | st.integers() | st.none(),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=8), inner)
+        ),
+        max_leaves=8,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_a_line_cleared_by_its_json_text_needs_no_redaction(value: object) -> None:
+    """``clean_json`` never clears a value that redaction would change (compact or not)."""
+    redactor = Redactor(literals=["hunter22", 'quo"ted-secret-value'])
+    for text in (
+        json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+        json.dumps(value, ensure_ascii=False),
+    ):
+        if redactor.clean_json(text):
+            assert not redactor.needed(value)
+            assert json.dumps(redactor._redact(value), ensure_ascii=False) == json.dumps(
+                value, ensure_ascii=False
+            )
+
+
+def test_clean_json_clears_ordinary_lines_and_not_secrets() -> None:
+    redactor = Redactor(literals=["hunter22"])
+    ordinary = {"record_id": "q1", "input_tokens": 12, "model_response": "Answer: B"}
+    assert redactor.clean_json(json.dumps(ordinary))
+    for secret in (
+        {"api_key": "x"},
+        {"X-Api-Key": "x"},
+        {"text": "my password is hunter22"},
+        {"text": "sk-proj-abcdefghijklmnopqrstuvwx"},
+        {"text": 'say "hi"'},  # escaped: looked at closer, whatever it holds
+    ):
+        assert not redactor.clean_json(json.dumps(secret, ensure_ascii=False)), secret
+    assert not Redactor(pii=["email"]).clean_json(json.dumps(ordinary))  # PII: always search
