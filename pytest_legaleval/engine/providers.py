@@ -39,8 +39,8 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 PREFERRED_TRANSPORT = "aiohttp"
 """What ``transport="auto"`` means. Measured with ``benchmarks/transport.py`` (2,000 calls,
-concurrency 50, 100 ms latency, ideal 4.0 s): aiohttp 4.4 s and 1.1 ms client CPU per call,
-httpx 4.7 s and 1.9 ms; the CPU gap decides once the client shares a busy machine."""
+concurrency 50, 100 ms latency, ideal 4.0 s): aiohttp 4.5 s and 0.72 ms client CPU per call,
+httpx 4.5 s and 1.52 ms; the CPU gap decides once the client shares a busy machine."""
 
 _DUMMY_KEY = "not-needed"  # local servers ignore the key but the SDK insists on one
 _PATH = "/chat/completions"
