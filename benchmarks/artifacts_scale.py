@@ -67,6 +67,9 @@ def _run(work: Path, base_url: str, n: int, workers: int) -> dict[str, float | i
         "RSS_PROBE_OUT": str(probe_out),
         "OPENAI_API_KEY": "bench-key",
         "PYTHONPATH": path,
+        # pytest's temporary directories under the benchmark's own root (xdist makes the
+        # controller create one; at exit pytest deletes older ones, unrelated to this run).
+        "PYTEST_DEBUG_TEMPROOT": str(work),
     }
     xdist = ["-n", str(workers)] if workers else ["-p", "no:xdist"]
     args = [

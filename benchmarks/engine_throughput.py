@@ -81,7 +81,10 @@ def _pytest(args: list[str], cwd: Path) -> tuple[float, float, str]:
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env=ENV,
+        # pytest's temporary directories under the benchmark's own root: xdist makes the
+        # controller create one, and at exit pytest deletes its older siblings, which after
+        # a test-suite run is a large tree that has nothing to do with the run measured.
+        env={**ENV, "PYTEST_DEBUG_TEMPROOT": str(cwd)},
     )
     assert proc.stdout is not None
     output = proc.stdout.read().decode()
