@@ -12,14 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_legaleval.run.verify import check_run_directory
 
+from ..processes import alive, wait_until
 from .conftest import DATA, SUITE, mcq_row, read_jsonl, run_dirs, write_jsonl
 
 MODEL = "local/smollm2-135m"
@@ -50,24 +49,6 @@ from pytest_legaleval import local_model
 
 local_model.LocalModels = functools.partial(local_model.LocalModels, find_spec=lambda name: None)
 """
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its reaper counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def wait_until(condition: Any, within_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def _fake_setup(pytester: pytest.Pytester, n: int, latency: float = 0.0) -> tuple[Path, Path]:

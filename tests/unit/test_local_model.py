@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from importlib.machinery import ModuleSpec
 from pathlib import Path
@@ -36,6 +35,8 @@ from pytest_legaleval.local_model import (
 )
 from pytest_legaleval.settings import Settings
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
+
+from ..processes import alive, wait_until
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -80,22 +81,8 @@ FAKE_SERVER = textwrap.dedent(
 )
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its reaper counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def wait_gone(pid: int, within_s: float = 15.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return wait_until(lambda: not alive(pid), within_s)
 
 
 @pytest.fixture
