@@ -5,10 +5,11 @@ Hooks only; the work happens in pure modules (formats, validation, grading, run,
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +25,9 @@ from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
 from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
 from pytest_legaleval.settings import add_options, resolve
+
+if TYPE_CHECKING:
+    from pytest_legaleval.live import LiveEvaluator
 
 pytest_plugins = ["pytest_legaleval.testing.fixtures"]
 
@@ -278,6 +282,32 @@ def _own_specs(session: pytest.Session) -> list[ItemSpec]:
     return specs
 
 
+def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvaluator:
+    """This process's evaluator: the SDK imported, its client built, the engine ready."""
+    workerinput = getattr(session.config, "workerinput", None)
+    share = int(workerinput["workercount"]) if workerinput else 1
+    # The SDK import creates some 85,000 long-lived objects and no garbage; with the
+    # collector on, it ran full collections over them (~45 ms of each process's start-up,
+    # before its first model call).
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        from pytest_legaleval.live import LiveEvaluator
+
+        return LiveEvaluator(
+            state.settings,
+            share=share,
+            conversation=state.conversation,
+            responses=state.responses,
+            policies=state.policies,
+        )
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    finally:
+        if paused:
+            gc.enable()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
     state = session.config.stash.get(STATE_KEY, None)
@@ -288,20 +318,7 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
         and session.items
         and not session.config.option.collectonly
     ):
-        workerinput = getattr(session.config, "workerinput", None)
-        share = int(workerinput["workercount"]) if workerinput else 1
-        from pytest_legaleval.live import LiveEvaluator
-
-        try:
-            live = state.live = LiveEvaluator(
-                state.settings,
-                share=share,
-                conversation=state.conversation,
-                responses=state.responses,
-                policies=state.policies,
-            )
-        except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        live = state.live = _live_evaluator(session, state)
         live.prefetch(
             [
                 (spec.entry, spec.model)

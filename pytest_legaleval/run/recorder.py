@@ -79,6 +79,7 @@ class RunRecorder:
             raise pytest.UsageError(str(exc)) from None
         self.redactor = Redactor.for_settings(settings.redact, _key_env_vars(state))
         self.directory: RunDirectory | None = None
+        self._open_tried = False
         self.summary = MetricsAccumulator(prices=self.prices)
         self.slices = SliceAccumulator(settings.slice_by, self.prices)
         self.evaluators = EvaluatorLog()
@@ -247,14 +248,25 @@ class RunRecorder:
 
     # -- hooks -----------------------------------------------------------------------------
 
+    def _ensure_open(self) -> None:
+        """Open the run directory on first need: the first report, or the end of the run.
+
+        Not when the run loop starts: the model calls go out first. Every process is busy
+        starting up until its first calls are in flight (the SDK import, and on an xdist
+        controller the workers' collection), while waiting for answers leaves the CPU idle;
+        reading the dataset and writing ``input_dataset.json`` then costs no wall time.
+        """
+        if self._open_tried or self.config.option.collectonly:
+            return
+        self._open_tried = True
+        self._open()
+        if self.directory is not None:
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            self._progress = slimming.track_progress(reporter, len(self._reported))
+            slimming.keep_subtest_counts_small(self.config)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        if not self.config.option.collectonly:
-            self._open()
-            if self.directory is not None:
-                reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-                self._progress = slimming.track_progress(reporter, len(self._reported))
-                slimming.keep_subtest_counts_small(self.config)
         interrupted = False
         try:
             return (yield)
@@ -267,10 +279,12 @@ class RunRecorder:
             self.run_error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
+            self._ensure_open()
             self._finalize(interrupted or bool(session.shouldstop or session.shouldfail))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._ensure_open()
         if self.directory is None:
             return
         if self._progress is not None:
