@@ -37,6 +37,7 @@ from pytest_legaleval.run.redaction import Redactor
 from pytest_legaleval.selection import entry_key, selected_count
 from pytest_legaleval.selection import in_shard as in_shard_of
 from pytest_legaleval.session import ItemSpec, LegalEvalState
+from pytest_legaleval.warmup import preload_summary_imports
 
 __all__ = ["RunRecorder", "utc_now"]
 
@@ -260,6 +261,7 @@ class RunRecorder:
             return
         self._open_tried = True
         self._open()
+        preload_summary_imports(self.config)
         if self.directory is not None:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             self._progress = slimming.track_progress(reporter, len(self._reported))

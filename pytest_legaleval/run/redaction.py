@@ -96,8 +96,15 @@ _CASED_TRIGGERS = (
     "eyJ",
 )
 """Literals (case-sensitive, as in their patterns) one of which every secret shape contains."""
-_CREDENTIAL_KEYWORDS = ("key", "secret", "token", "password", "passwd", "pwd")
-"""Every credential keyword of ``SECRET_KINDS["credential"]`` ends in one of these."""
+_CREDENTIAL_KEYWORDS = (
+    "api_key", "api-key", "apikey", "secret_key", "secret-key", "secretkey", "secret",
+    "token", "password", "passwd", "pwd",
+)  # fmt: skip
+"""Every credential keyword of ``SECRET_KINDS["credential"]`` ends in one of these.
+
+Not plain ``key``: a key is a credential only as ``api key`` or ``secret key``, and every
+result line has a ``"cache_key":`` (which sent each of them down the slow path).
+"""
 
 _CHECKS: dict[str, Callable[[str], bool]] = {"iban": _iban_ok, "card_number": _luhn_ok}
 

@@ -146,6 +146,10 @@ _FRAGMENTS = [
     "API-KEY : 'abcd1234efgh'",
     "token:",
     "input_tokens",
+    "cache_key: 12ab",
+    "SecretKey = zz99",
+    "my_api-key:x1",
+    "monkey=banana",
     "risk-based",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",
     "§ 536 BGB",
@@ -173,7 +177,10 @@ def test_the_fast_path_agrees_with_full_redaction(value: object) -> None:
         assert not redactor.needed(value)
 
 
-_KEYS = ["text", "api_key", "X-Api-Key", "TOKEN", "input_tokens", "meta", "Authorization", "pwd"]
+_KEYS = [
+    "text", "api_key", "X-Api-Key", "TOKEN", "input_tokens", "meta", "Authorization", "pwd",
+    "cache_key", "secret_key", "SecretKey", "client-secret", "my_apikey", "monkey",
+]  # fmt: skip
 
 
 @given(
@@ -203,11 +210,18 @@ def test_a_line_cleared_by_its_json_text_needs_no_redaction(value: object) -> No
 
 def test_clean_json_clears_ordinary_lines_and_not_secrets() -> None:
     redactor = Redactor(literals=["hunter22"])
-    ordinary = {"record_id": "q1", "input_tokens": 12, "model_response": "Answer: B"}
+    ordinary = {
+        "record_id": "q1",
+        "input_tokens": 12,
+        "model_response": "Answer: B",
+        "details": {"cache_key": "ad3c57a9", "monkey": 1},  # keys, not credentials
+    }
     assert redactor.clean_json(json.dumps(ordinary))
     for secret in (
         {"api_key": "x"},
         {"X-Api-Key": "x"},
+        {"text": "secret_key: abc123"},
+        {"text": "the ApiKey=abc123"},
         {"text": "my password is hunter22"},
         {"text": "sk-proj-abcdefghijklmnopqrstuvwx"},
         {"text": 'say "hi"'},  # escaped: looked at closer, whatever it holds
