@@ -425,3 +425,53 @@ def test_a_streaming_controller_counts_selections_like_a_collecting_one(
         assert first[name] == second[name], name
     manifest = _json(run2 / "run_manifest.json")
     assert manifest["selection"]["selected_records"] < 9  # the selection did narrow the run
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["n0", "n2"])
+def test_a_run_that_reports_nothing_still_leaves_a_complete_directory(
+    pytester: pytest.Pytester, suite: Path, workers: list[str]
+) -> None:
+    """The directory opens at the first report, or at the end when no report ever came."""
+    data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
+    responses = write_jsonl(
+        pytester.path / "r.jsonl", [{"record_id": f"q{i}", "response": "B"} for i in (1, 2)]
+    )
+    result = run_eval(pytester, data, responses, "-k", "no_such_record", *workers)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    (run,) = run_dirs(pytester.path / "runs")
+    assert check_run_directory(run) == []
+    assert read_jsonl(run / "predictions.jsonl") == []
+    assert len(read_jsonl(run / "record_validation.jsonl")) == 2
+    assert _json(run / "metrics_summary.json")["evaluated_records"] == 0
+
+
+def test_the_summarys_hypothesis_import_is_done_while_the_run_waits(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    """hypothesis' plugin imports hypothesis in its terminal summary; we do it earlier."""
+    pytester.makeconftest(
+        """
+        import sys
+        import threading
+        import pytest
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_sessionfinish(session):
+            # Imported, or being imported right now (the thread lives until it is done).
+            started = "hypothesis" in sys.modules or any(
+                t.name == "legaleval-preload" for t in threading.enumerate()
+            )
+            with open("imported.txt", "w") as out:
+                out.write(str(started))
+        """
+    )
+    data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1")])
+    responses = write_jsonl(pytester.path / "r.jsonl", [{"record_id": "q1", "response": "B"}])
+    args = ["--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"]
+    result = pytester.runpytest_subprocess(*args, "-p", "no:xdist")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "imported.txt").read_text() == "True"
+    # Without the plugin there is nothing to prepare for: nothing is imported.
+    result = pytester.runpytest_subprocess(*args, "-p", "no:xdist", "-p", "no:hypothesispytest")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "imported.txt").read_text() == "False"
