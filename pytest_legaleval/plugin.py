@@ -25,6 +25,7 @@ from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
 from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
 from pytest_legaleval.settings import add_options, resolve
+from pytest_legaleval.warmup import preload_summary_imports
 
 if TYPE_CHECKING:
     from pytest_legaleval.live import LiveEvaluator
@@ -326,9 +327,6 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
                 if isinstance(spec.entry, Record)
             ]
         )
-        from pytest_legaleval.warmup import preload_summary_imports
-
-        preload_summary_imports(session.config)  # the calls are in flight: the CPU waits
     try:
         return (yield)
     except KeyboardInterrupt:
@@ -374,6 +372,11 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.when == "teardown" and hasattr(item.config, "workerinput"):
+        # After the first item, not before: the first answers are not slowed down, and
+        # from then on a worker mostly waits for answers (the controller does this at its
+        # first report, as does a single process).
+        preload_summary_imports(item.config)
     # Everything the run recorder writes travels on the report: an xdist controller holds
     # no copy of the dataset.
     invalid = item.stash.get(_INVALID_KEY, None)

@@ -4,8 +4,10 @@ Hypothesis (a dependency of ours, for :mod:`pytest_legaleval.testing.strategies`
 pytest plugin whose ``pytest_terminal_summary`` imports the whole ``hypothesis`` package
 to read one module-level set, even in a session that never used hypothesis: about 0.1 s
 of CPU in every process, at the very end of the run, where the last xdist worker and then
-the controller each add it to the wall time. Importing it on a background thread once the
-model calls are in flight does the same work while the CPU would otherwise wait.
+the controller each add it to the wall time. Importing it on a background thread while the
+run waits for model answers does the same work where it costs no wall time: an xdist worker
+starts it after its first item (not while its first answers are coming in), the controller
+and a single process at their first report.
 """
 
 from __future__ import annotations
