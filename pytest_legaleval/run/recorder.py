@@ -252,10 +252,10 @@ class RunRecorder:
     def _ensure_open(self) -> None:
         """Open the run directory on first need: the first report, or the end of the run.
 
-        Not when the run loop starts: the model calls go out first. Every process is busy
-        starting up until its first calls are in flight (the SDK import, and on an xdist
-        controller the workers' collection), while waiting for answers leaves the CPU idle;
-        reading the dataset and writing ``input_dataset.json`` then costs no wall time.
+        Not when the run loop starts: the model calls go out first. Until the first calls
+        are in flight every core is busy starting up (the SDK import; under xdist the
+        workers' start-up and collection), while waiting for answers leaves part of the CPU
+        idle: reading the dataset and writing ``input_dataset.json`` fit in there.
         """
         if self._open_tried or self.config.option.collectonly:
             return
