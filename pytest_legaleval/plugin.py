@@ -25,7 +25,7 @@ from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
 from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
 from pytest_legaleval.settings import add_options, resolve
-from pytest_legaleval.warmup import preload_summary_imports
+from pytest_legaleval.warmup import drop_unread_worker_summary
 
 if TYPE_CHECKING:
     from pytest_legaleval.live import LiveEvaluator
@@ -338,6 +338,11 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
             live.close()
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Before the terminal summary, which runs after every plain sessionfinish hook.
+    drop_unread_worker_summary(session.config)
+
+
 @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
 def pytest_runtest_makereport_failed_record(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A failed record's report, built without a traceback.
@@ -372,11 +377,6 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.when == "teardown" and hasattr(item.config, "workerinput"):
-        # After the first item, not before: the first answers are not slowed down, and
-        # from then on a worker mostly waits for answers (the controller does this at its
-        # first report, as does a single process).
-        preload_summary_imports(item.config)
     # Everything the run recorder writes travels on the report: an xdist controller holds
     # no copy of the dataset.
     invalid = item.stash.get(_INVALID_KEY, None)

@@ -475,3 +475,46 @@ def test_the_summarys_hypothesis_import_is_done_while_the_run_waits(
     result = pytester.runpytest_subprocess(*args, "-p", "no:xdist", "-p", "no:hypothesispytest")
     result.assert_outcomes(passed=1)
     assert (pytester.path / "imported.txt").read_text() == "False"
+
+
+def test_an_xdist_worker_skips_the_summary_import_unless_it_used_hypothesis(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    """A worker's summary is unseen: without hypothesis tests there, its import is skipped."""
+    pytester.makeconftest(
+        """
+        import os
+        import sys
+
+        def pytest_unconfigure(config):
+            worker = os.environ.get("PYTEST_XDIST_WORKER")
+            if worker:
+                kept = config.pluginmanager.has_plugin("hypothesispytest")
+                with open(f"{worker}.txt", "w") as out:
+                    out.write(f"imported={'hypothesis' in sys.modules} kept={kept}")
+        """
+    )
+    data = write_jsonl(pytester.path / "d.jsonl", [mcq_row(f"q{i}") for i in range(4)])
+    responses = write_jsonl(
+        pytester.path / "r.jsonl", [{"record_id": f"q{i}", "response": "B"} for i in range(4)]
+    )
+    args = ["--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"]
+    result = pytester.runpytest_subprocess(*args, "-n", "2")
+    result.assert_outcomes(passed=4)
+    states = {pytester.path.joinpath(f"gw{i}.txt").read_text() for i in (0, 1)}
+    assert states == {"imported=False kept=False"}
+
+    # A worker that ran a hypothesis test keeps the plugin (and its summary).
+    pytester.makepyfile(
+        test_prop="""
+        from hypothesis import given, strategies as st
+
+        @given(st.integers())
+        def test_small(x):
+            assert x < 10
+        """
+    )
+    result = pytester.runpytest_subprocess(*args, "-n", "2")
+    result.assert_outcomes(passed=4, failed=1)
+    states = {pytester.path.joinpath(f"gw{i}.txt").read_text() for i in (0, 1)}
+    assert "imported=True kept=True" in states
