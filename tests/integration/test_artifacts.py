@@ -483,11 +483,12 @@ def test_an_xdist_worker_skips_the_summary_import_unless_it_used_hypothesis(
     """A worker's summary is unseen: without hypothesis tests there, its import is skipped."""
     pytester.makeconftest(
         """
-        import os
         import sys
 
         def pytest_unconfigure(config):
-            worker = os.environ.get("PYTEST_XDIST_WORKER")
+            # Not $PYTEST_XDIST_WORKER: the controller inherits it when this suite runs
+            # under xdist itself.
+            worker = getattr(config, "workerinput", {}).get("workerid")
             if worker:
                 kept = config.pluginmanager.has_plugin("hypothesispytest")
                 with open(f"{worker}.txt", "w") as out:
