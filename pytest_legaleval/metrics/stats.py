@@ -6,16 +6,18 @@ the metrics need no numpy.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = [
     "BOOTSTRAP_CONFIDENCE",
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
+    "BinomialSampler",
     "BootstrapInterval",
     "binomial_variate",
     "bootstrap_mean_interval",
@@ -99,6 +101,34 @@ def histogram(
     return {"edges": edges, "counts": counts}
 
 
+def _mode_and_pmf(n: int, p: float) -> tuple[int, float]:
+    mode = min(int((n + 1) * p), n)
+    log_pmf = (
+        math.lgamma(n + 1)
+        - math.lgamma(mode + 1)
+        - math.lgamma(n - mode + 1)
+        + mode * math.log(p)
+        + (n - mode) * math.log(1.0 - p)
+    )
+    return mode, math.exp(log_pmf)
+
+
+def _outward(n: int, p: float, mode: int, pmf_mode: float) -> Iterator[tuple[int, float]]:
+    """Outcomes from the mode outward (mode+1, mode-1, mode+2, …) with their pmf."""
+    ratio = p / (1.0 - p)
+    up, up_pmf = mode, pmf_mode
+    down, down_pmf = mode, pmf_mode
+    while up < n or down > 0:
+        if up < n:
+            up_pmf *= (n - up) / (up + 1) * ratio
+            up += 1
+            yield up, up_pmf
+        if down > 0:
+            down_pmf *= down / (n - down + 1) / ratio
+            down -= 1
+            yield down, down_pmf
+
+
 def binomial_variate(rng: random.Random, n: int, p: float) -> int:
     """One exact Binomial(``n``, ``p``) draw by inversion, searching outward from the mode.
 
@@ -110,37 +140,50 @@ def binomial_variate(rng: random.Random, n: int, p: float) -> int:
         return 0
     if p >= 1.0:
         return n
-    q = 1.0 - p
-    mode = min(int((n + 1) * p), n)
-    log_pmf = (
-        math.lgamma(n + 1)
-        - math.lgamma(mode + 1)
-        - math.lgamma(n - mode + 1)
-        + mode * math.log(p)
-        + (n - mode) * math.log(q)
-    )
+    mode, pmf_mode = _mode_and_pmf(n, p)
     u = rng.random()
-    pmf_mode = math.exp(log_pmf)
     cumulative = pmf_mode
     if u <= cumulative:
         return mode
-    up, up_pmf = mode, pmf_mode
-    down, down_pmf = mode, pmf_mode
-    ratio = p / q
-    while up < n or down > 0:
-        if up < n:
-            up_pmf *= (n - up) / (up + 1) * ratio
-            up += 1
-            cumulative += up_pmf
-            if u <= cumulative:
-                return up
-        if down > 0:
-            down_pmf *= down / (n - down + 1) / ratio
-            down -= 1
-            cumulative += down_pmf
-            if u <= cumulative:
-                return down
+    for outcome, pmf in _outward(n, p, mode, pmf_mode):
+        cumulative += pmf
+        if u <= cumulative:
+            return outcome
     return mode  # u fell into the rounding slack above the summed pmf (probability ~1e-15)
+
+
+class BinomialSampler:
+    """Many draws of one Binomial(``n``, ``p``): the same draws as :func:`binomial_variate`.
+
+    The cumulative sums in visiting order are computed once (``n`` steps, the same float
+    operations in the same order); each draw is then a bisection. A bootstrap of pass/fail
+    outcomes draws one binomial of the same ``n`` and ``p`` per resample.
+    """
+
+    __slots__ = ("_cumulative", "_fixed", "_mode", "_outcomes")
+
+    def __init__(self, n: int, p: float) -> None:
+        self._fixed: int | None = None
+        if n <= 0 or p <= 0.0:
+            self._fixed = 0
+        elif p >= 1.0:
+            self._fixed = n
+        else:
+            mode, cumulative = _mode_and_pmf(n, p)
+            self._mode = mode
+            self._outcomes = [mode]
+            self._cumulative = [cumulative]
+            for outcome, pmf in _outward(n, p, mode, cumulative):
+                cumulative += pmf
+                self._outcomes.append(outcome)
+                self._cumulative.append(cumulative)
+
+    def draw(self, rng: random.Random) -> int:
+        """One draw (consumes one ``rng.random()``, as :func:`binomial_variate` does)."""
+        if self._fixed is not None:
+            return self._fixed
+        index = bisect.bisect_left(self._cumulative, rng.random())
+        return self._outcomes[index] if index < len(self._outcomes) else self._mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,13 +216,19 @@ def _multinomial_means(
 ) -> list[float]:
     values = sorted(counts)
     weights = [counts[v] / n for v in values]
+    # The first binomial of every resample has the same n and p (for pass/fail outcomes it
+    # is the only one): drawn from a table built once, with the same results.
+    first = BinomialSampler(n, min(1.0, weights[0]))
     means = []
     for _ in range(resamples):
         remaining_n, remaining_p, total = n, 1.0, 0.0
-        for value, weight in zip(values[:-1], weights[:-1], strict=True):
+        for level, (value, weight) in enumerate(zip(values[:-1], weights[:-1], strict=True)):
             if remaining_n == 0:
                 break
-            drawn = binomial_variate(rng, remaining_n, min(1.0, weight / remaining_p))
+            if level == 0:
+                drawn = first.draw(rng)
+            else:
+                drawn = binomial_variate(rng, remaining_n, min(1.0, weight / remaining_p))
             total += drawn * value
             remaining_n -= drawn
             remaining_p -= weight

@@ -7,9 +7,12 @@ import random
 import statistics
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_legaleval.metrics import stats
 from pytest_legaleval.metrics.stats import (
+    BinomialSampler,
     binomial_variate,
     bootstrap_mean_interval,
     histogram,
@@ -72,6 +75,23 @@ def test_binomial_variate_edges() -> None:
     assert binomial_variate(rng, 0, 0.5) == 0
     assert binomial_variate(rng, 10, 0.0) == 0
     assert binomial_variate(rng, 10, 1.0) == 10
+
+
+@given(
+    n=st.integers(min_value=-1, max_value=3000),
+    p=st.one_of(st.floats(min_value=-0.1, max_value=1.1), st.sampled_from([1e-9, 0.5, 1 - 1e-9])),
+    seed=st.integers(min_value=0, max_value=2**32),
+)
+def test_the_tabled_sampler_draws_exactly_what_the_direct_one_draws(
+    n: int, p: float, seed: int
+) -> None:
+    """Bootstraps stay reproducible: the table changes the cost, never a draw."""
+    direct, tabled = random.Random(seed), random.Random(seed)
+    sampler = BinomialSampler(n, p)
+    assert [sampler.draw(tabled) for _ in range(60)] == [
+        binomial_variate(direct, n, p) for _ in range(60)
+    ]
+    assert tabled.random() == direct.random()  # one uniform per draw on both paths
 
 
 def test_bootstrap_is_seeded_and_recorded() -> None:
