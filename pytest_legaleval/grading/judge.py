@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from pytest_legaleval.grading.policies import Policy
 from pytest_legaleval.grading.prompts import NONE
 from pytest_legaleval.grading.text import strip_reasoning
@@ -260,6 +258,9 @@ def parse_reply(
     cleaned = strip_reasoning(text)
     if not cleaned:
         return ParsedReply(None, "the reply is empty")
+    # Imported here: a run without a judge never needs jsonschema (~45 ms per process).
+    from jsonschema import Draft202012Validator
+
     validator = Draft202012Validator(schema)
     first_problem: str | None = None
     for candidate in _json_candidates(cleaned):

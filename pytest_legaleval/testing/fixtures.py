@@ -15,15 +15,18 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
+if TYPE_CHECKING:
+    # The server is imported when a test asks for it: this module is loaded as a plugin
+    # by every pytest process, and the server module (asyncio, http.server) is ~12 ms.
+    from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
 
 __all__ = ["MockOpenAIFactory", "mock_openai", "mock_openai_factory"]
 
-MockOpenAIFactory = Callable[..., MockOpenAIServer]
+MockOpenAIFactory = Callable[..., "MockOpenAIServer"]
 """``factory(config: MockConfig | None = None, **config_fields) -> MockOpenAIServer``."""
 
 
@@ -38,6 +41,8 @@ def mock_openai() -> Iterator[MockOpenAIServer]:
         The running server; ``mock_openai.base_url`` is the client's base URL.
 
     """
+    from pytest_legaleval.testing.mock_openai import MockOpenAIServer
+
     with MockOpenAIServer() as server:
         yield server
 
@@ -51,6 +56,8 @@ def mock_openai_factory() -> Iterator[MockOpenAIFactory]:
         :class:`~pytest_legaleval.testing.mock_openai.MockOpenAIServer`.
 
     """
+    from pytest_legaleval.testing.mock_openai import MockOpenAIServer
+
     servers: list[MockOpenAIServer] = []
 
     def factory(config: MockConfig | None = None, **config_fields: Any) -> MockOpenAIServer:
