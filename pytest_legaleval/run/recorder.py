@@ -7,6 +7,7 @@ metrics accumulators; per item it keeps one bit (reported or not) for cancellati
 from __future__ import annotations
 
 import functools
+import gc
 from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -261,6 +262,10 @@ class RunRecorder:
             return
         self._open_tried = True
         self._open()
+        # What exists now (modules, plugins, configuration, the open run directory) lives
+        # until the process ends: keep the collector from scanning it again in the run's
+        # full collections and in the two pytest makes at the end, after the last result.
+        gc.freeze()
         preload_summary_imports(self.config)
         if self.directory is not None:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
