@@ -39,8 +39,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
-def _check_settings(state: LegalEvalState) -> None:
-    """Config-time checks: impossible mixes fail before collection, naming the fix."""
+def _check_settings(state: LegalEvalState, *, controller: bool = True) -> None:
+    """Config-time checks: impossible mixes fail before collection, naming the fix.
+
+    An xdist worker skips what only the controller uses (the gates): a malformed gate has
+    already stopped the controller, before any worker started.
+    """
     s = state.settings
     if s.dataset_format not in ("auto", *FORMATS):
         raise ConfigError(
@@ -54,9 +58,10 @@ def _check_settings(state: LegalEvalState) -> None:
             "--responses and --model are exclusive: evaluate pre-computed "
             "responses or call a model live, not both"
         )
-    from pytest_legaleval.metrics.gates import parse_gates
+    if controller and s.gate:
+        from pytest_legaleval.metrics.gates import parse_gates
 
-    parse_gates(s.gate)  # a malformed gate is a usage error that shows the grammar
+        parse_gates(s.gate)  # a malformed gate is a usage error that shows the grammar
     if not 0 < s.regression_alpha < 1:
         raise ConfigError(f"--regression-alpha must be in (0, 1), got {s.regression_alpha}")
     if s.max_regression is not None and not 0 <= s.max_regression <= 1:
@@ -80,7 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 raise ConfigError("--responses/--model need --dataset PATH")
             return
         state = LegalEvalState(settings)
-        _check_settings(state)
+        _check_settings(state, controller=not hasattr(config, "workerinput"))
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state

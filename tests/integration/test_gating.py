@@ -158,10 +158,14 @@ def test_model_slice_with_two_models(pytester: pytest.Pytester, data: Path) -> N
     )
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["n0", "n2"])
 def test_malformed_gate_is_a_usage_error_with_the_grammar(
-    pytester: pytest.Pytester, data: Path
+    pytester: pytest.Pytester, data: Path, workers: list[str]
 ) -> None:
-    result = run_eval(pytester, data, _responses(pytester, set()), "--gate", "accuracy>=0.8")
+    """Workers skip the gate check: the controller rejects the gate before they start."""
+    result = run_eval(
+        pytester, data, _responses(pytester, set()), "--gate", "accuracy>=0.8", *workers
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "unknown metric 'accuracy'" in err
