@@ -5,7 +5,6 @@ Hooks only; the work happens in pure modules (formats, validation, grading, run,
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Generator
 from pathlib import Path
@@ -21,6 +20,7 @@ from pytest_legaleval.evaluation import (
     record_error_result,
 )
 from pytest_legaleval.formats import FORMATS, RejectedRecord
+from pytest_legaleval.perf import collector_paused
 from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
 from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
@@ -295,23 +295,19 @@ def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvalu
     # The SDK import creates some 85,000 long-lived objects and no garbage; with the
     # collector on, it ran full collections over them (~45 ms of each process's start-up,
     # before its first model call).
-    paused = gc.isenabled()
-    gc.disable()
     try:
-        from pytest_legaleval.live import LiveEvaluator
+        with collector_paused():
+            from pytest_legaleval.live import LiveEvaluator
 
-        return LiveEvaluator(
-            state.settings,
-            share=share,
-            conversation=state.conversation,
-            responses=state.responses,
-            policies=state.policies,
-        )
+            return LiveEvaluator(
+                state.settings,
+                share=share,
+                conversation=state.conversation,
+                responses=state.responses,
+                policies=state.policies,
+            )
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
-    finally:
-        if paused:
-            gc.enable()
 
 
 @pytest.hookimpl(wrapper=True)

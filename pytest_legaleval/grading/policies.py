@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.perf import load_yaml
 from pytest_legaleval.records import Record
 
 __all__ = [
@@ -235,14 +236,11 @@ def parse_policy(data: Mapping[str, Any], *, source: str, base: Policy | None = 
     return Policy(**values, source=source, sha256=_content_hash(content))
 
 
-# libyaml's loader when PyYAML was built with it: every process reads the built-in policies
-# at start-up (about 10 ms with the pure-Python loader, 1 ms with libyaml; same documents).
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _read_yaml(text: str, source: str) -> Mapping[str, Any]:
     try:
-        data = yaml.load(text, Loader=_SAFE_LOADER)
+        # libyaml when available: every process reads the built-in policies at start-up
+        # (about 10 ms with the pure-Python loader, 1 ms with libyaml).
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from None
     if not isinstance(data, Mapping):

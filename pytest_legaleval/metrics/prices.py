@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.perf import load_yaml
 
 __all__ = ["Price", "PriceTable", "load_price_table"]
 
@@ -105,14 +106,10 @@ def _document(data: Any, origin: str) -> Mapping[str, Any]:
     return data
 
 
-# libyaml's loader when PyYAML has it (the controller reads this table at start-up).
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def builtin_table() -> PriceTable:
     """The table shipped with the package."""
     text = (files("pytest_legaleval.metrics") / "prices.yaml").read_text(encoding="utf-8")
-    data = _document(yaml.load(text, Loader=_SAFE_LOADER), "built-in prices.yaml")
+    data = _document(load_yaml(text), "built-in prices.yaml")
     models = _parse_models(data["models"], "built-in prices.yaml")
     return PriceTable(models, (f"builtin:{data.get('as_of', 'unknown')}",))
 

@@ -1,0 +1,40 @@
+"""Two helpers that keep start-up and bulk work cheap, shared by the modules that need them.
+
+- :func:`collector_paused`: no cyclic garbage collection while a block allocates many
+  long-lived objects and frees none (a dataset load, the SDK import, a bulk submit).
+- :func:`load_yaml`: PyYAML's safe loading through libyaml when PyYAML was built with it
+  (same documents; the built-in policies and prices are read by every process at start-up).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import yaml
+
+__all__ = ["collector_paused", "load_yaml"]
+
+_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Disable the cyclic garbage collector for the block (restored as it was).
+
+    Safe only where the block builds no reference cycles that must be freed meanwhile.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load(text)``, with libyaml's loader when available (~10x faster)."""
+    return yaml.load(text, Loader=_SAFE_LOADER)
