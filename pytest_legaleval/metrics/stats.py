@@ -10,7 +10,7 @@ import bisect
 import math
 import random
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -101,32 +101,50 @@ def histogram(
     return {"edges": edges, "counts": counts}
 
 
-def _mode_and_pmf(n: int, p: float) -> tuple[int, float]:
+def _inversion(n: int, p: float, u: float, table: list[tuple[float, int]] | None = None) -> int:
+    """Exact inversion for Binomial(``n``, ``p``), ``0 < p < 1``, ``n >= 1``, at uniform ``u``.
+
+    Outcomes are visited in the fixed order mode, mode+1, mode-1, mode+2, … and the first
+    one whose cumulative probability reaches ``u`` is returned. With ``table`` every
+    outcome is visited and ``(cumulative, outcome)`` appended in that order (pass
+    ``u = inf``); one walk serves both, so a table gives exactly the direct draws.
+    """
+    q = 1.0 - p
     mode = min(int((n + 1) * p), n)
     log_pmf = (
         math.lgamma(n + 1)
         - math.lgamma(mode + 1)
         - math.lgamma(n - mode + 1)
         + mode * math.log(p)
-        + (n - mode) * math.log(1.0 - p)
+        + (n - mode) * math.log(q)
     )
-    return mode, math.exp(log_pmf)
-
-
-def _outward(n: int, p: float, mode: int, pmf_mode: float) -> Iterator[tuple[int, float]]:
-    """Outcomes from the mode outward (mode+1, mode-1, mode+2, …) with their pmf."""
-    ratio = p / (1.0 - p)
+    pmf_mode = math.exp(log_pmf)
+    cumulative = pmf_mode
+    if table is not None:
+        table.append((cumulative, mode))
+    if u <= cumulative:
+        return mode
     up, up_pmf = mode, pmf_mode
     down, down_pmf = mode, pmf_mode
+    ratio = p / q
     while up < n or down > 0:
         if up < n:
             up_pmf *= (n - up) / (up + 1) * ratio
             up += 1
-            yield up, up_pmf
+            cumulative += up_pmf
+            if table is not None:
+                table.append((cumulative, up))
+            if u <= cumulative:
+                return up
         if down > 0:
             down_pmf *= down / (n - down + 1) / ratio
             down -= 1
-            yield down, down_pmf
+            cumulative += down_pmf
+            if table is not None:
+                table.append((cumulative, down))
+            if u <= cumulative:
+                return down
+    return mode  # u fell into the rounding slack above the summed pmf (probability ~1e-15)
 
 
 def binomial_variate(rng: random.Random, n: int, p: float) -> int:
@@ -140,24 +158,15 @@ def binomial_variate(rng: random.Random, n: int, p: float) -> int:
         return 0
     if p >= 1.0:
         return n
-    mode, pmf_mode = _mode_and_pmf(n, p)
-    u = rng.random()
-    cumulative = pmf_mode
-    if u <= cumulative:
-        return mode
-    for outcome, pmf in _outward(n, p, mode, pmf_mode):
-        cumulative += pmf
-        if u <= cumulative:
-            return outcome
-    return mode  # u fell into the rounding slack above the summed pmf (probability ~1e-15)
+    return _inversion(n, p, rng.random())
 
 
 class BinomialSampler:
     """Many draws of one Binomial(``n``, ``p``): the same draws as :func:`binomial_variate`.
 
-    The cumulative sums in visiting order are computed once (``n`` steps, the same float
-    operations in the same order); each draw is then a bisection. A bootstrap of pass/fail
-    outcomes draws one binomial of the same ``n`` and ``p`` per resample.
+    The walk of :func:`_inversion` is done once to the end (``n`` steps), keeping the
+    cumulative sums; each draw is then a bisection. A bootstrap of pass/fail outcomes draws
+    one binomial of the same ``n`` and ``p`` per resample.
     """
 
     __slots__ = ("_cumulative", "_fixed", "_mode", "_outcomes")
@@ -169,14 +178,10 @@ class BinomialSampler:
         elif p >= 1.0:
             self._fixed = n
         else:
-            mode, cumulative = _mode_and_pmf(n, p)
-            self._mode = mode
-            self._outcomes = [mode]
-            self._cumulative = [cumulative]
-            for outcome, pmf in _outward(n, p, mode, cumulative):
-                cumulative += pmf
-                self._outcomes.append(outcome)
-                self._cumulative.append(cumulative)
+            table: list[tuple[float, int]] = []
+            self._mode = _inversion(n, p, math.inf, table)
+            self._cumulative = [cumulative for cumulative, _ in table]
+            self._outcomes = [outcome for _, outcome in table]
 
     def draw(self, rng: random.Random) -> int:
         """One draw (consumes one ``rng.random()``, as :func:`binomial_variate` does)."""
