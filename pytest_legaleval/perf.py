@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,19 +21,33 @@ __all__ = ["collector_paused", "load_yaml"]
 _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+_pause_lock = threading.Lock()
+_pauses = 0
+_restore = False
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Disable the cyclic garbage collector for the block (restored as it was).
 
-    Safe only where the block builds no reference cycles that must be freed meanwhile.
+    Safe only where the block builds no reference cycles that must be freed meanwhile. The
+    collector is one per process: blocks on several threads (the engine import on a
+    background thread while the main thread loads the dataset) may overlap, so the
+    collector comes back when the last of them ends, if it was on when the first began.
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
+    global _pauses, _restore
+    with _pause_lock:
+        if _pauses == 0:
+            _restore = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _restore:
+                gc.enable()
 
 
 def load_yaml(text: str) -> Any:

@@ -25,7 +25,11 @@ from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
 from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
 from pytest_legaleval.settings import add_options, resolve
-from pytest_legaleval.warmup import drop_unread_worker_summary
+from pytest_legaleval.warmup import (
+    drop_unread_worker_summary,
+    finish_engine_import,
+    start_engine_import,
+)
 
 if TYPE_CHECKING:
     from pytest_legaleval.live import LiveEvaluator
@@ -89,6 +93,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
+    if state.responses is None or settings.judge_model:
+        # Model calls ahead: the engine's import overlaps collection (see warmup).
+        start_engine_import(config)
     workerinput = getattr(config, "workerinput", None)
     # Unknown policy ids are warned about once, not by every xdist worker.
     state.warn_policies = workerinput is None or workerinput.get("workerid") == "gw0"
@@ -342,6 +349,10 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
 def pytest_sessionfinish(session: pytest.Session) -> None:
     # Before the terminal summary, which runs after every plain sessionfinish hook.
     drop_unread_worker_summary(session.config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    finish_engine_import(config)
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")

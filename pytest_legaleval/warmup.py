@@ -1,4 +1,11 @@
-"""End-of-run imports: done early where the summary is seen, not at all where it is not.
+"""Imports started early on a background thread, or skipped where nobody needs them.
+
+The engine (:mod:`pytest_legaleval.live` and the ``openai`` SDK under it) is imported by
+every process that calls a model: about 0.5 s of CPU, most of it the SDK's ``types``
+package. A process that runs tests starts that import on a background thread at configure
+time, while its main thread collects the items, instead of after collection; the run
+loop's own import then finds it done (or waits for the rest of it). Where the main thread
+waits (on reading files, on an xdist controller's messages) the import goes on.
 
 Hypothesis (a dependency of ours, for :mod:`pytest_legaleval.testing.strategies`) installs a
 pytest plugin whose ``pytest_terminal_summary`` imports the whole ``hypothesis`` package
@@ -23,7 +30,19 @@ import threading
 
 import pytest
 
-__all__ = ["drop_unread_worker_summary", "preload_summary_imports"]
+from pytest_legaleval.perf import collector_paused
+
+__all__ = [
+    "ENGINE_THREAD",
+    "drop_unread_worker_summary",
+    "finish_engine_import",
+    "preload_summary_imports",
+    "start_engine_import",
+]
+
+ENGINE_MODULE = "pytest_legaleval.live"
+ENGINE_THREAD = "legaleval-engine-import"
+_ENGINE_KEY = pytest.StashKey[threading.Thread]()
 
 _HYPOTHESIS_PLUGIN = "hypothesispytest"
 _MODULE = "hypothesis.internal.observability"
@@ -35,6 +54,46 @@ def _import() -> None:
         importlib.import_module(_MODULE)
     except Exception:  # best effort: the summary imports it again, and reports a failure
         pass
+
+
+def _import_engine() -> None:
+    try:
+        # As in the run loop: the import creates long-lived objects and no garbage.
+        with collector_paused():
+            importlib.import_module(ENGINE_MODULE)
+    except BaseException:  # the run loop imports it again, and reports the failure
+        pass
+
+
+def start_engine_import(config: pytest.Config) -> bool:
+    """Start importing the engine on a background thread (call it from configure).
+
+    Only in a process that will call a model: an xdist worker, or a process without xdist
+    workers; not for ``--collect-only``, and not when the engine is already imported.
+
+    Returns:
+        Whether a thread was started.
+
+    """
+    if ENGINE_MODULE in sys.modules or config.option.collectonly:
+        return False
+    if not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") != "no":
+        return False  # an xdist controller: its workers call the model
+    thread = threading.Thread(target=_import_engine, name=ENGINE_THREAD, daemon=True)
+    config.stash[_ENGINE_KEY] = thread
+    thread.start()
+    return True
+
+
+def finish_engine_import(config: pytest.Config) -> None:
+    """Wait for the background import (call it at unconfigure).
+
+    A session that ended before its run loop (a usage or collection error) never waited
+    for it; no import thread outlives the session into interpreter shutdown.
+    """
+    thread = config.stash.get(_ENGINE_KEY, None)
+    if thread is not None:
+        thread.join()
 
 
 def preload_summary_imports(config: pytest.Config) -> bool:

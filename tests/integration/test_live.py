@@ -197,6 +197,78 @@ def test_n2_equals_n0_live(
     assert outcomes(pytester.path / "runs") == outcomes(pytester.path / "runs2")
 
 
+_ENGINE_IMPORT_PROBE = """
+import sys
+import threading
+
+import pytest
+
+from pytest_legaleval.warmup import ENGINE_MODULE, ENGINE_THREAD
+
+
+def _role(config):
+    # Not $PYTEST_XDIST_WORKER: the controller inherits it when this suite runs under xdist.
+    return getattr(config, "workerinput", {}).get("workerid") or (
+        "controller" if config.pluginmanager.has_plugin("dsession") else "main"
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    started = ENGINE_MODULE in sys.modules or any(
+        t.name == ENGINE_THREAD for t in threading.enumerate()
+    )
+    config._probe = [f"started={started}"]
+
+
+def pytest_unconfigure(config):
+    config._probe.append(f"imported={ENGINE_MODULE in sys.modules}")
+    with open(f"{_role(config)}.txt", "w") as out:
+        out.write(" ".join(config._probe))
+"""
+
+
+@pytest.mark.parametrize("workers", [["-p", "no:xdist"], ["-n", "2"]], ids=["n0", "n2"])
+def test_the_engine_import_starts_before_collection_where_models_are_called(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer, workers: list[str]
+) -> None:
+    """Model-calling processes import the SDK while they collect; the controller never does."""
+    pytester.makeconftest(_ENGINE_IMPORT_PROBE)
+    data = _dataset(pytester.path / "d.jsonl", 4)
+    result = pytester.runpytest_subprocess(*_args(server, data, "--no-cache", *workers))
+    result.assert_outcomes(passed=4)
+    probes = {p.stem: p.read_text() for p in pytester.path.glob("*.txt")}
+    if workers[0] == "-n":
+        assert probes == {
+            "controller": "started=False imported=False",
+            "gw0": "started=True imported=True",
+            "gw1": "started=True imported=True",
+        }
+    else:
+        assert probes == {"main": "started=True imported=True"}
+    assert server.stats()["requests"] == 4
+
+
+@pytest.mark.parametrize(
+    "extra", [["--collect-only"], ["--responses", "r.jsonl"]], ids=["collect-only", "responses"]
+)
+def test_no_engine_import_where_no_model_is_called(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer, extra: list[str]
+) -> None:
+    pytester.makeconftest(_ENGINE_IMPORT_PROBE)
+    data = _dataset(pytester.path / "d.jsonl", 2)
+    write_jsonl(
+        pytester.path / "r.jsonl", [{"record_id": f"q{i:03d}", "response": "B"} for i in range(2)]
+    )
+    args = ["--dataset", str(data), "--run-dir", "runs", "-p", "no:xdist", *extra]
+    if extra[0] == "--collect-only":
+        args += ["--model", "openai/mock-model", "--base-url", server.base_url]
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == 0, result.stdout.str()
+    assert (pytester.path / "main.txt").read_text() == "started=False imported=False"
+    assert server.stats()["requests"] == 0
+
+
 def _spawn(pytester: pytest.Pytester, args: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
