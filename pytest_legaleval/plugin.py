@@ -93,10 +93,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
-    if state.responses is None or settings.judge_model:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and (state.responses is None or settings.judge_model):
         # Model calls ahead: the engine's import overlaps collection (see warmup).
         start_engine_import(config)
-    workerinput = getattr(config, "workerinput", None)
     # Unknown policy ids are warned about once, not by every xdist worker.
     state.warn_policies = workerinput is None or workerinput.get("workerid") == "gw0"
     if workerinput is not None:
