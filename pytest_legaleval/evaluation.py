@@ -11,7 +11,6 @@ from typing import Any, Literal, TypedDict
 import pytest
 
 from pytest_legaleval.grading.lexical import best_exact_match, best_token_f1
-from pytest_legaleval.grading.mcq import grade_mcq
 from pytest_legaleval.grading.text import strip_reasoning
 from pytest_legaleval.records import Record
 
@@ -236,6 +235,11 @@ def grade_response(
     if policy is not None:
         result["policy_id"], result["policy_sha256"] = policy
     if record.task_type == "mcq":
+        # Imported at the first MCQ grade: its answer patterns compile at import (~15 ms),
+        # which an xdist controller (it grades nothing) and a worker's start-up (its first
+        # grade comes after its model calls are out) both skip.
+        from pytest_legaleval.grading.mcq import grade_mcq
+
         grade = grade_mcq(record, response)
         result.update(
             {
