@@ -17,6 +17,8 @@ be kept in a fraction of the memory, and nothing else:
 
 Everything a summary prints is unchanged: ``short test summary info``, the ``FAILURES``
 section of any ``--tb`` style, ``--durations`` and the counts (tests check each of them).
+A report that carries another plugin's fields (hypothesis puts its statistics and failing
+examples on a passed teardown report, for its own summary) is kept whole.
 """
 
 from __future__ import annotations
@@ -43,6 +45,28 @@ PASSED_STAND_IN = pytest.TestReport(
 """Counted in the terminal reporter's ``passed`` list in place of reports nobody reads."""
 
 _ROUTING_FIELDS = ("node", "item_index", "testrun_uid", "worker_id", "$report_type")
+_PAYLOAD_FIELDS = ("legaleval", "legaleval_record", "legaleval_invalid")
+_OWN_FIELDS = frozenset(
+    (
+        # pytest's (``nodeid`` is stored parsed, as ``_id``, since pytest 9)
+        "nodeid",
+        "_id",
+        "location",
+        "keywords",
+        "outcome",
+        "longrepr",
+        "when",
+        "user_properties",
+        "sections",
+        "duration",
+        "start",
+        "stop",
+        "wasxfail",
+        *_ROUTING_FIELDS,
+        *_PAYLOAD_FIELDS,
+    )
+)
+"""A report's fields that pytest, xdist or we set; any other is another plugin's."""
 
 
 class FailedRecordReport(pytest.TestReport):
@@ -134,8 +158,10 @@ def release(
     maps a failure reason to the one copy of it that failed reports share.
     """
     fields = report.__dict__
-    for name in ("legaleval", "legaleval_record", "legaleval_invalid"):
+    for name in _PAYLOAD_FIELDS:
         fields.pop(name, None)
+    if fields.keys() - _OWN_FIELDS:
+        return  # another plugin's data, which its own summary may read: kept whole
     if report.when != "call":
         if report.passed:
             _replace_last(stats.get(""), report, None)

@@ -132,3 +132,34 @@ def pytest_sessionfinish(session):
     assert outcomes["failed"] == 7 + 1 + 1
     if not workers:  # the controller runs the tests: one entry, the failed test's
         result.stdout.fnmatch_lines(["*COUNTS _CountsReadWithoutInserting 1"])
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["n0", "n2"])
+def test_other_plugins_fields_keep_their_report(
+    pytester: pytest.Pytester, suite: Path, workers: list[str]
+) -> None:
+    """hypothesis' statistics ride on a passed teardown report, which is otherwise dropped."""
+    pytester.makepyfile(
+        test_prop="""
+        from hypothesis import given, strategies as st
+
+        @given(st.integers(0, 5))
+        def test_small(x):
+            assert x < 10
+        """
+    )
+    pytester.makeconftest(PROBE)
+    data, responses = copy_in(
+        pytester, EXAMPLES / "legal_mcq.jsonl", EXAMPLES / "legal_mcq.responses.jsonl"
+    )
+    result = run_eval(pytester, data, responses, "--hypothesis-show-statistics", *workers)
+    result.assert_outcomes(passed=14, failed=7)
+    result.stdout.fnmatch_lines(
+        [
+            "*= Hypothesis Statistics =*",
+            "*test_prop.py::test_small:",
+            "*passing*failing*invalid test cases*",
+        ]
+    )
+    # Slimmed as before, but for the hypothesis test's teardown report ("blank=1").
+    result.stdout.fnmatch_lines(["STATS passed=14 distinct=1 blank=1 carrying=0 failed=7 slim=7 *"])
