@@ -26,7 +26,7 @@ from pytest_legaleval.run.ids import new_run_id
 from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
 from pytest_legaleval.settings import add_options, resolve
 from pytest_legaleval.warmup import (
-    drop_unread_worker_summary,
+    drop_empty_hypothesis_summary,
     finish_engine_import,
     start_engine_import,
 )
@@ -348,7 +348,7 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     # Before the terminal summary, which runs after every plain sessionfinish hook.
-    drop_unread_worker_summary(session.config)
+    drop_empty_hypothesis_summary(session.config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

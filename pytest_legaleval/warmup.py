@@ -13,16 +13,20 @@ imports in its run loop as before.
 Hypothesis (a dependency of ours, for :mod:`pytest_legaleval.testing.strategies`) installs a
 pytest plugin whose ``pytest_terminal_summary`` imports the whole ``hypothesis`` package
 to read one module-level set, even in a session that never used hypothesis: about 0.1 s
-of CPU in every process, at the very end of the run.
+of CPU in every process, at the very end of the run. Its summary prints three things:
+statistics (with ``--hypothesis-show-statistics``), observation files this process wrote,
+and a patch for failing examples found on the reports. In a process that never imported
+hypothesis it wrote no observation file, so:
 
-- The controller and a single process show their summary: they import it on a background
-  thread at their first report, while the run waits for model answers.
-- An xdist worker's summary goes to ``/dev/null``. If the worker never imported hypothesis
-  (no hypothesis test ran there), the plugin's summary has nothing to say: its set of
-  observation files is empty, and failing examples travel on the reports to the
-  controller, which writes the patch. The worker unregisters the plugin before its
-  summary and skips the import (on two workers, about 0.2 s of CPU while every core is
-  busy). A worker that did import hypothesis keeps the plugin.
+- An xdist worker's summary goes to ``/dev/null``: if the worker never imported
+  hypothesis, it unregisters the plugin before its summary and skips the import (failing
+  examples travel on the reports to the controller, which writes the patch). A worker
+  that did import hypothesis keeps the plugin.
+- The controller, or a single process, that never imported hypothesis unregisters the
+  plugin before its summary when no statistics were asked for and no report carries
+  failing examples: the summary would print nothing. Otherwise it keeps the plugin; with
+  ``--hypothesis-show-statistics`` it starts the import on a background thread at its
+  first report, while the run waits for model answers.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from pytest_legaleval.perf import collector_paused
 __all__ = [
     "ENGINE_MODULE",
     "ENGINE_THREAD",
-    "drop_unread_worker_summary",
+    "drop_empty_hypothesis_summary",
     "finish_engine_import",
     "preload_summary_imports",
     "start_engine_import",
@@ -50,6 +54,9 @@ _ENGINE_KEY = pytest.StashKey[threading.Thread]()
 
 _HYPOTHESIS_PLUGIN = "hypothesispytest"
 _MODULE = "hypothesis.internal.observability"
+_STATISTICS_OPTION = "hypothesis_show_statistics"
+_FAILING_EXAMPLES = "_hypothesis_failing_examples"
+"""The report field hypothesis' summary turns into a patch (``_hypothesis_pytestplugin``)."""
 _started = False
 
 
@@ -99,15 +106,22 @@ def finish_engine_import(config: pytest.Config) -> None:
         thread.join()
 
 
+def _statistics_asked(config: pytest.Config) -> bool:
+    return bool(config.getoption(_STATISTICS_OPTION, False))
+
+
 def preload_summary_imports(config: pytest.Config) -> bool:
     """Start importing what the terminal summary will import; once per process.
+
+    Only where the summary will surely import it: ``--hypothesis-show-statistics``. Without
+    it, :func:`drop_empty_hypothesis_summary` usually skips the import altogether.
 
     Returns:
         Whether a background import was started.
 
     """
     global _started
-    if _started or "hypothesis" in sys.modules:
+    if _started or "hypothesis" in sys.modules or not _statistics_asked(config):
         return False
     if not config.pluginmanager.has_plugin(_HYPOTHESIS_PLUGIN):
         return False
@@ -116,20 +130,36 @@ def preload_summary_imports(config: pytest.Config) -> bool:
     return True
 
 
-def drop_unread_worker_summary(config: pytest.Config) -> bool:
-    """On an xdist worker, before its terminal summary: unregister hypothesis' plugin there.
+def _carry_failing_examples(config: pytest.Config) -> bool:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    stats = getattr(reporter, "stats", None) or {}
+    return any(
+        _FAILING_EXAMPLES in getattr(report, "__dict__", ())
+        for reports in stats.values()
+        for report in reports
+    )
 
-    Only when this process never imported hypothesis; call it at session finish, after the
-    last item (the plugin also annotates reports while tests run).
+
+def drop_empty_hypothesis_summary(config: pytest.Config) -> bool:
+    """Before the terminal summary: unregister hypothesis' plugin where it has nothing to say.
+
+    Only when this process never imported hypothesis: always on an xdist worker (its
+    summary is unread); elsewhere when no statistics were asked for and no report carries
+    failing examples. Call it at session finish, after the last item (the plugin also
+    annotates reports while tests run).
 
     Returns:
         Whether the plugin was unregistered.
 
     """
-    if not hasattr(config, "workerinput") or "hypothesis" in sys.modules:
+    if "hypothesis" in sys.modules:
         return False
     plugin = config.pluginmanager.get_plugin(_HYPOTHESIS_PLUGIN)
     if plugin is None:
+        return False
+    if not hasattr(config, "workerinput") and (
+        _statistics_asked(config) or _carry_failing_examples(config)
+    ):
         return False
     config.pluginmanager.unregister(plugin)
     return True
