@@ -6,7 +6,8 @@ package. An xdist worker starts that import on a background thread at configure 
 while its main thread collects the items and waits on the controller's messages, instead
 of after collection; the run loop's own import then finds it done (or waits for the rest
 of it). Measured at ``-n 2`` on 2,000 live records: median wall 6.33 -> 6.15 s over ten
-interleaved pairs. A single process has nothing to wait on there: the thread only
+interleaved pairs (less on a slower machine, where the run is CPU-bound and nothing waits
+long enough to overlap). A single process has nothing to wait on there: the thread only
 competes with collection for the GIL (median 5.99 -> 6.09 s over eight pairs), so it
 imports in its run loop as before.
 
