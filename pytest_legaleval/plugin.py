@@ -23,6 +23,7 @@ from pytest_legaleval.formats import FORMATS, RejectedRecord
 from pytest_legaleval.perf import collector_paused
 from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
+from pytest_legaleval.run.slimming import PAYLOAD_FIELDS, PYTEST_REPORT_FIELDS
 from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
 from pytest_legaleval.settings import add_options, resolve
 from pytest_legaleval.warmup import (
@@ -403,26 +404,8 @@ def pytest_runtest_makereport(
     return report
 
 
-_PAYLOADS = ("legaleval", "legaleval_record", "legaleval_invalid")
 _PACKED = "legaleval_json"
-_PLAIN_REPORT_KEYS = frozenset(
-    (
-        "$report_type",
-        "nodeid",
-        "location",
-        "keywords",
-        "outcome",
-        "longrepr",
-        "when",
-        "user_properties",
-        "sections",
-        "duration",
-        "start",
-        "stop",
-        "wasxfail",
-        *_PAYLOADS,
-    )
-)
+_PLAIN_REPORT_KEYS = frozenset(("$report_type", *PYTEST_REPORT_FIELDS, *PAYLOAD_FIELDS))
 """A test report made only of these fields (as pytest serializes them) is sent whole as JSON."""
 
 
@@ -439,7 +422,7 @@ def _pack(data: dict[str, Any]) -> dict[str, Any]:
             return {_PACKED: json.dumps(data, ensure_ascii=False)}
         except (TypeError, ValueError):
             pass
-    payload = {name: data[name] for name in _PAYLOADS if name in data}
+    payload = {name: data[name] for name in PAYLOAD_FIELDS if name in data}
     if payload:
         try:
             packed = json.dumps(payload, ensure_ascii=False)

@@ -32,6 +32,8 @@ from typing import Any
 import pytest
 
 __all__ = [
+    "PAYLOAD_FIELDS",
+    "PYTEST_REPORT_FIELDS",
     "FailedRecordReport",
     "ItemProgress",
     "keep_subtest_counts_small",
@@ -44,28 +46,26 @@ PASSED_STAND_IN = pytest.TestReport(
 )
 """Counted in the terminal reporter's ``passed`` list in place of reports nobody reads."""
 
-_ROUTING_FIELDS = ("node", "item_index", "testrun_uid", "worker_id", "$report_type")
-_PAYLOAD_FIELDS = ("legaleval", "legaleval_record", "legaleval_invalid")
-_OWN_FIELDS = frozenset(
-    (
-        # pytest's (``nodeid`` is stored parsed, as ``_id``, since pytest 9)
-        "nodeid",
-        "_id",
-        "location",
-        "keywords",
-        "outcome",
-        "longrepr",
-        "when",
-        "user_properties",
-        "sections",
-        "duration",
-        "start",
-        "stop",
-        "wasxfail",
-        *_ROUTING_FIELDS,
-        *_PAYLOAD_FIELDS,
-    )
+PAYLOAD_FIELDS = ("legaleval", "legaleval_record", "legaleval_invalid")
+"""Our results on a test report (set by the plugin's ``makereport``, read by the recorder)."""
+PYTEST_REPORT_FIELDS = (
+    "nodeid",
+    "location",
+    "keywords",
+    "outcome",
+    "longrepr",
+    "when",
+    "user_properties",
+    "sections",
+    "duration",
+    "start",
+    "stop",
+    "wasxfail",
 )
+"""A test report's own fields, as pytest serializes them."""
+_ROUTING_FIELDS = ("node", "item_index", "testrun_uid", "worker_id", "$report_type")
+# Since pytest 9 a report stores its node id parsed, as ``_id``.
+_OWN_FIELDS = frozenset((*PYTEST_REPORT_FIELDS, "_id", *_ROUTING_FIELDS, *PAYLOAD_FIELDS))
 """A report's fields that pytest, xdist or we set; any other is another plugin's."""
 
 
@@ -158,7 +158,7 @@ def release(
     maps a failure reason to the one copy of it that failed reports share.
     """
     fields = report.__dict__
-    for name in _PAYLOAD_FIELDS:
+    for name in PAYLOAD_FIELDS:
         fields.pop(name, None)
     if fields.keys() - _OWN_FIELDS:
         return  # another plugin's data, which its own summary may read: kept whole
