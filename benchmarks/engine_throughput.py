@@ -1,11 +1,16 @@
 """End-to-end throughput: `pytest suites/` on 2,000 MCQ records against a mock endpoint.
 
     python benchmarks/engine_throughput.py [--records 2000] [--latency 0.1] [--concurrency 50]
+                                           [--repeat 3]
 
-Runs, in one invocation and against one mock server (its own process): a raw aiohttp client
-(the floor), `pytest suites/ -n 0` and `pytest suites/ -n 2`. Prints wall time, the ideal
-N·L/C, efficiency (ideal / wall), the server's peak in-flight count and the harness CPU per
-record (user + system CPU of the pytest process tree, divided by N).
+Runs, in one invocation and against one mock server (its own process), ``--repeat`` rounds
+of: a raw aiohttp client (the floor, in this process, its imports done), the same client as
+its own process (``raw_client.py``, timed from spawn to exit like the pytest runs), `pytest
+suites/ -n 0` and `pytest suites/ -n 2`. Prints, per round, wall time, the ratio to that
+round's floor, the ideal N·L/C, efficiency (ideal / wall), the server's peak in-flight count
+and the harness CPU per record (user + system CPU of the process tree, divided by N); then
+the median and range of each ratio over the rounds. The floors are checked against the
+in-process floor, the stricter of the two.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -97,11 +103,80 @@ def _pytest(args: list[str], cwd: Path) -> tuple[float, float, str]:
     return wall, usage.ru_utime + usage.ru_stime, summary[-1] if summary else ""
 
 
+def _raw_process(base_url: str, n: int, c: int, tag: str) -> tuple[float, float, int]:
+    """The raw client as its own process, timed like a pytest run (spawn to exit)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("raw_client.py")),
+            base_url,
+            str(n),
+            str(c),
+            tag,
+        ],
+        stdout=subprocess.PIPE,
+        env=ENV,
+    )
+    assert proc.stdout is not None
+    output = proc.stdout.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"raw client failed: {output[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, int(output.strip())
+
+
+Row = tuple[str, float, float | None, int, str]
+FLOOR, OWN_PROCESS, N0, N2 = (
+    "raw aiohttp (floor)",
+    "raw aiohttp, own process",
+    "pytest suites/ -n 0",
+    "pytest suites/ -n 2",
+)
+
+
+def _round(base_url: str, common: list[str], work: Path, n: int, c: int, tag: str) -> list[Row]:
+    """One measurement of every variant, in a fixed order, against the same server."""
+    raw = run_raw_aiohttp(base_url, n, c, f"floor{tag}")
+    rows: list[Row] = [
+        (FLOOR, raw.wall_s, raw.cpu_s, _stats(base_url)["peak_in_flight"], f"{raw.ok} ok")
+    ]
+    _reset(base_url)
+    wall, cpu, ok = _raw_process(base_url, n, c, f"own{tag}")
+    rows.append((OWN_PROCESS, wall, cpu, _stats(base_url)["peak_in_flight"], f"{ok} ok"))
+    for label, extra in ((N0, ["-p", "no:xdist"]), (N2, ["-n", "2"])):
+        _reset(base_url)
+        wall, cpu, summary = _pytest([*common, *extra], work)
+        rows.append((label, wall, cpu, _stats(base_url)["peak_in_flight"], summary))
+    return rows
+
+
+def _table(rows: list[Row], n: int, ideal: float) -> None:
+    floor = rows[0][1]
+    print(
+        f"{'variant':24} {'wall s':>7} {'vs floor':>9} {'efficiency':>10} {'peak':>5} "
+        f"{'CPU ms/rec':>10}  result"
+    )
+    for label, wall, cpu, peak, summary in rows:
+        cpu_text = f"{cpu * 1000 / n:10.2f}" if cpu is not None else f"{'-':>10}"
+        print(
+            f"{label:24} {wall:7.2f} {wall / floor:8.2f}x {ideal / wall:9.0%} {peak:5d} "
+            f"{cpu_text}  {summary}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds of every variant, interleaved; each ratio is to the same round's floor",
+    )
     parser.add_argument(
         "--accuracy",
         type=float,
@@ -119,22 +194,12 @@ def main() -> None:
     n, latency, c = args.records, args.latency, args.concurrency
     ideal = n * latency / c
     proc, base_url = start_server(latency)
-    rows: list[tuple[str, float, float | None, int, str]] = []
+    rounds: list[list[Row]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             data = work / "data.jsonl"
             _dataset(data, n, args.accuracy)
-            raw = run_raw_aiohttp(base_url, n, c, "floor")
-            rows.append(
-                (
-                    "raw aiohttp (floor)",
-                    raw.wall_s,
-                    raw.cpu_s,
-                    _stats(base_url)["peak_in_flight"],
-                    f"{raw.ok} ok",
-                )
-            )
             common = [
                 str(REPO / "suites"),
                 "--dataset",
@@ -153,31 +218,29 @@ def main() -> None:
                 f"--tb={args.tb}",
             ]
             _pytest([*common, "-p", "no:xdist", "--limit", "10"], work)  # warm-up
-            for label, extra in (
-                ("pytest suites/ -n 0", ["-p", "no:xdist"]),
-                ("pytest suites/ -n 2", ["-n", "2"]),
-            ):
+            for i in range(args.repeat):
                 _reset(base_url)
-                wall, cpu, summary = _pytest([*common, *extra], work)
-                rows.append((label, wall, cpu, _stats(base_url)["peak_in_flight"], summary))
+                rounds.append(_round(base_url, common, work, n, c, str(i)))
     finally:
         proc.terminate()
         proc.wait()
-    floor = rows[0][1]
     print(
         f"N={n} records, latency {latency * 1000:.0f} ms, concurrency {c}, --tb={args.tb}, "
         f"{args.accuracy:.0%} answered right; ideal N*L/C = {ideal:.2f} s"
     )
-    print(
-        f"{'variant':24} {'wall s':>7} {'vs floor':>9} {'efficiency':>10} {'peak':>5} "
-        f"{'CPU ms/rec':>10}  result"
-    )
-    for label, wall, cpu, peak, summary in rows:
-        cpu_text = f"{cpu * 1000 / n:10.2f}" if cpu is not None else f"{'-':>10}"
-        print(
-            f"{label:24} {wall:7.2f} {wall / floor:8.2f}x {ideal / wall:9.0%} {peak:5d} "
-            f"{cpu_text}  {summary}"
-        )
+    for i, rows in enumerate(rounds, start=1):
+        print(f"round {i} of {len(rounds)}")
+        _table(rows, n, ideal)
+    if len(rounds) > 1:
+        print(f"over {len(rounds)} rounds (ratio to the same round's in-process floor)")
+        print(f"{'variant':24} {'median wall s':>13} {'median x':>9} {'range x':>12}")
+        for j, (label, *_) in enumerate(rounds[0]):
+            walls = [rows[j][1] for rows in rounds]
+            ratios = [rows[j][1] / rows[0][1] for rows in rounds]
+            print(
+                f"{label:24} {statistics.median(walls):13.2f} {statistics.median(ratios):8.2f}x "
+                f"{min(ratios):5.2f}-{max(ratios):.2f}x"
+            )
     print("floors: -n 0 <= 2.0x floor, -n 2 <= 1.5x floor, peak in flight reaches concurrency")
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import aiohttp
+from raw_client import raw_calls
 
 from pytest_legaleval.engine import Engine, EngineSettings, GenerationRequest
 
@@ -87,26 +86,8 @@ def run_engine(
 
 
 def run_raw_aiohttp(base_url: str, n: int, concurrency: int, tag: str) -> Measurement:
-    async def main() -> int:
-        limit = asyncio.Semaphore(concurrency)
-        connector = aiohttp.TCPConnector(limit=concurrency)
-        async with aiohttp.ClientSession(connector=connector) as session:
-
-            async def one(i: int) -> bool:
-                body = {
-                    "model": "mock-model",
-                    "messages": [{"role": "user", "content": f"[{tag}] raw {i}"}],
-                }
-                async with limit:
-                    async with session.post(f"{base_url}/chat/completions", json=body) as resp:
-                        data = json.loads(await resp.read())
-                        return resp.status == 200 and bool(data["choices"])
-
-            results = await asyncio.gather(*(one(i) for i in range(n)))
-        return sum(results)
-
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    ok = asyncio.run(main())
+    ok = asyncio.run(raw_calls(base_url, n, concurrency, tag))
     return Measurement("", time.perf_counter() - wall0, time.process_time() - cpu0, ok)
 
 
