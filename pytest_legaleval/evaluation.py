@@ -209,6 +209,36 @@ def cancelled_result(record: Record, model: str) -> EvalResult:
     return result
 
 
+def unfinished_result(record: Record, model: str, outcome: str, message: str) -> EvalResult:
+    """The result of an item that ended without one (its grade never reached the recorder).
+
+    ``outcome`` is pytest's: ``skipped`` (a skip mark or ``pytest.skip`` in a fixture, counted
+    with the skipped records) or ``failed`` (a fixture errored before the evaluation, or the
+    xdist worker running the item crashed: an ``evaluation_error``). ``message`` says why,
+    in pytest's words.
+    """
+    result = _base(record, model, "none")
+    if outcome == "skipped":
+        result.update(
+            {
+                "outcome": "skipped",
+                "reason": "skipped",
+                "grader": "none",
+                "explanation": f"pytest skipped the item: {message}",
+            }
+        )
+    else:
+        result.update(
+            {
+                "outcome": "error",
+                "reason": "evaluation_error",
+                "grader": "none",
+                "explanation": f"the item ended without a result: {message}",
+            }
+        )
+    return result
+
+
 def grade_response(
     record: Record,
     model: str,

@@ -64,8 +64,8 @@ def _per_model(settings: Settings) -> dict[str, dict[str, Any]]:
     return out
 
 
-def engine_settings(settings: Settings, share: int) -> EngineSettings:
-    """Engine configuration of one process out of ``share``."""
+def engine_settings(settings: Settings, share: int, position: int = 0) -> EngineSettings:
+    """Engine configuration of process ``position`` (0-based) out of ``share``."""
     per_model = _per_model(settings)
     if settings.judge_base_url:
         for judge in settings.judge_model:
@@ -82,6 +82,7 @@ def engine_settings(settings: Settings, share: int) -> EngineSettings:
         retry=RetryPolicy(max_attempts=settings.max_attempts, delays_s=settings.retry_delays),
         cache_path=settings.cache,
         share=share,
+        position=position,
         transport=settings.transport,
         per_model=per_model,
     )
@@ -165,6 +166,7 @@ class LiveEvaluator:
     Args:
         settings: the session's settings.
         share: processes sharing the limits (xdist workers).
+        position: this process's place among them (0-based; an xdist worker's number).
         conversation: earlier answers for ``--conversation-from``.
         responses: pre-computed answers (``--responses``): nothing is generated, only judged.
         policies: the session's policies (built-in and ``--policy-dir``).
@@ -176,6 +178,7 @@ class LiveEvaluator:
         settings: Settings,
         *,
         share: int = 1,
+        position: int = 0,
         conversation: ResponseTable | None = None,
         responses: ResponseTable | None = None,
         policies: PolicyBook | None = None,
@@ -184,7 +187,7 @@ class LiveEvaluator:
         self.conversation = conversation
         self.responses = responses
         self.policies = policies or PolicyBook(settings.policy_dir)
-        self.engine = Engine(engine_settings(settings, share))
+        self.engine = Engine(engine_settings(settings, share, position))
         if responses is None:
             for model in settings.model:
                 self.engine.check_model(model)

@@ -122,6 +122,37 @@ def pytest_configure(config: pytest.Config) -> None:
         _register_gatekeeper(config, state)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "legaleval-xdist")
+        _warn_below_one_call_per_worker(config, state)
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many xdist workers the session starts (0 when it distributes nothing)."""
+    if getattr(config.option, "dist", "no") == "no":
+        return 0
+    count = 0
+    for spec in getattr(config.option, "tx", None) or ():
+        head, star, _ = str(spec).partition("*")
+        count += int(head) if star and head.isdigit() else 1
+    return count
+
+
+def _warn_below_one_call_per_worker(config: pytest.Config, state: LegalEvalState) -> None:
+    """Each worker keeps at least one call in flight: a smaller total cannot hold."""
+    s = state.settings
+    limits = [("--concurrency", s.concurrency)] if s.responses is None else []
+    if s.judge_model:
+        limits.append(("--judge-concurrency", s.judge_concurrency))
+    workers = _xdist_workers(config)
+    for flag, total in limits:
+        if total < workers:
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(
+                    f"{flag} {total} is below the {workers} xdist workers: each worker keeps "
+                    f"one call in flight, {workers} in total (run -n {total} or fewer to "
+                    f"hold {total})"
+                ),
+                stacklevel=2,
+            )
 
 
 def _register_gatekeeper(config: pytest.Config, state: LegalEvalState) -> None:
@@ -300,6 +331,12 @@ def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvalu
     """The evaluator of this process: the SDK imported, its client built, the engine ready."""
     workerinput = getattr(session.config, "workerinput", None)
     share = int(workerinput["workercount"]) if workerinput else 1
+    position = 0
+    if workerinput:
+        from pytest_legaleval.scheduling import worker_position
+
+        # A worker that replaces a crashed one gets the next free number (gw2 of 2).
+        position = worker_position(workerinput["workerid"]) % share
     # The SDK import creates some 85,000 long-lived objects and no garbage; with the
     # collector on, it ran full collections over them (~45 ms of each process's start-up,
     # before its first model call).
@@ -310,6 +347,7 @@ def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvalu
             return LiveEvaluator(
                 state.settings,
                 share=share,
+                position=position,
                 conversation=state.conversation,
                 responses=state.responses,
                 policies=state.policies,

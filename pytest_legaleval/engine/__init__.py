@@ -13,8 +13,10 @@ for its own future. Futures never raise; a failure is a ``GenerationResult`` wit
   latency (cost accounting should skip it: nothing was paid this run).
 * Results are committed to the cache before any caller sees them, so a SIGKILL never loses
   a result that was acted on; only successes are stored.
-* Limits are per process = total / ``share`` (static split across xdist workers). A 429
-  halves the in-flight limit (once per burst) and it grows back by 1 per 8 successes.
+* Limits are per process = total / ``share`` (static split across xdist workers; the
+  first ``concurrency % share`` workers take one slot more, so the slots add up to the
+  total, and each keeps at least one). A 429 halves the in-flight limit (once per burst)
+  and it grows back by 1 per 8 successes.
 * The API key is read from ``api_key_env`` only when a client is built; a missing key is a
   ``ConfigError`` (at ``submit``/``check_model``) only for the real OpenAI endpoint, local
   servers get a dummy key. Error texts are scrubbed of the key.

@@ -2,8 +2,11 @@
 
 All objects here are used from the engine's event-loop thread only, so they take no locks.
 Budgets across xdist workers are split statically: each of ``share`` processes gets
-``1/share`` of the rpm, tpm and concurrency (no cross-process coordination is needed and
-the total can never exceed the budget; the cost is that an idle worker's share is unused).
+``1/share`` of the rpm and tpm, and its part of the concurrency (the remainder goes to the
+first workers: 50 over 3 is 17, 17, 16). No cross-process coordination is needed and the
+total never exceeds the budget, except that every worker keeps one call in flight (the
+plugin warns when ``--concurrency`` is below the worker count); the cost is that an idle
+worker's share is unused.
 """
 
 from __future__ import annotations

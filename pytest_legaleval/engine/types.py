@@ -293,6 +293,10 @@ class EngineSettings:
     """SQLite cache file; ``None`` disables caching."""
     share: int = 1
     """Processes sharing the limits (xdist workers); each gets 1/share of every budget."""
+    position: int = 0
+    """This process's place among the ``share`` (0-based, an xdist worker's number): the
+    first ``concurrency % share`` processes take one slot more, so the slots add up to the
+    total (50 over 3 workers: 17, 17, 16)."""
     transport: str = "auto"
     """``httpx``, ``aiohttp`` or ``auto`` (the faster one measured, see benchmarks)."""
     per_model: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -303,6 +307,7 @@ class EngineSettings:
         checks: list[tuple[str, bool]] = [
             ("concurrency", self.concurrency >= 1),
             ("share", self.share >= 1),
+            ("position", 0 <= self.position < self.share),
             ("request_timeout_s", self.request_timeout_s > 0),
             ("judge_concurrency", self.judge_concurrency is None or self.judge_concurrency >= 1),
             ("rpm", self.rpm is None or self.rpm > 0),
@@ -311,9 +316,9 @@ class EngineSettings:
         for name, ok in checks:
             if not ok:
                 value = getattr(self, name)
+                rule = "in [0, share)" if name == "position" else "positive"
                 raise ConfigError(
-                    f"EngineSettings.{name} must be positive, got {value!r} "
-                    f"({type(value).__name__})"
+                    f"EngineSettings.{name} must be {rule}, got {value!r} ({type(value).__name__})"
                 )
         if self.transport not in TRANSPORTS:
             raise ConfigError(
@@ -329,17 +334,26 @@ class EngineSettings:
                     f"accepted: {sorted(allowed)}"
                 )
 
+    def _slots(self, total: int) -> int:
+        """The part of ``total`` slots that is this process's (see ``position``), at least 1.
+
+        Below one slot per process every process still keeps one call in flight: the
+        total is then ``share``, not ``total`` (the plugin warns about it).
+        """
+        whole, extra = divmod(total, self.share)
+        return max(1, whole + (self.position < extra))
+
     @property
     def process_concurrency(self) -> int:
-        """In-flight limit of this process: ``concurrency / share``, at least 1."""
-        return max(1, self.concurrency // self.share)
+        """In-flight limit of this process: its part of ``concurrency``, at least 1."""
+        return self._slots(self.concurrency)
 
     @property
     def process_judge_concurrency(self) -> int | None:
         """Judge in-flight limit of this process, if judges have their own pool."""
         if self.judge_concurrency is None:
             return None
-        return max(1, self.judge_concurrency // self.share)
+        return self._slots(self.judge_concurrency)
 
     @property
     def process_rpm(self) -> float | None:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
-from pytest_legaleval.evaluation import cancelled_result
+from pytest_legaleval.evaluation import cancelled_result, unfinished_result
 from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
 from pytest_legaleval.metrics.prices import PriceTable, load_price_table
 from pytest_legaleval.metrics.slices import SliceAccumulator
@@ -103,6 +103,10 @@ class RunRecorder:
         self._junit_pending: dict[str, list[tuple[str, object]]] = {}
         self._progress: slimming.ItemProgress | None = None
         self._reasons: dict[str, str] = {}
+        self._unfinished: dict[str, tuple[str, str]] = {}
+        """Node id → (pytest outcome, why) of items that never reached their evaluation."""
+        self._collected: list[str] | None = None
+        """A single process's collection (node ids); an xdist controller asks its scheduler."""
 
     @property
     def created_at(self) -> str:
@@ -216,8 +220,7 @@ class RunRecorder:
         directory = self.directory
         if directory is None:
             return
-        if interrupted and self.run_error is None:
-            self._cancel_unreported()
+        self._record_unfinished(cancel=interrupted and self.run_error is None)
         self._transition("finalizing")
         seed = self.state.settings.seed if self.state.settings.seed is not None else BOOTSTRAP_SEED
         metrics = {"run_id": self.run_id, "metrics_version": "1", "computed_at": utc_now()}
@@ -277,6 +280,8 @@ class RunRecorder:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        if not self.config.pluginmanager.has_plugin("dsession"):
+            self._collected = [item.nodeid for item in session.items]
         interrupted = False
         try:
             return (yield)
@@ -313,6 +318,12 @@ class RunRecorder:
             return
         result = getattr(report, "legaleval", None)
         if result is None:
+            when: str = report.when  # xdist reports a crashed worker's item as "???"
+            if (when == "setup" and not report.passed) or when == "???":
+                # Skipped, errored in a fixture before its evaluation, or lost with its
+                # worker. Recorded when the run ends, once the records are at hand (an xdist
+                # controller loads none until then).
+                self._unfinished[report.nodeid] = (report.outcome, _why(report))
             return
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             self._record(result, report.nodeid, report.outcome, report.legaleval_record)
@@ -431,33 +442,47 @@ class RunRecorder:
             if isinstance(spec, ItemSpec):
                 self._deselected.append(spec.index)
 
-    def _cancel_unreported(self) -> None:
-        """After Ctrl-C (or -x): every selected item without a result is recorded cancelled.
+    def _record_unfinished(self, *, cancel: bool) -> None:
+        """Record the selected items that have no result yet, so every one has its line.
 
-        Only now does an xdist controller load the records (to name the cancelled ones). Its
+        An item that pytest skipped, that errored in a fixture before its evaluation, or whose
+        xdist worker crashed gets a result saying so (``unfinished_result``). With
+        ``cancel`` (Ctrl-C, -x) every other selected item without a result is recorded
+        cancelled. Only now does an xdist controller load the records (to name them). Its
         workers deselected items themselves (``-k``, ``-m``): those are the items missing
-        from the collection the workers sent.
+        from the collection the workers sent. Items whose test never asked for an
+        evaluation (a suite that only checks ``record``) stay without a line.
         """
+        if not self._unfinished and not cancel:
+            return
         self.state.warn_policies = False  # the collecting processes have warned already
         try:
             items = self.state.items
         except (DatasetRejected, ConfigError):
             return
-        collected = _collected_item_ids(self._xdist_collection)
+        collection = self._xdist_collection or self._collected
+        nodeids = _nodeids_by_item_id(collection) if collection else None
+        causes = {_item_id(nodeid): (nodeid, *cause) for nodeid, cause in self._unfinished.items()}
         for spec in items:
             entry = spec.entry
             if spec.index < len(self._reported) and self._reported[spec.index]:
                 continue
             if not isinstance(entry, Record):
                 continue
-            if collected is not None and spec.item_id not in collected:
+            if nodeids is not None and spec.item_id not in nodeids:
                 continue
-            self._record(
-                dict(cancelled_result(entry, spec.model)),
-                spec.item_id,
-                "cancelled",
-                spec.provenance(),
-            )
+            found = causes.get(spec.item_id)
+            if found is not None:
+                nodeid, outcome, why = found
+                result = unfinished_result(entry, spec.model, outcome, why)
+            elif cancel:
+                nodeid = nodeids[spec.item_id] if nodeids is not None else spec.item_id
+                outcome, result = "cancelled", cancelled_result(entry, spec.model)
+            else:
+                continue
+            policy = self.state.policies.for_record(entry)
+            result["policy_id"], result["policy_sha256"] = policy.id, policy.sha256
+            self._record(dict(result), nodeid, outcome, spec.provenance())
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.directory is None or self.final is None:
@@ -476,11 +501,26 @@ class RunRecorder:
         terminalreporter.write_line(f"run directory: {Path(self.directory.path)}")
 
 
-def _collected_item_ids(collection: list[str] | None) -> set[str] | None:
-    """The item ids (``[...]`` of the node ids) an xdist controller's workers collected."""
-    if not collection:
-        return None
-    return {nodeid[nodeid.find("[") + 1 : -1] for nodeid in collection if nodeid.endswith("]")}
+def _item_id(nodeid: str) -> str:
+    """A record item's id: the ``[...]`` of its node id."""
+    return nodeid[nodeid.find("[") + 1 : -1] if nodeid.endswith("]") else nodeid
+
+
+def _nodeids_by_item_id(collection: Iterable[str]) -> dict[str, str]:
+    """The node ids of a collection's record items, by item id."""
+    return {_item_id(nodeid): nodeid for nodeid in collection if nodeid.endswith("]")}
+
+
+def _why(report: pytest.TestReport) -> str:
+    """The one-line reason pytest gives for an item that did not run (skip, error, crash)."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
+        text = str(longrepr[2]).removeprefix("Skipped: ")
+    else:
+        crash = getattr(longrepr, "reprcrash", None)
+        text = str(getattr(crash, "message", None) or longrepr or report.outcome)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return (lines[0] if lines else report.outcome)[:500]
 
 
 def _junit_properties(run_id: str, result: dict[str, Any]) -> list[tuple[str, object]]:

@@ -197,6 +197,37 @@ def test_n2_equals_n0_live(
     assert outcomes(pytester.path / "runs") == outcomes(pytester.path / "runs2")
 
 
+def test_three_workers_hold_the_whole_concurrency(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    """7 slots over 3 workers are 3, 2 and 2: the endpoint sees 7 in flight, not 3 x 2."""
+    server.set_latency(0.5)  # each worker stays at its full share for 1 s or more
+    data = _dataset(pytester.path / "d.jsonl", 21)
+    result = pytester.runpytest_subprocess(
+        *_args(server, data, "-n", "3", "--no-cache", "--concurrency", "7")
+    )
+    result.assert_outcomes(passed=21)
+    assert server.stats()["peak_in_flight"] == 7
+
+
+@pytest.mark.parametrize(
+    "workers", [["-n", "2"], ["--tx", "2*popen", "--dist", "load"]], ids=["n", "tx"]
+)
+def test_fewer_slots_than_workers_is_warned_about(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer, workers: list[str]
+) -> None:
+    server.set_latency(0.2)
+    data = _dataset(pytester.path / "d.jsonl", 4)
+    result = pytester.runpytest_subprocess(
+        *_args(server, data, *workers, "--no-cache", "--concurrency", "1")
+    )
+    result.assert_outcomes(passed=4, warnings=1)
+    result.stdout.fnmatch_lines(
+        ["*--concurrency 1 is below the 2 xdist workers: each worker keeps one call in flight*"]
+    )
+    assert server.stats()["peak_in_flight"] == 2
+
+
 _ENGINE_IMPORT_PROBE = """
 import sys
 import threading

@@ -89,8 +89,26 @@ def test_limits_are_divided_among_sharing_processes() -> None:
     assert settings.process_concurrency == 8
     assert settings.process_rpm == pytest.approx(150)
     assert settings.process_tpm == pytest.approx(22_500)
-    assert settings.process_judge_concurrency == 1
+    assert settings.process_judge_concurrency == 2  # 6 over 4: 2, 2, 1, 1
     assert EngineSettings(concurrency=3, share=8).process_concurrency == 1
+
+
+@pytest.mark.parametrize(("total", "share"), [(50, 2), (50, 3), (50, 4), (7, 3), (32, 5), (4, 4)])
+def test_slots_of_the_sharing_processes_add_up_to_the_total(total: int, share: int) -> None:
+    """The remainder goes to the first processes: 50 over 3 is 17, 17, 16, never 16 x 3."""
+    slots = [
+        EngineSettings(concurrency=total, judge_concurrency=total, share=share, position=p)
+        for p in range(share)
+    ]
+    assert sum(s.process_concurrency for s in slots) == total
+    assert sum(s.process_judge_concurrency or 0 for s in slots) == total
+    sizes = [s.process_concurrency for s in slots]
+    assert sizes == sorted(sizes, reverse=True) and max(sizes) - min(sizes) <= 1
+
+
+def test_fewer_slots_than_processes_still_leave_each_one_call() -> None:
+    slots = [EngineSettings(concurrency=2, share=4, position=p) for p in range(4)]
+    assert [s.process_concurrency for s in slots] == [1, 1, 1, 1]
 
 
 @pytest.mark.parametrize(
@@ -98,6 +116,8 @@ def test_limits_are_divided_among_sharing_processes() -> None:
     [
         {"concurrency": 0},
         {"share": 0},
+        {"position": -1},
+        {"share": 2, "position": 2},
         {"rpm": 0},
         {"transport": "curl"},
         {"request_timeout_s": 0},
