@@ -228,6 +228,45 @@ def test_fewer_slots_than_workers_is_warned_about(
     assert server.stats()["peak_in_flight"] == 2
 
 
+_SKIP_TWO = """
+import pytest
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "q001" in item.nodeid:
+            item.add_marker(pytest.mark.skip(reason="not today"))
+        elif "q002" in item.nodeid:
+            item.add_marker(pytest.mark.skipif(True, reason="not here"))
+        elif "q003" in item.nodeid:
+            item.add_marker(pytest.mark.skipif("False", reason="a string: pytest decides"))
+"""
+
+
+@pytest.mark.parametrize("workers", [["-p", "no:xdist"], ["-n", "2"]], ids=["n0", "n2"])
+def test_items_skipped_up_front_are_never_called(
+    pytester: pytest.Pytester,
+    suite: Path,
+    server: MockOpenAIServer,
+    workers: list[str],
+) -> None:
+    """No call is paid for an item that pytest skips before its fixtures."""
+    pytester.makeconftest(_SKIP_TWO)
+    data = _dataset(pytester.path / "d.jsonl", 6)
+    result = pytester.runpytest_subprocess(*_args(server, data, "--no-cache", *workers))
+    result.assert_outcomes(passed=4, skipped=2)
+    assert server.stats()["requests"] == 4
+    reasons = {p["record_id"]: p["reason"] for p in _predictions(pytester.path / "runs")}
+    assert reasons == {
+        "q000": "correct",
+        "q001": "skipped",
+        "q002": "skipped",
+        "q003": "correct",
+        "q004": "correct",
+        "q005": "correct",
+    }
+
+
 _ENGINE_IMPORT_PROBE = """
 import sys
 import threading
