@@ -319,7 +319,8 @@ class RunRecorder:
         result = getattr(report, "legaleval", None)
         if result is None:
             when: str = report.when  # xdist reports a crashed worker's item as "???"
-            if (when == "setup" and not report.passed) or when == "???":
+            unfinished = (when == "setup" and not report.passed) or when == "???"
+            if unfinished and report.nodeid.endswith("]"):  # a record item is parametrized
                 # Skipped, errored in a fixture before its evaluation, or lost with its
                 # worker. Recorded when the run ends, once the records are at hand (an xdist
                 # controller loads none until then).
