@@ -609,6 +609,15 @@ def resolve(config: pytest.Config) -> Settings:
             raise ConfigError(
                 f"--slice-by {key!r}: expected metadata.KEY, e.g. metadata.jurisdiction"
             )
+    for dest, flag, role in (
+        ("model", "--model", "each model is one item per record"),
+        ("judge_model", "--judge-model", "each judge is one vote of the panel"),
+    ):
+        repeated = sorted({m for m in values[dest] if list(values[dest]).count(m) > 1})
+        if repeated:
+            raise ConfigError(
+                f"{flag} {', '.join(repeated)} is given more than once ({role}): drop the repeat"
+            )
     base_url = values.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
     values["base_url"] = base_url
     return Settings(

@@ -271,6 +271,17 @@ def test_shards_partition_the_dataset(pytester: pytest.Pytester, suite: Path) ->
             ["--dataset", "d.jsonl", "--responses", "bad.jsonl"],
             "*line 1: record_id must be a non-empty string*",
         ),
+        (
+            ["--dataset", "d.jsonl", "--model", "openai/x", "--model", "openai/x"],
+            "*--model openai/x is given more than once (each model is one item per record)*",
+        ),
+        (
+            [
+                *("--dataset", "d.jsonl", "--responses", "r.jsonl"),
+                *("--judge-model", "openai/j", "--judge-model", "openai/j"),
+            ],
+            "*--judge-model openai/j is given more than once*drop the repeat*",
+        ),
     ],
 )
 def test_usage_errors_name_the_fix(
