@@ -77,6 +77,42 @@ def _check_settings(state: LegalEvalState, *, controller: bool = True) -> None:
             "no response source: pass --responses FILE (pre-computed answers) or "
             "--model PROVIDER/NAME (live generation)"
         )
+    if controller and s.cache and (s.model or s.judge_model):
+        _check_cache_file(s.cache)
+
+
+def _check_cache_file(path: str) -> None:
+    """A cache file that cannot be used fails now, before any worker starts.
+
+    A directory, an unreadable path, or an existing file that SQLite cannot read. A missing
+    file is fine: the engine creates it (and its directories) at the first call.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"--cache {path}: is a directory; pass a file path or --no-cache")
+    try:
+        size = target.stat().st_size
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ConfigError(
+            f"--cache {path}: cannot be used ({exc}); pass another path or --no-cache"
+        ) from None
+    if size == 0:
+        return
+    import sqlite3
+
+    try:
+        connection = sqlite3.connect(path)
+        try:
+            connection.execute("PRAGMA schema_version").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        raise ConfigError(
+            f"--cache {path}: not a usable SQLite database ({exc}); it is left as it is: "
+            "pass another path or --no-cache"
+        ) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -403,13 +439,17 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
         and not session.config.option.collectonly
     ):
         live = state.live = _live_evaluator(session, state)
-        live.prefetch(
-            [
-                (spec.entry, spec.model)
-                for spec in _own_specs(session)
-                if isinstance(spec.entry, Record)
-            ]
-        )
+        try:
+            live.prefetch(
+                [
+                    (spec.entry, spec.model)
+                    for spec in _own_specs(session)
+                    if isinstance(spec.entry, Record)
+                ]
+            )
+        except ConfigError as exc:  # the engine starts here (its cache opens)
+            live.close()
+            raise pytest.UsageError(str(exc)) from None
     try:
         return (yield)
     except KeyboardInterrupt:

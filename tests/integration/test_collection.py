@@ -272,6 +272,18 @@ def test_shards_partition_the_dataset(pytester: pytest.Pytester, suite: Path) ->
             "*line 1: record_id must be a non-empty string*",
         ),
         (
+            ["--dataset", "d.jsonl", "--model", "openai/x", "--cache", "notdb.sqlite"],
+            "*--cache notdb.sqlite: not a usable SQLite database (file is not a database)*",
+        ),
+        (
+            ["--dataset", "d.jsonl", "--model", "openai/x", "--cache", "."],
+            "*--cache .: is a directory; pass a file path or --no-cache*",
+        ),
+        (
+            ["--dataset", "d.jsonl", "--model", "openai/x", "--cache", "r.jsonl/c.sqlite"],
+            "*--cache r.jsonl/c.sqlite: cannot be used (*Not a directory*",
+        ),
+        (
             ["--dataset", "d.jsonl", "--model", "openai/x", "--model", "openai/x"],
             "*--model openai/x is given more than once (each model is one item per record)*",
         ),
@@ -290,6 +302,7 @@ def test_usage_errors_name_the_fix(
     write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1")])
     _responses(pytester.path / "r.jsonl", {"q1": "B"})
     (pytester.path / "bad.jsonl").write_text('{"record_id": 3}\n')
+    (pytester.path / "notdb.sqlite").write_text("a text file, not a database\n")
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])

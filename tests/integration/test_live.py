@@ -267,6 +267,30 @@ def test_items_skipped_up_front_are_never_called(
     }
 
 
+_SPOIL_CACHE_AFTER_CONFIGURE = """
+def pytest_collection_finish(session):
+    # After the configure-time check: only the engine, opening it, can find out.
+    with open("cache.sqlite", "wb") as out:
+        out.write(b"SQLite format 3\\x00" + b"\\xff" * 200)
+"""
+
+
+def test_a_cache_the_engine_cannot_open_is_a_usage_error(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    pytester.makeconftest(_SPOIL_CACHE_AFTER_CONFIGURE)
+    data = _dataset(pytester.path / "d.jsonl", 3)
+    result = pytester.runpytest_subprocess(*_args(server, data, "-p", "no:xdist"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: Cannot use 'cache.sqlite' as the result cache*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert server.stats()["requests"] == 0
+    (run,) = run_dirs(pytester.path / "runs")
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    assert manifest["status"] == "failed"
+    assert "as the result cache" in manifest["error"]
+
+
 _ENGINE_IMPORT_PROBE = """
 import sys
 import threading
