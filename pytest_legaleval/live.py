@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from pytest_legaleval import routing
 from pytest_legaleval.engine import (
     Attempt,
     Engine,
@@ -24,7 +25,6 @@ from pytest_legaleval.engine import (
     RetryPolicy,
 )
 from pytest_legaleval.engine.capabilities import StructuredOutput, structured_params
-from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.evaluation import EvalResult, grade_response, prefilled_result
 from pytest_legaleval.grading.attachments import missing_attachments, record_attachments
 from pytest_legaleval.grading.judge import judge_kind, mcq_answer_schema
@@ -37,36 +37,12 @@ from pytest_legaleval.settings import Settings
 
 __all__ = ["LiveEvaluator", "engine_settings", "result_from_generation"]
 
-_PARAM_KEYS = ("temperature", "top_p", "max_new_tokens", "seed")
 _ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
-_MODEL_KEYS = frozenset({"base_url", "api_key_env", *_PARAM_KEYS})
-
-
-def _per_model(settings: Settings) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for model, values in settings.per_model.items():
-        unknown = set(values) - _MODEL_KEYS
-        if unknown:
-            hint = (
-                " (keys are read from the environment only: use api_key_env)"
-                if any("key" in k for k in unknown)
-                else ""
-            )
-            raise ConfigError(
-                f"models[{model!r}]: unknown settings {sorted(unknown)}; accepted: "
-                f"{sorted(_MODEL_KEYS)}{hint}"
-            )
-        entry: dict[str, Any] = {k: values[k] for k in ("base_url", "api_key_env") if k in values}
-        params = {k: values[k] for k in _PARAM_KEYS if k in values}
-        if params:
-            entry["params"] = params
-        out[model] = entry
-    return out
 
 
 def engine_settings(settings: Settings, share: int, position: int = 0) -> EngineSettings:
     """Engine configuration of process ``position`` (0-based) out of ``share``."""
-    per_model = _per_model(settings)
+    per_model = routing.per_model(settings)
     if settings.judge_base_url:
         for judge in settings.judge_model:
             entry = per_model.setdefault(judge, {})

@@ -77,8 +77,12 @@ def _check_settings(state: LegalEvalState, *, controller: bool = True) -> None:
             "no response source: pass --responses FILE (pre-computed answers) or "
             "--model PROVIDER/NAME (live generation)"
         )
-    if controller and s.cache and (s.model or s.judge_model):
-        _check_cache_file(s.cache)
+    if controller and (s.model or s.judge_model):
+        from pytest_legaleval.routing import check_models
+
+        check_models(s)  # under xdist, the workers that call could only crash on it
+        if s.cache:
+            _check_cache_file(s.cache)
 
 
 def _check_cache_file(path: str) -> None:

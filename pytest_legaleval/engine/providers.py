@@ -21,6 +21,7 @@ from pytest_legaleval.engine.types import (
     RawCompletion,
 )
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.routing import missing_key_message, split_model
 
 __all__ = [
     "OPENAI_DEFAULT_BASE_URL",
@@ -72,17 +73,6 @@ class Provider(Protocol):
 
 
 ProviderFactory = Callable[[EngineSettings], Provider]
-
-
-def split_model(model: str) -> tuple[str, str]:
-    """``"openai/gpt-4.1-mini"`` → ``("openai", "gpt-4.1-mini")``."""
-    provider, sep, name = model.partition("/")
-    if not sep or not provider or not name:
-        raise ConfigError(
-            f"Expected PROVIDER/NAME for the model but got {model!r} ({type(model).__name__}); "
-            "try e.g. 'openai/gpt-4.1-mini'"
-        )
-    return provider, name
 
 
 class ProviderRegistry:
@@ -180,10 +170,7 @@ class OpenAIProvider:
         split_model(model)
         route = self._route(model)
         if route.uses_default_endpoint and not os.environ.get(route.api_key_env):
-            raise ConfigError(
-                f"{route.api_key_env} is not set: export it for {model!r}, or point "
-                "--base-url / OPENAI_BASE_URL at an OpenAI-compatible server"
-            )
+            raise ConfigError(missing_key_message(model, route.api_key_env))
 
     def effective_params(self, request: GenerationRequest) -> GenerationParams:
         """Request params over the per-model defaults."""

@@ -251,6 +251,16 @@ def test_shards_partition_the_dataset(pytester: pytest.Pytester, suite: Path) ->
     assert sorted(seen) == sorted(r["id"] for r in rows)
 
 
+_OWN_ENDPOINT = [
+    "--dataset",
+    "d.jsonl",
+    "--model",
+    "openai/x",
+    "--base-url",
+    "http://127.0.0.1:9/v1",
+]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -272,15 +282,15 @@ def test_shards_partition_the_dataset(pytester: pytest.Pytester, suite: Path) ->
             "*line 1: record_id must be a non-empty string*",
         ),
         (
-            ["--dataset", "d.jsonl", "--model", "openai/x", "--cache", "notdb.sqlite"],
+            [*_OWN_ENDPOINT, "--cache", "notdb.sqlite"],
             "*--cache notdb.sqlite: not a usable SQLite database (file is not a database)*",
         ),
         (
-            ["--dataset", "d.jsonl", "--model", "openai/x", "--cache", "."],
+            [*_OWN_ENDPOINT, "--cache", "."],
             "*--cache .: is a directory; pass a file path or --no-cache*",
         ),
         (
-            ["--dataset", "d.jsonl", "--model", "openai/x", "--cache", "r.jsonl/c.sqlite"],
+            [*_OWN_ENDPOINT, "--cache", "r.jsonl/c.sqlite"],
             "*--cache r.jsonl/c.sqlite: cannot be used (*Not a directory*",
         ),
         (

@@ -144,3 +144,36 @@ def test_the_item_of_a_crashed_worker_is_an_evaluation_error(
     assert "crashed while running" in lost["explanation"]
     reasons = [p["reason"] for p in read_jsonl(run / "predictions.jsonl")]
     assert reasons.count("evaluation_error") == 1  # only the lost item; its re-run is not
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "ERROR: OPENAI_API_KEY is not set: export it for 'openai/gpt-x'*"),
+        (["--model", "foo/x"], "ERROR: Unknown model provider 'foo'*"),
+        (["--cache", "notdb.sqlite"], "ERROR: --cache notdb.sqlite: not a usable SQLite database*"),
+    ],
+    ids=["no-key", "provider", "cache"],
+)
+def test_a_live_configuration_error_is_a_usage_error_under_xdist(
+    pytester: pytest.Pytester,
+    suite: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    extra: list[str],
+    message: str,
+) -> None:
+    """Checked by the controller: a worker that met it could only end in an INTERNALERROR."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    (data,) = copy_in(pytester, EXAMPLES / "legal_mcq.jsonl")
+    (pytester.path / "notdb.sqlite").write_text("a text file, not a database\n")
+    if extra:  # an endpoint of our own: no key needed, the other check speaks
+        extra = [*extra, "--base-url", "http://127.0.0.1:9/v1"]
+    result = pytester.runpytest_subprocess(
+        "--dataset", str(data), "--model", "openai/gpt-x", *extra, "--run-dir", "runs", "-n", "2"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert not (pytester.path / "runs").exists()
+    assert (pytester.path / "notdb.sqlite").read_text() == "a text file, not a database\n"
