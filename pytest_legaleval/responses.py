@@ -75,7 +75,7 @@ def _is_turing_answers(file: Path) -> bool:
         return handle.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"[")
 
 
-def _turing_answers(file: Path, path: str | Path) -> ResponseTable:
+def _turing_answers(file: Path, path: str | Path, flag: str) -> ResponseTable:
     # A Turing answer file (answers/<question-model>/<answer-model>.json): a JSON array.
     from pytest_legaleval.errors import DatasetRejected
     from pytest_legaleval.formats.turing import load_turing_answers
@@ -83,16 +83,19 @@ def _turing_answers(file: Path, path: str | Path) -> ResponseTable:
     try:
         responses, problems = load_turing_answers(file)
     except DatasetRejected as exc:
-        raise ResponsesError(f"--responses {path}: {exc.message}") from None
+        raise ResponsesError(f"{flag} {path}: {exc.message}") from None
     if problems:
         shown = "\n  ".join(problems[:_MAX_PROBLEMS_SHOWN])
-        raise ResponsesError(f"--responses {path}: {len(problems)} bad entries:\n  {shown}")
+        raise ResponsesError(f"{flag} {path}: {len(problems)} bad entries:\n  {shown}")
     models = tuple(dict.fromkeys(model for _, model in responses))
     return ResponseTable(path=str(file), models=models, responses=responses)
 
 
-def load_responses(path: str | Path) -> ResponseTable:
+def load_responses(path: str | Path, flag: str = "--responses") -> ResponseTable:
     """Read a responses file; every problem is collected and raised together.
+
+    ``flag`` names the option the file came from in the errors (``--conversation-from``
+    reads the same format).
 
     Raises:
         ResponsesError: the file is missing, or rows are malformed or duplicated (all of
@@ -101,9 +104,9 @@ def load_responses(path: str | Path) -> ResponseTable:
     """
     file = Path(path)
     if not file.is_file():
-        raise ResponsesError(f"--responses {path}: no such file")
+        raise ResponsesError(f"{flag} {path}: no such file")
     if _is_turing_answers(file):
-        return _turing_answers(file, path)
+        return _turing_answers(file, path, flag)
     responses: dict[tuple[str, str], str] = {}
     first_line: dict[tuple[str, str], int] = {}
     models: dict[str, None] = {}
@@ -137,5 +140,5 @@ def load_responses(path: str | Path) -> ResponseTable:
         shown = "\n  ".join(problems[:_MAX_PROBLEMS_SHOWN])
         more = len(problems) - _MAX_PROBLEMS_SHOWN
         tail = f"\n  … and {more} more" if more > 0 else ""
-        raise ResponsesError(f"--responses {path}: {len(problems)} bad rows:\n  {shown}{tail}")
+        raise ResponsesError(f"{flag} {path}: {len(problems)} bad rows:\n  {shown}{tail}")
     return ResponseTable(path=str(file), models=tuple(models), responses=responses)

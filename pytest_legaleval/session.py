@@ -90,7 +90,9 @@ class LegalEvalState:
             load_responses(settings.responses) if settings.responses else None
         )
         self.conversation: ResponseTable | None = (
-            load_responses(settings.conversation_from) if settings.conversation_from else None
+            load_responses(settings.conversation_from, "--conversation-from")
+            if settings.conversation_from
+            else None
         )
         self.live: LiveEvaluator | None = None
         self.warn_policies = True

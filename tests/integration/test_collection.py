@@ -282,6 +282,14 @@ _OWN_ENDPOINT = [
             "*line 1: record_id must be a non-empty string*",
         ),
         (
+            [*_OWN_ENDPOINT, "--conversation-from", "nope.jsonl"],
+            "*--conversation-from nope.jsonl: no such file*",
+        ),
+        (
+            [*_OWN_ENDPOINT, "--conversation-from", "bad.jsonl"],
+            "*--conversation-from bad.jsonl: 1 bad rows:*",
+        ),
+        (
             [*_OWN_ENDPOINT, "--cache", "notdb.sqlite"],
             "*--cache notdb.sqlite: not a usable SQLite database (file is not a database)*",
         ),
