@@ -6,6 +6,8 @@ Hooks only; the work happens in pure modules (formats, validation, grading, run,
 from __future__ import annotations
 
 import json
+import signal
+import threading
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,6 +136,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
+    _interrupt_on_sigterm(config)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and (state.responses is None or settings.judge_model):
         # Model calls ahead: the engine's import overlaps collection (see warmup).
@@ -472,6 +475,35 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     finish_engine_import(config)
+    handler = config.stash.get(_SIGTERM_KEY, None)
+    if handler is not None and signal.getsignal(signal.SIGTERM) is handler:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_SIGTERM_KEY = pytest.StashKey[Any]()
+
+
+def _interrupt_on_sigterm(config: pytest.Config) -> None:
+    """SIGTERM ends the session as Ctrl-C does, instead of killing it mid-run.
+
+    A cancelled CI job or a ``kill`` sends SIGTERM; by default Python dies at once and the
+    run directory stays ``running``, without metrics or checksums. Like SIGINT, it now
+    raises ``KeyboardInterrupt``: pending calls are cancelled, the unfinished records are
+    recorded ``cancelled`` and the run directory is finalized (pytest exits 2). A second
+    SIGTERM kills at once. Nothing changes when SIGTERM already has a handler, or off the
+    main thread (``signal`` allows handlers only there).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the next one kills
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, interrupt)
+    config.stash[_SIGTERM_KEY] = interrupt
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
 from .conftest import mcq_row, read_jsonl, run_dirs, write_jsonl
@@ -431,6 +433,40 @@ def test_ctrl_c_cancels_and_finalizes(
     assert 0 < len(cancelled) < 80
     summary = json.loads((run / "metrics_summary.json").read_text())
     assert summary["outcomes_by_reason"]["cancelled"] == len(cancelled)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [["-p", "no:xdist"], ["-n", "2"]], ids=["n0", "n2"])
+def test_sigterm_cancels_and_finalizes_like_ctrl_c(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer, workers: list[str]
+) -> None:
+    """A cancelled CI job sends SIGTERM to the whole process group."""
+    server.set_latency(0.2)
+    data = _dataset(pytester.path / "d.jsonl", 80)
+    args = _args(server, data, "--concurrency", "2", *workers)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait_for_lines(pytester.path / "runs", 2, proc)
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=15) == pytest.ExitCode.INTERRUPTED
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    (run,) = run_dirs(pytester.path / "runs")
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    assert manifest["status"] == "cancelled"
+    predictions = read_jsonl(run / "predictions.jsonl")
+    assert len(predictions) == 80
+    assert 0 < sum(p["reason"] == "cancelled" for p in predictions) < 80
+    assert (run / "metrics_summary.json").exists() and (run / "SHA256SUMS").exists()
+    assert check_run_directory(run) == []
 
 
 def test_missing_api_key_for_the_real_endpoint_is_a_usage_error(
