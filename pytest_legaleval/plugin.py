@@ -6,6 +6,7 @@ Hooks only; the work happens in pure modules (formats, validation, grading, run,
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 from collections.abc import Generator
@@ -152,6 +153,10 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.no_summary = True
         return  # workers compute; only the controller records the run
     run_id = settings.run_id or new_run_id()
+    try:
+        _check_run_dir(settings.run_dir)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if (Path(settings.run_dir) / run_id).exists():
         raise pytest.UsageError(
             f"run directory {Path(settings.run_dir) / run_id} already exists; runs are "
@@ -166,6 +171,21 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "legaleval-xdist")
         _warn_below_one_call_per_worker(config, state)
+
+
+def _check_run_dir(path: str) -> None:
+    """The run directory can be created: checked before any call is paid for.
+
+    Nothing is created here (a session that stops before its first result writes nothing):
+    the nearest existing ancestor must be a writable directory.
+    """
+    existing = Path(path)
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"--run-dir {path}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"--run-dir {path}: {existing} is not writable")
 
 
 def _xdist_workers(config: pytest.Config) -> int:

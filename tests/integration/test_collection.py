@@ -282,6 +282,10 @@ _OWN_ENDPOINT = [
             "*line 1: record_id must be a non-empty string*",
         ),
         (
+            [*_OWN_ENDPOINT, "--run-dir", "r.jsonl/runs"],
+            "*--run-dir r.jsonl/runs: r.jsonl is not a directory*",
+        ),
+        (
             [*_OWN_ENDPOINT, "--conversation-from", "nope.jsonl"],
             "*--conversation-from nope.jsonl: no such file*",
         ),
