@@ -42,11 +42,6 @@ _ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
 
 def engine_settings(settings: Settings, share: int, position: int = 0) -> EngineSettings:
     """Engine configuration of process ``position`` (0-based) out of ``share``."""
-    per_model = routing.per_model(settings)
-    if settings.judge_base_url:
-        for judge in settings.judge_model:
-            entry = per_model.setdefault(judge, {})
-            entry.setdefault("base_url", settings.judge_base_url)
     return EngineSettings(
         base_url=settings.base_url,
         api_key_env=settings.api_key_env,
@@ -60,7 +55,7 @@ def engine_settings(settings: Settings, share: int, position: int = 0) -> Engine
         share=share,
         position=position,
         transport=settings.transport,
-        per_model=per_model,
+        per_model=routing.per_model(settings),
     )
 
 

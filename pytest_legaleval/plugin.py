@@ -80,6 +80,8 @@ def _check_settings(state: LegalEvalState, *, controller: bool = True) -> None:
             "no response source: pass --responses FILE (pre-computed answers) or "
             "--model PROVIDER/NAME (live generation)"
         )
+    if controller:
+        _check_run_dir(s.run_dir)  # before any call is paid for; only the controller writes
     if controller and (s.model or s.judge_model):
         from pytest_legaleval.routing import check_models
 
@@ -153,10 +155,6 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.no_summary = True
         return  # workers compute; only the controller records the run
     run_id = settings.run_id or new_run_id()
-    try:
-        _check_run_dir(settings.run_dir)
-    except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
     if (Path(settings.run_dir) / run_id).exists():
         raise pytest.UsageError(
             f"run directory {Path(settings.run_dir) / run_id} already exists; runs are "
@@ -192,11 +190,9 @@ def _xdist_workers(config: pytest.Config) -> int:
     """How many xdist workers the session starts (0 when it distributes nothing)."""
     if getattr(config.option, "dist", "no") == "no":
         return 0
-    count = 0
-    for spec in getattr(config.option, "tx", None) or ():
-        head, star, _ = str(spec).partition("*")
-        count += int(head) if star and head.isdigit() else 1
-    return count
+    from xdist.workermanage import parse_tx_spec_config  # as our scheduler counts them
+
+    return len(parse_tx_spec_config(config))
 
 
 def _warn_below_one_call_per_worker(config: pytest.Config, state: LegalEvalState) -> None:

@@ -15,7 +15,14 @@ from typing import Any
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.settings import Settings
 
-__all__ = ["BUILTIN_PROVIDERS", "check_models", "missing_key_message", "per_model", "split_model"]
+__all__ = [
+    "BUILTIN_PROVIDERS",
+    "check_models",
+    "missing_key_message",
+    "per_model",
+    "split_model",
+    "unknown_provider_message",
+]
 
 BUILTIN_PROVIDERS = ("local", "openai")
 """The provider prefixes of the engine's default registry (``PROVIDER/NAME``)."""
@@ -35,6 +42,14 @@ def split_model(model: str) -> tuple[str, str]:
     return provider, name
 
 
+def unknown_provider_message(provider: str, accepted: tuple[str, ...]) -> str:
+    """The error for a ``PROVIDER/NAME`` whose provider nobody serves."""
+    return (
+        f"Unknown model provider {provider!r}; accepted providers: "
+        f"{', '.join(accepted) or '(none)'} (write the model as PROVIDER/NAME)"
+    )
+
+
 def missing_key_message(model: str, api_key_env: str) -> str:
     """The error for a model on the real OpenAI API whose key variable is not set."""
     return (
@@ -44,10 +59,11 @@ def missing_key_message(model: str, api_key_env: str) -> str:
 
 
 def per_model(settings: Settings) -> dict[str, dict[str, Any]]:
-    """The YAML ``models:`` entries as engine overrides.
+    """The engine's per-model overrides: the YAML ``models:`` entries, and the judges' URL.
 
-    Each becomes ``base_url``, ``api_key_env`` and ``params``; an unknown setting is a
-    ``ConfigError``.
+    Each entry becomes ``base_url``, ``api_key_env`` and ``params``; an unknown setting is
+    a ``ConfigError``. ``--judge-base-url`` is each judge's ``base_url`` unless its entry
+    names one.
     """
     out: dict[str, dict[str, Any]] = {}
     for model, values in settings.per_model.items():
@@ -67,6 +83,9 @@ def per_model(settings: Settings) -> dict[str, dict[str, Any]]:
         if params:
             entry["params"] = params
         out[model] = entry
+    if settings.judge_base_url:
+        for judge in settings.judge_model:
+            out.setdefault(judge, {}).setdefault("base_url", settings.judge_base_url)
     return out
 
 
@@ -79,23 +98,14 @@ def check_models(settings: Settings) -> None:
     """
     overrides = per_model(settings)
     models = [*settings.model] if not settings.responses else []
-    judges = list(settings.judge_model)
-    for model in [*models, *judges]:
+    for model in [*models, *settings.judge_model]:
         provider, _ = split_model(model)
         if provider not in BUILTIN_PROVIDERS:
-            raise ConfigError(
-                f"Unknown model provider {provider!r}; accepted providers: "
-                f"{', '.join(BUILTIN_PROVIDERS)} (write the model as PROVIDER/NAME)"
-            )
+            raise ConfigError(unknown_provider_message(provider, BUILTIN_PROVIDERS))
         if provider != "openai":
             continue
         entry = overrides.get(model, {})
-        base_url = (
-            entry.get("base_url")
-            or (settings.judge_base_url if model in judges else None)
-            or settings.base_url
-            or os.environ.get("OPENAI_BASE_URL")
-        )
+        base_url = entry.get("base_url") or settings.base_url or os.environ.get("OPENAI_BASE_URL")
         api_key_env = str(entry.get("api_key_env") or settings.api_key_env)
         if not base_url and not os.environ.get(api_key_env):
             raise ConfigError(missing_key_message(model, api_key_env))

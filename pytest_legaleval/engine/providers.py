@@ -21,7 +21,7 @@ from pytest_legaleval.engine.types import (
     RawCompletion,
 )
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.routing import missing_key_message, split_model
+from pytest_legaleval.routing import missing_key_message, split_model, unknown_provider_message
 
 __all__ = [
     "OPENAI_DEFAULT_BASE_URL",
@@ -93,10 +93,7 @@ class ProviderRegistry:
         """Create a provider for prefix ``name``; unknown prefixes raise ``ConfigError``."""
         factory = self._factories.get(name)
         if factory is None:
-            raise ConfigError(
-                f"Unknown model provider {name!r}; accepted providers: "
-                f"{', '.join(self.names()) or '(none)'} (write the model as PROVIDER/NAME)"
-            )
+            raise ConfigError(unknown_provider_message(name, self.names()))
         return factory(settings)
 
 
