@@ -6,9 +6,6 @@ Hooks only; the work happens in pure modules (formats, validation, grading, run,
 from __future__ import annotations
 
 import json
-import os
-import signal
-import threading
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,8 +19,14 @@ from pytest_legaleval.evaluation import (
     RecordFailed,
     record_error_result,
 )
-from pytest_legaleval.formats import FORMATS, RejectedRecord
+from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.perf import collector_paused
+from pytest_legaleval.preflight import (
+    check_settings,
+    interrupt_on_sigterm,
+    restore_sigterm,
+    warn_below_one_call_per_worker,
+)
 from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
 from pytest_legaleval.run.slimming import PAYLOAD_FIELDS, PYTEST_REPORT_FIELDS
@@ -47,83 +50,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
-def _check_settings(state: LegalEvalState, *, controller: bool = True) -> None:
-    """Config-time checks: impossible mixes fail before collection, naming the fix.
-
-    An xdist worker skips what only the controller uses (the gates): a malformed gate has
-    already stopped the controller, before any worker started.
-    """
-    s = state.settings
-    if s.dataset_format not in ("auto", *FORMATS):
-        raise ConfigError(
-            f"--dataset-format {s.dataset_format!r}: choose auto or one of {', '.join(FORMATS)}"
-        )
-    for path in s.dataset:
-        if not Path(path).exists():
-            raise ConfigError(f"--dataset {path}: no such file or directory")
-    if s.responses and s.model:
-        raise ConfigError(
-            "--responses and --model are exclusive: evaluate pre-computed "
-            "responses or call a model live, not both"
-        )
-    if controller and s.gate:
-        from pytest_legaleval.metrics.gates import parse_gates
-
-        parse_gates(s.gate)  # a malformed gate is a usage error that shows the grammar
-    if not 0 < s.regression_alpha < 1:
-        raise ConfigError(f"--regression-alpha must be in (0, 1), got {s.regression_alpha}")
-    if s.max_regression is not None and not 0 <= s.max_regression <= 1:
-        raise ConfigError(f"--max-regression must be in [0, 1], got {s.max_regression}")
-    state.policies  # noqa: B018 - load the policies now: a bad --policy-dir is a usage error
-    if not s.responses and not s.model:
-        raise ConfigError(
-            "no response source: pass --responses FILE (pre-computed answers) or "
-            "--model PROVIDER/NAME (live generation)"
-        )
-    if controller:
-        _check_run_dir(s.run_dir)  # before any call is paid for; only the controller writes
-    if controller and (s.model or s.judge_model):
-        from pytest_legaleval.routing import check_models
-
-        check_models(s)  # under xdist, the workers that call could only crash on it
-        if s.cache:
-            _check_cache_file(s.cache)
-
-
-def _check_cache_file(path: str) -> None:
-    """A cache file that cannot be used fails now, before any worker starts.
-
-    A directory, an unreadable path, or an existing file that SQLite cannot read. A missing
-    file is fine: the engine creates it (and its directories) at the first call.
-    """
-    target = Path(path)
-    if target.is_dir():
-        raise ConfigError(f"--cache {path}: is a directory; pass a file path or --no-cache")
-    try:
-        size = target.stat().st_size
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise ConfigError(
-            f"--cache {path}: cannot be used ({exc}); pass another path or --no-cache"
-        ) from None
-    if size == 0:
-        return
-    import sqlite3
-
-    try:
-        connection = sqlite3.connect(path)
-        try:
-            connection.execute("PRAGMA schema_version").fetchone()
-        finally:
-            connection.close()
-    except sqlite3.Error as exc:
-        raise ConfigError(
-            f"--cache {path}: not a usable SQLite database ({exc}); it is left as it is: "
-            "pass another path or --no-cache"
-        ) from None
-
-
 def pytest_configure(config: pytest.Config) -> None:
     for task_type in TASK_TYPES:
         config.addinivalue_line("markers", f"{task_type}: a legaleval record of type {task_type}")
@@ -135,11 +61,11 @@ def pytest_configure(config: pytest.Config) -> None:
                 raise ConfigError("--responses/--model need --dataset PATH")
             return
         state = LegalEvalState(settings)
-        _check_settings(state, controller=not hasattr(config, "workerinput"))
+        check_settings(state, controller=not hasattr(config, "workerinput"))
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
-    _interrupt_on_sigterm(config)
+    interrupt_on_sigterm(config)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and (state.responses is None or settings.judge_model):
         # Model calls ahead: the engine's import overlaps collection (see warmup).
@@ -168,50 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _register_gatekeeper(config, state)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "legaleval-xdist")
-        _warn_below_one_call_per_worker(config, state)
-
-
-def _check_run_dir(path: str) -> None:
-    """The run directory can be created: checked before any call is paid for.
-
-    Nothing is created here (a session that stops before its first result writes nothing):
-    the nearest existing ancestor must be a writable directory.
-    """
-    existing = Path(path)
-    while not existing.exists() and existing.parent != existing:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(f"--run-dir {path}: {existing} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"--run-dir {path}: {existing} is not writable")
-
-
-def _xdist_workers(config: pytest.Config) -> int:
-    """How many xdist workers the session starts (0 when it distributes nothing)."""
-    if getattr(config.option, "dist", "no") == "no":
-        return 0
-    from xdist.workermanage import parse_tx_spec_config  # as our scheduler counts them
-
-    return len(parse_tx_spec_config(config))
-
-
-def _warn_below_one_call_per_worker(config: pytest.Config, state: LegalEvalState) -> None:
-    """Each worker keeps at least one call in flight: a smaller total cannot hold."""
-    s = state.settings
-    limits = [("--concurrency", s.concurrency)] if s.responses is None else []
-    if s.judge_model:
-        limits.append(("--judge-concurrency", s.judge_concurrency))
-    workers = _xdist_workers(config)
-    for flag, total in limits:
-        if total < workers:
-            config.issue_config_time_warning(
-                pytest.PytestConfigWarning(
-                    f"{flag} {total} is below the {workers} xdist workers: each worker keeps "
-                    f"one call in flight, {workers} in total (run -n {total} or fewer to "
-                    f"hold {total})"
-                ),
-                stacklevel=2,
-            )
+        warn_below_one_call_per_worker(config, state)
 
 
 def _register_gatekeeper(config: pytest.Config, state: LegalEvalState) -> None:
@@ -368,11 +251,11 @@ def evaluation(request: pytest.FixtureRequest, record: Record) -> Evaluation:
 
 def _own_specs(session: pytest.Session) -> list[ItemSpec]:
     """The items this process will run, in order (an xdist worker: its round-robin share)."""
+    from pytest_legaleval.scheduling import own_indices, skipped_up_front, worker_position
+
     items = session.items
     workerinput = getattr(session.config, "workerinput", None)
     if workerinput is not None:
-        from pytest_legaleval.scheduling import own_indices, worker_position
-
         indices = own_indices(
             len(items), worker_position(workerinput["workerid"]), int(workerinput["workercount"])
         )
@@ -385,41 +268,10 @@ def _own_specs(session: pytest.Session) -> list[ItemSpec]:
         if (
             isinstance(spec, ItemSpec)
             and isinstance(spec.entry, Record)
-            and not _skipped_up_front(item, skipped_parents)
+            and not skipped_up_front(item, skipped_parents)
         ):
             specs.append(spec)
     return specs
-
-
-def _skipped_up_front(item: pytest.Item, parents: dict[Any, bool]) -> bool:
-    """Whether pytest skips the item before its fixtures: then no call is paid for it.
-
-    A ``skip`` mark, or a ``skipif`` without a condition or with a true one; a string
-    condition is not evaluated here (the item is prefetched, pytest decides). ``parents``
-    caches the verdict of the marks of the item's parents (its module, class).
-    """
-    if any(_skips(mark) for mark in item.own_markers):
-        return True
-    parent = item.parent
-    verdict = parents.get(parent)
-    if verdict is None:
-        chain = parent.listchain() if parent is not None else []
-        verdict = parents[parent] = any(_skips(m) for node in chain for m in node.own_markers)
-    return verdict
-
-
-def _skips(mark: pytest.Mark) -> bool:
-    if mark.name == "skip":
-        return True
-    if mark.name != "skipif":
-        return False
-    conditions = (mark.kwargs["condition"],) if "condition" in mark.kwargs else mark.args
-    if not conditions:
-        return True
-    try:
-        return any(not isinstance(c, str) and bool(c) for c in conditions)
-    except Exception:  # a condition whose truth raises: pytest reports it, we prefetch
-        return False
 
 
 def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvaluator:
@@ -491,35 +343,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     finish_engine_import(config)
-    handler = config.stash.get(_SIGTERM_KEY, None)
-    if handler is not None and signal.getsignal(signal.SIGTERM) is handler:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-_SIGTERM_KEY = pytest.StashKey[Any]()
-
-
-def _interrupt_on_sigterm(config: pytest.Config) -> None:
-    """SIGTERM ends the session as Ctrl-C does, instead of killing it mid-run.
-
-    A cancelled CI job or a ``kill`` sends SIGTERM; by default Python dies at once and the
-    run directory stays ``running``, without metrics or checksums. Like SIGINT, it now
-    raises ``KeyboardInterrupt``: pending calls are cancelled, the unfinished records are
-    recorded ``cancelled`` and the run directory is finalized (pytest exits 2). A second
-    SIGTERM kills at once. Nothing changes when SIGTERM already has a handler, or off the
-    main thread (``signal`` allows handlers only there).
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the next one kills
-        raise KeyboardInterrupt("SIGTERM")
-
-    signal.signal(signal.SIGTERM, interrupt)
-    config.stash[_SIGTERM_KEY] = interrupt
+    restore_sigterm(config)
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")

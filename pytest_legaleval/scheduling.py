@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["WINDOW", "RoundRobinScheduling", "own_indices", "worker_position"]
+__all__ = ["WINDOW", "RoundRobinScheduling", "own_indices", "skipped_up_front", "worker_position"]
 
 WINDOW = 256
 """Items a worker has been sent but not reported on, at most (refilled at half)."""
@@ -172,3 +172,34 @@ class RoundRobinScheduling:
                 self._send(node, self._orphans[:])
                 self._orphans.clear()
             self._maybe_shutdown(node)
+
+
+def skipped_up_front(item: pytest.Item, parents: dict[Any, bool]) -> bool:
+    """Whether pytest skips the item before its fixtures: then no call is paid for it.
+
+    A ``skip`` mark, or a ``skipif`` without a condition or with a true one; a string
+    condition is not evaluated here (the item is prefetched, pytest decides). ``parents``
+    caches the verdict of the marks of the item's parents (its module, class).
+    """
+    if any(_skips(mark) for mark in item.own_markers):
+        return True
+    parent = item.parent
+    verdict = parents.get(parent)
+    if verdict is None:
+        chain = parent.listchain() if parent is not None else []
+        verdict = parents[parent] = any(_skips(m) for node in chain for m in node.own_markers)
+    return verdict
+
+
+def _skips(mark: pytest.Mark) -> bool:
+    if mark.name == "skip":
+        return True
+    if mark.name != "skipif":
+        return False
+    conditions = (mark.kwargs["condition"],) if "condition" in mark.kwargs else mark.args
+    if not conditions:
+        return True
+    try:
+        return any(not isinstance(c, str) and bool(c) for c in conditions)
+    except Exception:  # a condition whose truth raises: pytest reports it, we prefetch
+        return False

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.plugin import _skipped_up_front
+from pytest_legaleval.scheduling import skipped_up_front
 
 _MODULE = """
 import pytest
@@ -63,10 +63,10 @@ def _quiet_asyncio(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
 
 
-def test_skipped_up_front(pytester: pytest.Pytester) -> None:
+def testskipped_up_front(pytester: pytest.Pytester) -> None:
     items = pytester.getitems(_MODULE)
     parents: dict[Any, bool] = {}
-    verdicts = {item.name: _skipped_up_front(item, parents) for item in items}
+    verdicts = {item.name: skipped_up_front(item, parents) for item in items}
     assert verdicts == {
         "test_plain": False,
         "test_skip": True,
@@ -86,4 +86,4 @@ def test_a_whole_skipped_module(pytester: pytest.Pytester) -> None:
     items = pytester.getitems(
         "import pytest\npytestmark = pytest.mark.skip\ndef test_x():\n    pass\n"
     )
-    assert [_skipped_up_front(item, {}) for item in items] == [True]
+    assert [skipped_up_front(item, {}) for item in items] == [True]
