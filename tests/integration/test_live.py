@@ -203,12 +203,14 @@ def test_three_workers_hold_the_whole_concurrency(
     pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
 ) -> None:
     """7 slots over 3 workers are 3, 2 and 2: the endpoint sees 7 in flight, not 3 x 2."""
-    server.set_latency(0.5)  # each worker stays at its full share for 1 s or more
-    data = _dataset(pytester.path / "d.jsonl", 21)
+    # One wave per worker (7 records: 3, 2, 2), each call held 2 s: the waves overlap as
+    # long as the workers' starts are less than 2 s apart, even on a loaded machine.
+    server.set_latency(2.0)
+    data = _dataset(pytester.path / "d.jsonl", 7)
     result = pytester.runpytest_subprocess(
         *_args(server, data, "-n", "3", "--no-cache", "--concurrency", "7")
     )
-    result.assert_outcomes(passed=21)
+    result.assert_outcomes(passed=7)
     assert server.stats()["peak_in_flight"] == 7
 
 
@@ -218,12 +220,12 @@ def test_three_workers_hold_the_whole_concurrency(
 def test_fewer_slots_than_workers_is_warned_about(
     pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer, workers: list[str]
 ) -> None:
-    server.set_latency(0.2)
-    data = _dataset(pytester.path / "d.jsonl", 4)
+    server.set_latency(2.0)  # one call per worker, held long enough to overlap (as above)
+    data = _dataset(pytester.path / "d.jsonl", 2)
     result = pytester.runpytest_subprocess(
         *_args(server, data, *workers, "--no-cache", "--concurrency", "1")
     )
-    result.assert_outcomes(passed=4, warnings=1)
+    result.assert_outcomes(passed=2, warnings=1)
     result.stdout.fnmatch_lines(
         ["*--concurrency 1 is below the 2 xdist workers: each worker keeps one call in flight*"]
     )
