@@ -21,25 +21,25 @@ from pytest_legaleval.evaluation import (
 )
 from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.perf import collector_paused
-from pytest_legaleval.preflight import (
+from pytest_legaleval.pipeline.settings import add_options, resolve, with_local_urls
+from pytest_legaleval.pytest.preflight import (
     check_settings,
     interrupt_on_sigterm,
     restore_sigterm,
     warn_below_one_call_per_worker,
 )
-from pytest_legaleval.records import TASK_TYPES, Record
-from pytest_legaleval.run.ids import new_run_id
-from pytest_legaleval.run.slimming import PAYLOAD_FIELDS, PYTEST_REPORT_FIELDS
-from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
-from pytest_legaleval.settings import add_options, resolve
-from pytest_legaleval.warmup import (
+from pytest_legaleval.pytest.slimming import PAYLOAD_FIELDS, PYTEST_REPORT_FIELDS
+from pytest_legaleval.pytest.state import STATE_KEY, ItemSpec, LegalEvalState, marker_name
+from pytest_legaleval.pytest.warmup import (
     drop_empty_hypothesis_summary,
     finish_engine_import,
     start_engine_import,
 )
+from pytest_legaleval.records import TASK_TYPES, Record
+from pytest_legaleval.run.ids import new_run_id
 
 if TYPE_CHECKING:
-    from pytest_legaleval.live import LiveEvaluator
+    from pytest_legaleval.pipeline.evaluator import LiveEvaluator
 
 pytest_plugins = ["pytest_legaleval.testing.fixtures"]
 
@@ -87,7 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "write-once — choose another --run-id or omit it"
         )
     _start_local_servers(config, state)
-    from pytest_legaleval.run.recorder import RunRecorder
+    from pytest_legaleval.pytest.recording import RunRecorder
 
     config.pluginmanager.register(RunRecorder(config, state, run_id), "legaleval-recorder")
     if settings.gate or settings.baseline:
@@ -99,8 +99,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _register_gatekeeper(config: pytest.Config, state: LegalEvalState) -> None:
     """Gates and the baseline comparison decide the exit status (controller only)."""
-    from pytest_legaleval.gating import Gatekeeper, load_baseline
     from pytest_legaleval.metrics.gates import parse_gates
+    from pytest_legaleval.pytest.gating import Gatekeeper, load_baseline
 
     s = state.settings
     try:
@@ -117,7 +117,7 @@ _LOCAL_URLS = "legaleval_local_urls"
 
 def _start_local_servers(config: pytest.Config, state: LegalEvalState) -> None:
     """Start one server per ``local/`` model for the whole session (controller only)."""
-    from pytest_legaleval import local_model
+    from pytest_legaleval.engine import local_model
 
     s = state.settings
     models = local_model.local_model_names((*s.model, *s.judge_model), s.per_model)
@@ -130,14 +130,12 @@ def _start_local_servers(config: pytest.Config, state: LegalEvalState) -> None:
         urls = servers.start(models)
     except (ConfigError, local_model.LocalModelError) as exc:
         raise pytest.UsageError(str(exc)) from None
-    state.settings = local_model.with_local_urls(s, urls)
+    state.settings = with_local_urls(s, urls)
 
 
 def _use_local_servers(state: LegalEvalState, urls: dict[str, str] | None) -> None:
     """Route a worker's ``local/`` models to the controller's servers."""
     if urls:
-        from pytest_legaleval.local_model import with_local_urls
-
         state.settings = with_local_urls(state.settings, urls)
 
 
@@ -152,7 +150,7 @@ class _XdistHooks:
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Our round-robin scheduler, so that every worker can prefetch its items."""
-        from pytest_legaleval.scheduling import RoundRobinScheduling
+        from pytest_legaleval.pytest.scheduling import RoundRobinScheduling
 
         return RoundRobinScheduling(config, log)
 
@@ -251,7 +249,7 @@ def evaluation(request: pytest.FixtureRequest, record: Record) -> Evaluation:
 
 def _own_specs(session: pytest.Session) -> list[ItemSpec]:
     """The items this process will run, in order (an xdist worker: its round-robin share)."""
-    from pytest_legaleval.scheduling import own_indices, skipped_up_front, worker_position
+    from pytest_legaleval.pytest.scheduling import own_indices, skipped_up_front, worker_position
 
     items = session.items
     workerinput = getattr(session.config, "workerinput", None)
@@ -280,7 +278,7 @@ def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvalu
     share = int(workerinput["workercount"]) if workerinput else 1
     position = 0
     if workerinput:
-        from pytest_legaleval.scheduling import worker_position
+        from pytest_legaleval.pytest.scheduling import worker_position
 
         # A worker that replaces a crashed one gets the next free number (gw2 of 2).
         position = worker_position(workerinput["workerid"]) % share
@@ -289,7 +287,7 @@ def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvalu
     # before its first model call).
     try:
         with collector_paused():
-            from pytest_legaleval.live import LiveEvaluator
+            from pytest_legaleval.pipeline.evaluator import LiveEvaluator
 
             return LiveEvaluator(
                 state.settings,

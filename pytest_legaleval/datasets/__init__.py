@@ -2,7 +2,7 @@
 
 The RAG split builder and checker, the generic converter, judge agreement and the Turing
 automated-evaluation export. Each piece backs one ``legaleval`` subcommand (see
-:mod:`pytest_legaleval.cli_datasets`) and is usable as a library.
+:mod:`pytest_legaleval.cli.datasets`) and is usable as a library.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ The process itself (port, readiness, stopping, no orphans) is :mod:`.local_serve
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.util
 import sys
@@ -24,9 +23,8 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.engine.local_server import LocalModelError, LocalModelServer, free_port
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.local_server import LocalModelError, LocalModelServer, free_port
-from pytest_legaleval.settings import Settings
 
 __all__ = [
     "INSTALL_HINT",
@@ -43,7 +41,6 @@ __all__ = [
     "local_model_names",
     "locate_gguf",
     "server_command",
-    "with_local_urls",
 ]
 
 LOCAL_PREFIX = "local/"
@@ -264,28 +261,3 @@ class LocalModels:
         servers, self.servers = self.servers, {}
         for server in servers.values():
             server.stop()
-
-
-def with_local_urls(settings: Settings, urls: Mapping[str, str]) -> Settings:
-    """``settings`` routed to the local servers in ``urls`` (``{model: base_url}``).
-
-    Each local model gets ``base_url``, the unset key variable :data:`LOCAL_API_KEY_ENV`
-    and, without ``--max-new-tokens``, a reply budget; ``--concurrency`` and
-    ``--judge-concurrency``, when not given, drop to :data:`LOCAL_DEFAULT_CONCURRENCY`.
-    """
-    if not urls:
-        return settings
-    per_model = {k: dict(v) for k, v in settings.per_model.items()}
-    for model, url in urls.items():
-        entry = per_model.setdefault(model, {})
-        entry["base_url"] = url
-        entry.setdefault("api_key_env", LOCAL_API_KEY_ENV)
-        if settings.max_new_tokens is None:
-            entry.setdefault("max_new_tokens", LOCAL_DEFAULT_MAX_NEW_TOKENS)
-    changes: dict[str, Any] = {"per_model": per_model}
-    sources = settings.sources
-    if sources.get("concurrency", "default") == "default":
-        changes["concurrency"] = min(settings.concurrency, LOCAL_DEFAULT_CONCURRENCY)
-    if sources.get("judge_concurrency", "default") == "default":
-        changes["judge_concurrency"] = min(settings.judge_concurrency, LOCAL_DEFAULT_CONCURRENCY)
-    return dataclasses.replace(settings, **changes)

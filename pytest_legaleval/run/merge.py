@@ -210,7 +210,7 @@ def _status(shards: Sequence[Shard], failed_records: int) -> str:
 
 
 def _utc_now() -> str:
-    from pytest_legaleval.run.recorder import utc_now
+    from pytest_legaleval.pytest.recording import utc_now
 
     return utc_now()
 

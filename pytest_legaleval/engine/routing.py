@@ -10,13 +10,14 @@ imports nothing heavy: the controller never imports the SDK.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.settings import Settings
 
 __all__ = [
     "BUILTIN_PROVIDERS",
+    "ModelConfig",
     "check_models",
     "missing_key_message",
     "per_model",
@@ -26,6 +27,39 @@ __all__ = [
 
 BUILTIN_PROVIDERS = ("local", "openai")
 """The provider prefixes of the engine's default registry (``PROVIDER/NAME``)."""
+
+
+class ModelConfig(Protocol):
+    """The settings routing reads (a run's ``Settings`` has them all)."""
+
+    @property
+    def model(self) -> tuple[str, ...]:
+        """Models evaluated live."""
+
+    @property
+    def judge_model(self) -> tuple[str, ...]:
+        """Judge models."""
+
+    @property
+    def responses(self) -> str | None:
+        """The responses file, when answers are pre-computed."""
+
+    @property
+    def per_model(self) -> Mapping[str, Mapping[str, Any]]:
+        """Per-model settings (the YAML ``models:`` mapping)."""
+
+    @property
+    def base_url(self) -> str | None:
+        """The default endpoint."""
+
+    @property
+    def judge_base_url(self) -> str | None:
+        """The judges' endpoint."""
+
+    @property
+    def api_key_env(self) -> str:
+        """The default key variable."""
+
 
 _PARAM_KEYS = ("temperature", "top_p", "max_new_tokens", "seed")
 _MODEL_KEYS = frozenset({"base_url", "api_key_env", *_PARAM_KEYS})
@@ -58,7 +92,7 @@ def missing_key_message(model: str, api_key_env: str) -> str:
     )
 
 
-def per_model(settings: Settings) -> dict[str, dict[str, Any]]:
+def per_model(settings: ModelConfig) -> dict[str, dict[str, Any]]:
     """The engine's per-model overrides: the YAML ``models:`` entries, and the judges' URL.
 
     Each entry becomes ``base_url``, ``api_key_env`` and ``params``; an unknown setting is
@@ -89,7 +123,7 @@ def per_model(settings: Settings) -> dict[str, dict[str, Any]]:
     return out
 
 
-def check_models(settings: Settings) -> None:
+def check_models(settings: ModelConfig) -> None:
     """Raise ``ConfigError`` for a model the engine could not serve.
 
     A model that is not ``PROVIDER/NAME`` of a built-in provider, or an ``openai/`` model

@@ -7,8 +7,8 @@ import random
 from collections.abc import Sequence
 
 from pytest_legaleval.formats import RejectedRecord
+from pytest_legaleval.pipeline.settings import Shard
 from pytest_legaleval.records import Record
-from pytest_legaleval.settings import Shard
 
 __all__ = ["entry_key", "in_shard", "select", "selected_count"]
 

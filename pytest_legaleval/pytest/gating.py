@@ -33,7 +33,7 @@ from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
-from pytest_legaleval.session import LegalEvalState
+from pytest_legaleval.pytest.state import LegalEvalState
 
 __all__ = ["REGRESSIONS_FILE", "SHOWN_REGRESSIONS", "Baseline", "Gatekeeper", "load_baseline"]
 

@@ -27,6 +27,7 @@ __all__ = [
     "add_options",
     "parse_shard",
     "resolve",
+    "with_local_urls",
 ]
 
 REDACT_KINDS: tuple[str, ...] = ("pii",)
@@ -623,3 +624,34 @@ def resolve(config: pytest.Config) -> Settings:
     return Settings(
         config_file=str(config_file) if config_file else None, sources=sources, **values
     )
+
+
+def with_local_urls(settings: Settings, urls: Mapping[str, str]) -> Settings:
+    """``settings`` routed to the local servers in ``urls`` (``{model: base_url}``).
+
+    Each local model gets ``base_url``, the unset key variable :data:`local_model.LOCAL_API_KEY_ENV`
+    and, without ``--max-new-tokens``, a reply budget; ``--concurrency`` and
+    ``--judge-concurrency``, when not given, drop to :data:`local_model.LOCAL_DEFAULT_CONCURRENCY`.
+    """
+    if not urls:
+        return settings
+    import dataclasses
+
+    from pytest_legaleval.engine import local_model
+
+    per_model = {k: dict(v) for k, v in settings.per_model.items()}
+    for model, url in urls.items():
+        entry = per_model.setdefault(model, {})
+        entry["base_url"] = url
+        entry.setdefault("api_key_env", local_model.LOCAL_API_KEY_ENV)
+        if settings.max_new_tokens is None:
+            entry.setdefault("max_new_tokens", local_model.LOCAL_DEFAULT_MAX_NEW_TOKENS)
+    changes: dict[str, Any] = {"per_model": per_model}
+    sources = settings.sources
+    if sources.get("concurrency", "default") == "default":
+        changes["concurrency"] = min(settings.concurrency, local_model.LOCAL_DEFAULT_CONCURRENCY)
+    if sources.get("judge_concurrency", "default") == "default":
+        changes["judge_concurrency"] = min(
+            settings.judge_concurrency, local_model.LOCAL_DEFAULT_CONCURRENCY
+        )
+    return dataclasses.replace(settings, **changes)

@@ -19,14 +19,14 @@ from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.evaluation import EvalResult, prefilled_result
 from pytest_legaleval.formats import LoadResult, RejectedRecord, load_dataset
 from pytest_legaleval.grading.policies import PolicyBook
+from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
+from pytest_legaleval.pipeline.selection import select
+from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.records import Record
-from pytest_legaleval.responses import ResponseTable, load_responses
 from pytest_legaleval.run.ids import new_request_id
-from pytest_legaleval.selection import select
-from pytest_legaleval.settings import Settings
 
 if TYPE_CHECKING:
-    from pytest_legaleval.live import LiveEvaluator
+    from pytest_legaleval.pipeline.evaluator import LiveEvaluator
 
 __all__ = ["ItemSpec", "LegalEvalState", "marker_name"]
 

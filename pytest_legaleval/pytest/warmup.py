@@ -1,6 +1,6 @@
 """Imports started early on a background thread, or skipped where nobody needs them.
 
-The engine (:mod:`pytest_legaleval.live` and the ``openai`` SDK under it) is imported by
+The engine (:mod:`pytest_legaleval.pipeline.evaluator`, the ``openai`` SDK under it) is imported by
 every process that calls a model: about 0.5 s of CPU, most of it the SDK's ``types``
 package. An xdist worker starts that import on a background thread at configure time,
 while its main thread collects the items and waits on the controller's messages, instead
@@ -49,7 +49,7 @@ __all__ = [
     "start_engine_import",
 ]
 
-ENGINE_MODULE = "pytest_legaleval.live"
+ENGINE_MODULE = "pytest_legaleval.pipeline.evaluator"
 ENGINE_THREAD = "legaleval-engine-import"
 _ENGINE_KEY = pytest.StashKey[threading.Thread]()
 

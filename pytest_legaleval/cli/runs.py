@@ -32,7 +32,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from pytest_legaleval.merge import MergeError, merge_runs
+    from pytest_legaleval.run.merge import MergeError, merge_runs
 
     try:
         result = merge_runs(args.run_dirs, args.out, run_id=args.run_id)

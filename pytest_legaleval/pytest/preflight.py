@@ -18,7 +18,7 @@ import pytest
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats import FORMATS
-from pytest_legaleval.session import LegalEvalState
+from pytest_legaleval.pytest.state import LegalEvalState
 
 __all__ = [
     "check_settings",
@@ -64,7 +64,7 @@ def check_settings(state: LegalEvalState, *, controller: bool = True) -> None:
     if controller:
         _check_run_dir(s.run_dir)  # before any call is paid for; only the controller writes
     if controller and (s.model or s.judge_model):
-        from pytest_legaleval.routing import check_models
+        from pytest_legaleval.engine.routing import check_models
 
         check_models(s)  # under xdist, the workers that call could only crash on it
         if s.cache:

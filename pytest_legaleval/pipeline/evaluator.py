@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from pytest_legaleval import routing
 from pytest_legaleval.engine import (
     Attempt,
     Engine,
@@ -23,17 +22,18 @@ from pytest_legaleval.engine import (
     GenerationRequest,
     GenerationResult,
     RetryPolicy,
+    routing,
 )
 from pytest_legaleval.engine.capabilities import StructuredOutput, structured_params
 from pytest_legaleval.evaluation import EvalResult, grade_response, prefilled_result
 from pytest_legaleval.grading.attachments import missing_attachments, record_attachments
 from pytest_legaleval.grading.judge import judge_kind, mcq_answer_schema
+from pytest_legaleval.grading.panel import JudgePanel, apply_judgment
 from pytest_legaleval.grading.policies import Policy, PolicyBook
 from pytest_legaleval.grading.prompts import build_messages, template_version
-from pytest_legaleval.judging import JudgePanel, apply_judgment
+from pytest_legaleval.pipeline.responses import ResponseTable
+from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.records import Record
-from pytest_legaleval.responses import ResponseTable
-from pytest_legaleval.settings import Settings
 
 __all__ = ["LiveEvaluator", "engine_settings", "result_from_generation"]
 

@@ -22,8 +22,13 @@ from pytest_legaleval.metrics.prices import PriceTable, load_price_table
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.pipeline.selection import entry_key, selected_count
+from pytest_legaleval.pipeline.selection import in_shard as in_shard_of
+from pytest_legaleval.pytest import slimming
+from pytest_legaleval.pytest.state import ItemSpec, LegalEvalState
+from pytest_legaleval.pytest.warmup import preload_summary_imports
 from pytest_legaleval.records import Record
-from pytest_legaleval.run import artifacts, slimming
+from pytest_legaleval.run import artifacts
 from pytest_legaleval.run.console import summary_lines
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import (
@@ -35,10 +40,6 @@ from pytest_legaleval.run.manifest import (
     utc_now,
 )
 from pytest_legaleval.run.redaction import Redactor
-from pytest_legaleval.selection import entry_key, selected_count
-from pytest_legaleval.selection import in_shard as in_shard_of
-from pytest_legaleval.session import ItemSpec, LegalEvalState
-from pytest_legaleval.warmup import preload_summary_imports
 
 __all__ = ["RunRecorder", "utc_now"]
 
