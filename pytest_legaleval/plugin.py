@@ -20,8 +20,10 @@ from pytest_legaleval.evaluation import (
     record_error_result,
 )
 from pytest_legaleval.formats import RejectedRecord
-from pytest_legaleval.perf import collector_paused
-from pytest_legaleval.pipeline.settings import add_options, resolve, with_local_urls
+from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
+from pytest_legaleval.pipeline.settings import with_local_urls
+from pytest_legaleval.pytest import tricks
+from pytest_legaleval.pytest.options import add_options, resolve
 from pytest_legaleval.pytest.preflight import (
     check_settings,
     interrupt_on_sigterm,
@@ -29,12 +31,7 @@ from pytest_legaleval.pytest.preflight import (
     warn_below_one_call_per_worker,
 )
 from pytest_legaleval.pytest.slimming import PAYLOAD_FIELDS, PYTEST_REPORT_FIELDS
-from pytest_legaleval.pytest.state import STATE_KEY, ItemSpec, LegalEvalState, marker_name
-from pytest_legaleval.pytest.warmup import (
-    drop_empty_hypothesis_summary,
-    finish_engine_import,
-    start_engine_import,
-)
+from pytest_legaleval.pytest.state import STATE_KEY, marker_name
 from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
 
@@ -60,7 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
             if settings.responses or settings.model:
                 raise ConfigError("--responses/--model need --dataset PATH")
             return
-        state = LegalEvalState(settings)
+        state = RunPlan(settings)
         check_settings(state, controller=not hasattr(config, "workerinput"))
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -69,16 +66,12 @@ def pytest_configure(config: pytest.Config) -> None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and (state.responses is None or settings.judge_model):
         # Model calls ahead: the engine's import overlaps collection (see warmup).
-        start_engine_import(config)
+        tricks.start_engine_import(config)
     # Unknown policy ids are warned about once, not by every xdist worker.
     state.warn_policies = workerinput is None or workerinput.get("workerid") == "gw0"
     if workerinput is not None:
         _use_local_servers(state, workerinput.get(_LOCAL_URLS))
-        if pytest.version_tuple >= (9,):
-            # A worker's stdout is /dev/null (execnet): skip rendering pytest's own summary
-            # sections there (~0.3 s per 1,000 items, 20 % failing, at the end of the run);
-            # since pytest 9 other plugins' terminal summaries still run.
-            config.option.no_summary = True
+        tricks.quiet_worker_summary(config)
         return  # workers compute; only the controller records the run
     run_id = settings.run_id or new_run_id()
     if (Path(settings.run_dir) / run_id).exists():
@@ -97,7 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
         warn_below_one_call_per_worker(config, state)
 
 
-def _register_gatekeeper(config: pytest.Config, state: LegalEvalState) -> None:
+def _register_gatekeeper(config: pytest.Config, state: RunPlan) -> None:
     """Gates and the baseline comparison decide the exit status (controller only)."""
     from pytest_legaleval.metrics.gates import parse_gates
     from pytest_legaleval.pytest.gating import Gatekeeper, load_baseline
@@ -115,7 +108,7 @@ _LOCAL_KEY = pytest.StashKey[Any]()  # the controller's local_model.LocalModels
 _LOCAL_URLS = "legaleval_local_urls"
 
 
-def _start_local_servers(config: pytest.Config, state: LegalEvalState) -> None:
+def _start_local_servers(config: pytest.Config, state: RunPlan) -> None:
     """Start one server per ``local/`` model for the whole session (controller only)."""
     from pytest_legaleval.engine import local_model
 
@@ -133,7 +126,7 @@ def _start_local_servers(config: pytest.Config, state: LegalEvalState) -> None:
     state.settings = with_local_urls(s, urls)
 
 
-def _use_local_servers(state: LegalEvalState, urls: dict[str, str] | None) -> None:
+def _use_local_servers(state: RunPlan, urls: dict[str, str] | None) -> None:
     """Route a worker's ``local/`` models to the controller's servers."""
     if urls:
         state.settings = with_local_urls(state.settings, urls)
@@ -179,6 +172,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = metafunc.config.stash.get(STATE_KEY, None)
     if state is None:
         return
+    fresh = state.loaded is None
     try:
         items = state.items
     except DatasetRejected as exc:
@@ -188,6 +182,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
     except ConfigError as exc:
         pytest.fail(str(exc), pytrace=False)
+    if fresh:
+        # The records live for the whole session: the run's collections need not re-scan them.
+        tricks.freeze()
     cache: dict[str, Any] = {}
     metafunc.parametrize(
         "record", [_param(metafunc.config, spec, cache) for spec in items], indirect=True
@@ -272,7 +269,7 @@ def _own_specs(session: pytest.Session) -> list[ItemSpec]:
     return specs
 
 
-def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvaluator:
+def _live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
     """The evaluator of this process: the SDK imported, its client built, the engine ready."""
     workerinput = getattr(session.config, "workerinput", None)
     share = int(workerinput["workercount"]) if workerinput else 1
@@ -286,10 +283,10 @@ def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvalu
     # collector on, it ran full collections over them (~45 ms of each process's start-up,
     # before its first model call).
     try:
-        with collector_paused():
+        with tricks.collector_paused():
             from pytest_legaleval.pipeline.evaluator import LiveEvaluator
 
-            return LiveEvaluator(
+            live = LiveEvaluator(
                 state.settings,
                 share=share,
                 position=position,
@@ -299,6 +296,9 @@ def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvalu
             )
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+    # The SDK's modules and the collected items live until the process ends.
+    tricks.freeze()
+    return live
 
 
 @pytest.hookimpl(wrapper=True)
@@ -336,11 +336,11 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     # Before the terminal summary, which runs after every plain sessionfinish hook.
-    drop_empty_hypothesis_summary(session.config)
+    tricks.drop_empty_hypothesis_summary(session.config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    finish_engine_import(config)
+    tricks.restore(config)
     restore_sigterm(config)
 
 
@@ -392,72 +392,26 @@ def pytest_runtest_makereport(
     return report
 
 
-_PACKED = "legaleval_json"
 _PLAIN_REPORT_KEYS = frozenset(("$report_type", *PYTEST_REPORT_FIELDS, *PAYLOAD_FIELDS))
 """A test report made only of these fields (as pytest serializes them) is sent whole as JSON."""
-
-
-def _pack(data: dict[str, Any]) -> dict[str, Any]:
-    """A worker's serialized report with its values in one JSON string (when they are JSON).
-
-    A report made only of pytest's own fields and ours, with no user properties, is sent
-    whole; it comes back equal (tuples restored in :func:`_unpack`). Any other report keeps
-    its other fields for execnet, which keeps their types (a user property may be bytes or
-    a dict with int keys, which JSON would refuse or change).
-    """
-    if not data.keys() - _PLAIN_REPORT_KEYS and not data.get("user_properties"):
-        try:
-            return {_PACKED: json.dumps(data, ensure_ascii=False)}
-        except (TypeError, ValueError):
-            pass
-    payload = {name: data[name] for name in PAYLOAD_FIELDS if name in data}
-    if payload:
-        try:
-            packed = json.dumps(payload, ensure_ascii=False)
-        except (TypeError, ValueError):  # not plain JSON: execnet sends it as it is
-            return data
-        for name in payload:
-            del data[name]
-        data[_PACKED] = packed
-    return data
-
-
-def _unpack(data: dict[str, Any]) -> None:
-    packed = data.pop(_PACKED, None)
-    if packed is None:
-        return
-    data.update(json.loads(packed))
-    # JSON has no tuples; pytest's report fields that are tuples get theirs back.
-    if isinstance(data.get("location"), list):
-        data["location"] = tuple(data["location"])
-    if isinstance(data.get("longrepr"), list):  # a skip's (path, line, reason)
-        data["longrepr"] = tuple(data["longrepr"])
-    if data.get("sections"):
-        data["sections"] = [tuple(section) for section in data["sections"]]
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_report_to_serializable(
     config: pytest.Config, report: pytest.CollectReport | pytest.TestReport
 ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
-    """An xdist worker sends a report as one JSON string (see :func:`_pack`).
-
-    execnet's pure-Python serializer walks every nested value on both sides, and the
-    controller decodes the reports of every worker. With the C JSON codec the three reports
-    of an item take 37 us instead of 72 us to send and 30 us instead of 75 us to receive
-    (measured; packing only our results saved about half of that).
-    """
+    """An xdist worker sends a report as one JSON string (``tricks.pack_report``)."""
     data = yield
     # Only on the way to the controller: other users of this hook (report logs) keep the
     # values as they are.
     if data is None or not hasattr(config, "workerinput"):
         return data
-    return _pack(data)
+    return tricks.pack_report(data, _PLAIN_REPORT_KEYS, PAYLOAD_FIELDS)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_report_from_serializable(
     config: pytest.Config, data: dict[str, Any]
 ) -> Generator[None, object, object]:
-    _unpack(data)
+    tricks.unpack_report(data)
     return (yield)

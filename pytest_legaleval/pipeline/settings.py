@@ -1,4 +1,7 @@
-"""Options of the ``legaleval`` group and how their values are resolved.
+"""The options of a run and how their values are resolved (no pytest here).
+
+The pytest layer (``pytest_legaleval.pytest.options``) and the ``legaleval serve`` command
+register the same :data:`OPTIONS` under the same names.
 
 Precedence: command line > ``--legaleval-config`` YAML (or ``legaleval.yaml`` at the
 rootdir) > ``[tool.pytest.ini_options]`` keys (``legaleval_<name>``) > defaults.
@@ -13,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from pytest_legaleval.errors import ConfigError
@@ -24,9 +26,9 @@ __all__ = [
     "OptionSpec",
     "Settings",
     "Shard",
-    "add_options",
+    "find_config_file",
     "parse_shard",
-    "resolve",
+    "resolve_settings",
     "with_local_urls",
 ]
 
@@ -485,38 +487,6 @@ class Settings:
         return out
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """Register the ``legaleval`` option group and its ini keys."""
-    group = parser.getgroup("legaleval", "LLM evaluation (pytest-legaleval)")
-    for spec in OPTIONS:
-        group.addoption(
-            spec.flag,
-            action="append" if spec.multiple else "store",
-            dest=f"legaleval_{spec.dest}",
-            default=None,
-            metavar=spec.metavar,
-            help=spec.help,
-        )
-        if spec.multiple:
-            parser.addini(f"legaleval_{spec.dest}", spec.help, type="linelist")
-        else:
-            parser.addini(f"legaleval_{spec.dest}", spec.help, type="string")
-    group.addoption(
-        "--no-cache",
-        action="store_true",
-        dest="legaleval_no_cache",
-        default=False,
-        help="Do not read or write the response cache.",
-    )
-    group.addoption(
-        "--legaleval-config",
-        dest="legaleval_config",
-        default=None,
-        metavar="FILE",
-        help="YAML configuration (default: legaleval.yaml at the rootdir, if any).",
-    )
-
-
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -550,17 +520,42 @@ def _coerce(spec: OptionSpec, value: Any, origin: str) -> Any:
     return value
 
 
-def resolve(config: pytest.Config) -> Settings:
-    """Resolve every option by precedence; raise ``ConfigError`` on bad values."""
-    rootdir = Path(str(config.rootpath))
-    config_file: Path | None = None
-    explicit = config.getoption("legaleval_config")
+def find_config_file(rootdir: Path, explicit: str | None) -> Path | None:
+    """The YAML configuration file of a run, if any.
+
+    ``explicit`` (``--legaleval-config``), else ``legaleval.yaml`` at ``rootdir`` when it
+    exists.
+
+    Raises:
+        ConfigError: ``explicit`` names no file.
+
+    """
     if explicit:
         config_file = Path(explicit)
         if not config_file.is_file():
             raise ConfigError(f"--legaleval-config {explicit}: no such file")
-    elif (rootdir / "legaleval.yaml").is_file():
-        config_file = rootdir / "legaleval.yaml"
+        return config_file
+    found = rootdir / "legaleval.yaml"
+    return found if found.is_file() else None
+
+
+def resolve_settings(
+    cli: Mapping[str, Any],
+    *,
+    ini: Mapping[str, Any] | None = None,
+    config_file: Path | None = None,
+    no_cache: bool = False,
+) -> Settings:
+    """Resolve every option by precedence; raise ``ConfigError`` on bad values.
+
+    Args:
+        cli: command-line values by option ``dest`` (``None`` or ``[]`` when not given).
+        ini: ``[tool.pytest.ini_options]`` values by ``dest`` (pytest only).
+        config_file: the YAML configuration, if any (see :func:`find_config_file`).
+        no_cache: ``--no-cache`` was given.
+
+    """
+    ini = ini or {}
     yaml_values = _read_yaml(config_file) if config_file else {}
     unknown = sorted(
         set(yaml_values) - set(_BY_DEST) - {"models", "gates", "judge", "pricing", "per_model"}
@@ -570,8 +565,8 @@ def resolve(config: pytest.Config) -> Settings:
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for spec in OPTIONS:
-        cli_value = config.getoption(f"legaleval_{spec.dest}")
-        ini_value = config.getini(f"legaleval_{spec.dest}")
+        cli_value = cli.get(spec.dest)
+        ini_value = ini.get(spec.dest)
         yaml_key = spec.dest if spec.dest in yaml_values else None
         if spec.dest == "gate" and "gates" in yaml_values:
             yaml_key = "gates"
@@ -584,7 +579,7 @@ def resolve(config: pytest.Config) -> Settings:
             values[spec.dest], sources[spec.dest] = _coerce(spec, ini_value, "ini"), "ini"
         else:
             values[spec.dest], sources[spec.dest] = spec.default, "default"
-    if config.getoption("legaleval_no_cache"):
+    if no_cache:
         values["cache"], sources["cache"] = None, "cli"
     run_id = values.get("run_id")
     if run_id is not None and not _RUN_ID_RE.match(str(run_id)):
@@ -624,6 +619,7 @@ def resolve(config: pytest.Config) -> Settings:
     return Settings(
         config_file=str(config_file) if config_file else None, sources=sources, **values
     )
+
 
 
 def with_local_urls(settings: Settings, urls: Mapping[str, str]) -> Settings:

@@ -33,7 +33,7 @@ from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
-from pytest_legaleval.pytest.state import LegalEvalState
+from pytest_legaleval.pipeline.plan import RunPlan
 
 __all__ = ["REGRESSIONS_FILE", "SHOWN_REGRESSIONS", "Baseline", "Gatekeeper", "load_baseline"]
 
@@ -87,7 +87,7 @@ class _Lines:
 class Gatekeeper:
     """Registered on the controller when ``--gate`` or ``--baseline`` is given."""
 
-    def __init__(self, state: LegalEvalState, gates: list[Gate], baseline: Baseline | None):
+    def __init__(self, state: RunPlan, gates: list[Gate], baseline: Baseline | None):
         self.state = state
         self.gates = [*gates, *default_gates(gates)]
         self.baseline = baseline

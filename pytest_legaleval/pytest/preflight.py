@@ -18,7 +18,7 @@ import pytest
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats import FORMATS
-from pytest_legaleval.pytest.state import LegalEvalState
+from pytest_legaleval.pipeline.plan import RunPlan
 
 __all__ = [
     "check_settings",
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-def check_settings(state: LegalEvalState, *, controller: bool = True) -> None:
+def check_settings(state: RunPlan, *, controller: bool = True) -> None:
     """Config-time checks: impossible mixes fail before collection, naming the fix.
 
     An xdist worker skips what only the controller uses (the gates): a malformed gate has
@@ -129,7 +129,7 @@ def _xdist_workers(config: pytest.Config) -> int:
     return len(parse_tx_spec_config(config))
 
 
-def warn_below_one_call_per_worker(config: pytest.Config, state: LegalEvalState) -> None:
+def warn_below_one_call_per_worker(config: pytest.Config, state: RunPlan) -> None:
     """Each worker keeps at least one call in flight: a smaller total cannot hold."""
     s = state.settings
     limits = [("--concurrency", s.concurrency)] if s.responses is None else []

@@ -7,7 +7,6 @@ metrics accumulators; per item it keeps one bit (reported or not) for cancellati
 from __future__ import annotations
 
 import functools
-import gc
 from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,10 @@ from pytest_legaleval.metrics.prices import PriceTable, load_price_table
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.selection import entry_key, selected_count
 from pytest_legaleval.pipeline.selection import in_shard as in_shard_of
-from pytest_legaleval.pytest import slimming
-from pytest_legaleval.pytest.state import ItemSpec, LegalEvalState
-from pytest_legaleval.pytest.warmup import preload_summary_imports
+from pytest_legaleval.pytest import slimming, tricks
 from pytest_legaleval.records import Record
 from pytest_legaleval.run import artifacts
 from pytest_legaleval.run.console import summary_lines
@@ -57,7 +55,7 @@ def _config_pricing(config_file: str | None) -> Any:
     return data.get("pricing") if isinstance(data, dict) else None
 
 
-def _key_env_vars(state: LegalEvalState) -> list[str]:
+def _key_env_vars(state: RunPlan) -> list[str]:
     settings = state.settings
     names = [settings.api_key_env]
     for values in settings.per_model.values():
@@ -69,7 +67,7 @@ def _key_env_vars(state: LegalEvalState) -> list[str]:
 class RunRecorder:
     """Writes ``<run-dir>/<run_id>/`` as results arrive; registered on the controller only."""
 
-    def __init__(self, config: pytest.Config, state: LegalEvalState, run_id: str) -> None:
+    def __init__(self, config: pytest.Config, state: RunPlan, run_id: str) -> None:
         self.config = config
         self.state = state
         self.run_id = run_id
@@ -271,9 +269,9 @@ class RunRecorder:
             # configuration, the open run directory) lives until it ends. Frozen, it is not
             # scanned again by the run's full collections or by the two pytest makes after
             # the last result (~78 ms -> ~4 ms there). A process that runs tests froze
-            # before its first test instead (session.load, LiveEvaluator).
-            gc.freeze()
-        preload_summary_imports(self.config)
+            # before its first test instead (after the load and the evaluator's start).
+            tricks.freeze()
+        tricks.preload_summary_imports(self.config)
         if self.directory is not None:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             self._progress = slimming.track_progress(reporter, len(self._reported))

@@ -1,34 +1,17 @@
-"""Per-session state: settings, the loaded dataset, the response source and the items.
-
-One ``LegalEvalState`` lives in ``config.stash``; every process (controller and xdist
-workers) builds the same items from the same inputs, so collection is identical everywhere.
-"""
+"""Where the pytest layer keeps the run's plan: one ``RunPlan`` in ``config.stash``."""
 
 from __future__ import annotations
 
-import gc
 import re
-from dataclasses import dataclass
-from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_legaleval.errors import DatasetRejected
-from pytest_legaleval.evaluation import EvalResult, prefilled_result
-from pytest_legaleval.formats import LoadResult, RejectedRecord, load_dataset
-from pytest_legaleval.grading.policies import PolicyBook
-from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
-from pytest_legaleval.pipeline.selection import select
-from pytest_legaleval.pipeline.settings import Settings
-from pytest_legaleval.records import Record
-from pytest_legaleval.run.ids import new_request_id
+from pytest_legaleval.pipeline.plan import RunPlan
 
-if TYPE_CHECKING:
-    from pytest_legaleval.pipeline.evaluator import LiveEvaluator
+__all__ = ["STATE_KEY", "marker_name"]
 
-__all__ = ["ItemSpec", "LegalEvalState", "marker_name"]
+STATE_KEY = pytest.StashKey[RunPlan]()
+"""The session's :class:`~pytest_legaleval.pipeline.plan.RunPlan` (absent when inactive)."""
 
 _MARKER_CHARS = re.compile(r"[^0-9A-Za-z_]+")
 
@@ -37,151 +20,3 @@ def marker_name(prefix: str, value: str) -> str:
     """A valid marker name for a tag (``tag_contract_law``)."""
     cleaned = _MARKER_CHARS.sub("_", value).strip("_").lower()
     return f"{prefix}{cleaned or 'x'}"
-
-
-@dataclass(frozen=True, slots=True)
-class ItemSpec:
-    """One test item: an entry (valid or rejected record) and the model that answers it."""
-
-    entry: Record | RejectedRecord
-    model: str
-    item_id: str
-    index: int
-    """Position in :attr:`LegalEvalState.items` (the same in every process)."""
-
-    def provenance(self) -> dict[str, Any]:
-        """What the run recorder needs to know about a result's record, besides the result.
-
-        It travels on the test report, so the recorder (on an xdist controller, which never
-        collects) needs no copy of the dataset.
-        """
-        entry = self.entry
-        assert isinstance(entry, Record)
-        return {
-            "index": self.index,
-            "dataset_version": entry.dataset_version,
-            "tags": list(entry.tags),
-            "metadata": dict(entry.metadata),
-            "source_index": entry.source.index,
-        }
-
-    def rejection(self) -> dict[str, Any]:
-        """What the run recorder and the gates need to know about an invalid record's item."""
-        entry = self.entry
-        assert isinstance(entry, RejectedRecord)
-        return {
-            "index": self.index,
-            "model": self.model,
-            "record_id": entry.record_id,
-            "dataset": entry.dataset,
-            "source_stem": Path(entry.source.path).stem,
-            "source_index": entry.source.index,
-            "errors": [error.to_dict() for error in entry.errors],
-        }
-
-
-class LegalEvalState:
-    """Everything one process knows about the evaluation."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.request_id = new_request_id()
-        self.responses: ResponseTable | None = (
-            load_responses(settings.responses) if settings.responses else None
-        )
-        self.conversation: ResponseTable | None = (
-            load_responses(settings.conversation_from, "--conversation-from")
-            if settings.conversation_from
-            else None
-        )
-        self.live: LiveEvaluator | None = None
-        self.warn_policies = True
-        """Warn about unknown policy ids (one xdist worker does, not every one)."""
-        self._load: LoadResult | None = None
-        self._rejection: DatasetRejected | None = None
-
-    @property
-    def models(self) -> tuple[str, ...]:
-        """The models of this run: from the responses file, else ``--model``."""
-        if self.responses is not None:
-            return self.responses.models or ("prefilled",)
-        return self.settings.model
-
-    def load(self) -> LoadResult:
-        """Load (once) and validate the datasets; re-raise a dataset-level rejection."""
-        if self._rejection is not None:
-            raise self._rejection
-        if self._load is None:
-            try:
-                self._load = load_dataset(list(self.settings.dataset), self.settings.dataset_format)
-            except DatasetRejected as exc:
-                self._rejection = exc
-                raise
-            # The records live for the whole session: keep the collector from re-scanning
-            # them on every later collection (about 10 % of collection time at 50,000).
-            gc.freeze()
-        return self._load
-
-    @property
-    def loaded(self) -> LoadResult | None:
-        """The dataset, if this process has loaded it (it collected the items)."""
-        return self._load
-
-    @property
-    def rejected(self) -> DatasetRejected | None:
-        """The dataset-level rejection, once ``load`` has failed."""
-        return self._rejection
-
-    @cached_property
-    def selected(self) -> list[Record | RejectedRecord]:
-        """Entries this run evaluates, in file order."""
-        s = self.settings
-        return select(
-            self.load().entries, shard=s.shard, sample=s.sample, seed=s.seed, limit=s.limit
-        )
-
-    @cached_property
-    def items(self) -> list[ItemSpec]:
-        """One item per selected entry and model."""
-        models = self.models
-        several = len(models) > 1
-        items: list[ItemSpec] = []
-        for entry in self.selected:
-            if isinstance(entry, Record):
-                base = f"{entry.dataset}/{entry.id}"
-            else:
-                dataset = entry.dataset or Path(entry.source.path).stem
-                where = entry.record_id or (
-                    f"line{entry.source.line}"
-                    if entry.source.line
-                    else f"index{entry.source.index}"
-                )
-                base = f"{dataset}/{where}"
-            for model in models:
-                item_id = f"{base}-{model}" if several else base
-                items.append(ItemSpec(entry, model, item_id, len(items)))
-            if self.warn_policies and isinstance(entry, Record) and entry.policy_id:
-                self.policies.for_record(entry)  # warns (once per id) about unknown policies
-        return items
-
-    @cached_property
-    def policies(self) -> PolicyBook:
-        """The built-in policies and those of ``--policy-dir``."""
-        return PolicyBook(self.settings.policy_dir)
-
-    def evaluate(self, spec: ItemSpec) -> EvalResult:
-        """The graded result of one item (pre-computed responses are graded here)."""
-        record = spec.entry
-        assert isinstance(record, Record), "rejected records never reach evaluation"
-        if self.responses is not None and self.live is None:
-            policy = self.policies.for_record(record)
-            response = self.responses.get(record.id, spec.model)
-            return prefilled_result(
-                record, spec.model, response, self.responses.path, (policy.id, policy.sha256)
-            )
-        if self.live is None:
-            raise RuntimeError("live evaluation was not started for this process")
-        return self.live.evaluate(record, spec.model)
-
-
-STATE_KEY = pytest.StashKey[LegalEvalState]()

@@ -301,7 +301,7 @@ import threading
 
 import pytest
 
-from pytest_legaleval.pytest.warmup import ENGINE_MODULE, ENGINE_THREAD
+from pytest_legaleval.pytest.tricks import ENGINE_MODULE, ENGINE_THREAD
 
 
 def _role(config):
