@@ -5,7 +5,6 @@ Hooks only; the work happens in pure modules (formats, validation, grading, run,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,16 +12,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
-from pytest_legaleval.evaluation import (
-    EvalResult,
-    Evaluation,
-    RecordFailed,
-    record_error_result,
-)
-from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.settings import with_local_urls
 from pytest_legaleval.pytest import tricks
+from pytest_legaleval.pytest.fixtures import INVALID_KEY, RESULT_KEY, RecordFailed
 from pytest_legaleval.pytest.options import add_options, resolve
 from pytest_legaleval.pytest.preflight import (
     check_settings,
@@ -38,9 +31,8 @@ from pytest_legaleval.run.ids import new_run_id
 if TYPE_CHECKING:
     from pytest_legaleval.pipeline.evaluator import LiveEvaluator
 
-pytest_plugins = ["pytest_legaleval.testing.fixtures"]
+pytest_plugins = ["pytest_legaleval.testing.fixtures", "pytest_legaleval.pytest.fixtures"]
 
-RESULT_KEY = pytest.StashKey[EvalResult]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -191,59 +183,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     )
 
 
-def _spec(request: pytest.FixtureRequest) -> ItemSpec:
-    spec = getattr(request, "param", None)
-    if not isinstance(spec, ItemSpec):
-        pytest.fail(
-            "the record fixture needs a dataset: pass --dataset PATH with --responses "
-            "FILE or --model PROVIDER/NAME",
-            pytrace=False,
-        )
-    return spec
-
-
-@pytest.fixture
-def record(request: pytest.FixtureRequest) -> Record:
-    """The dataset record of this test item (invalid records error here with their errors)."""
-    spec = _spec(request)
-    entry = spec.entry
-    if isinstance(entry, RejectedRecord):
-        request.node.stash[_INVALID_KEY] = spec
-        errors = [error.to_dict() for error in entry.errors]
-        pytest.fail(
-            json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False), pytrace=False
-        )
-    if entry.attachments:
-        from pytest_legaleval.grading.attachments import missing_attachments
-
-        missing = missing_attachments(entry)
-        if missing:
-            errors = [error.to_dict() for error in missing]
-            # Recorded like any other result (failures.jsonl: invalid_record), not dropped.
-            policy = request.config.stash[STATE_KEY].policies.for_record(entry)
-            request.node.stash[RESULT_KEY] = record_error_result(
-                entry, spec.model, errors, (policy.id, policy.sha256)
-            )
-            pytest.fail(
-                json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False),
-                pytrace=False,
-            )
-    return entry
-
-
-_INVALID_KEY = pytest.StashKey[ItemSpec]()  # the invalid record's item
-
-
-@pytest.fixture
-def evaluation(request: pytest.FixtureRequest, record: Record) -> Evaluation:
-    """The graded answer of this item's model to ``record``."""
-    spec: ItemSpec = request.node.callspec.params["record"]
-    state = request.config.stash[STATE_KEY]
-    result = state.evaluate(spec)
-    request.node.stash[RESULT_KEY] = result
-    return Evaluation(record, result)
-
-
 def _own_specs(session: pytest.Session) -> list[ItemSpec]:
     """The items this process will run, in order (an xdist worker: its round-robin share)."""
     from pytest_legaleval.pytest.scheduling import own_indices, skipped_up_front, worker_position
@@ -380,14 +319,14 @@ def pytest_runtest_makereport(
     report = yield
     # Everything the run recorder writes travels on the report: an xdist controller holds
     # no copy of the dataset.
-    invalid = item.stash.get(_INVALID_KEY, None)
+    invalid = item.stash.get(INVALID_KEY, None)
     if report.when == "setup" and invalid is not None:
         report.legaleval_invalid = invalid.rejection()  # type: ignore[attr-defined]
     elif report.when == "call" or (report.when == "setup" and report.failed):
         result = item.stash.get(RESULT_KEY, None)
         if result is not None:
             spec: ItemSpec = item.callspec.params["record"]  # type: ignore[attr-defined]
-            report.legaleval = dict(result)  # type: ignore[attr-defined]
+            report.legaleval = result.to_dict()  # type: ignore[attr-defined]
             report.legaleval_record = spec.provenance()  # type: ignore[attr-defined]
     return report
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_legaleval.engine import Attempt, Engine, GenerationParams, GenerationRequest
 from pytest_legaleval.engine.capabilities import StructuredOutput, structured_params
-from pytest_legaleval.evaluation import JudgeSummary, JudgeVerdict
+from pytest_legaleval.grading.base import Grade
 from pytest_legaleval.grading.judge import (
     JudgeTask,
     build_tasks,
@@ -36,9 +36,9 @@ from pytest_legaleval.grading.judge import (
     semantic_problem,
 )
 from pytest_legaleval.grading.policies import Policy
-from pytest_legaleval.records import Record
+from pytest_legaleval.records import JudgeSummary, JudgeVerdict, Record
 
-__all__ = ["JUDGE_SYSTEM_PROMPT", "JudgeOutcome", "JudgePanel"]
+__all__ = ["JUDGE_SYSTEM_PROMPT", "JudgeOutcome", "JudgePanel", "judged_grade"]
 
 _ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
 
@@ -192,24 +192,29 @@ class JudgePanel:
             self._verdict(model, kind, record, policy, tasks, results)
             for model, results in zip(self.models, per_model, strict=True)
         ]
-        scores = [v["score"] for v in verdicts]
-        failed = [v for v in verdicts if v["error"] is not None]
+        scores = [v.score for v in verdicts]
+        failed = [v for v in verdicts if v.error is not None]
         cancelled = any(a.cancelled for a in asked)
         score = None if failed or not scores else sum(s or 0.0 for s in scores) / len(scores)
         summary = JudgeSummary(
-            models=list(self.models),
+            models=self.models,
             params=self.params(),
             template_sha256=template_sha,
             kind=kind,
             score=score,
-            verdicts=verdicts,
+            verdicts=tuple(verdicts),
         )
-        error = "; ".join(f"{v['model']}: {v['error']}" for v in failed) or None
-        outcome = JudgeOutcome(summary, score, error, cancelled)
-        if error is None:
-            outcome.criteria = self._criteria(kind, record, verdicts)
-            outcome.rationale = " | ".join(v["rationale"] for v in verdicts if v["rationale"])
-        return outcome
+        error = "; ".join(f"{v.model}: {v.error}" for v in failed) or None
+        if error is not None:
+            return JudgeOutcome(summary, score, error, cancelled)
+        return JudgeOutcome(
+            summary,
+            score,
+            None,
+            cancelled,
+            criteria=self._criteria(kind, record, verdicts),
+            rationale=" | ".join(v.rationale for v in verdicts if v.rationale),
+        )
 
     def _verdict(
         self,
@@ -220,62 +225,67 @@ class JudgePanel:
         tasks: Sequence[JudgeTask],
         results: Sequence[_Asked],
     ) -> JudgeVerdict:
-        verdict = JudgeVerdict(
-            model=model,
-            score=None,
-            rationale="",
-            criteria=[],
-            error=None,
-            raw=None,
-            calls=sum(a.calls for a in results),
-            input_tokens=None,
-            output_tokens=None,
-            latency_ms=sum(a.latency_ms for a in results),
-            cached=all(a.all_cached for a in results),
-            attempts=[attempt for a in results for attempt in a.attempts],
-        )
+        input_tokens: int | None = None
+        output_tokens: int | None = None
         for a in results:
-            verdict["input_tokens"] = _add(verdict["input_tokens"], a.input_tokens)
-            verdict["output_tokens"] = _add(verdict["output_tokens"], a.output_tokens)
+            input_tokens = _add(input_tokens, a.input_tokens)
+            output_tokens = _add(output_tokens, a.output_tokens)
+        common: dict[str, Any] = {
+            "calls": sum(a.calls for a in results),
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "latency_ms": sum(a.latency_ms for a in results),
+            "cached": all(a.all_cached for a in results),
+            "attempts": tuple(attempt for a in results for attempt in a.attempts),
+        }
         errors = [(t, a) for t, a in zip(tasks, results, strict=True) if a.value is None]
         if errors:
             task, first = errors[0]
             where = f"criterion {task.key!r}: " if kind == "rubric" else ""
-            verdict["error"] = f"{where}{first.error}"
-            verdict["raw"] = first.raw
+            failed: tuple[dict[str, Any], ...] = ()
             if kind == "rubric":
-                verdict["criteria"] = [
+                failed = tuple(
                     {"id": t.key, "error": a.error, "raw": a.raw}
                     for t, a in zip(tasks, results, strict=True)
                     if a.value is None
-                ]
-            return verdict
+                )
+            return JudgeVerdict(
+                model, None, criteria=failed, error=f"{where}{first.error}", raw=first.raw, **common
+            )
         values = [a.value for a in results if a.value is not None]
         if kind == "reference":
             value = values[0]
-            verdict["score"] = round_to_step(float(value["score"]), policy.judge.reference_step)
-            verdict["rationale"] = str(value.get("rationale", ""))
-            if "verdict" in value:
-                verdict["criteria"] = [{"id": "verdict", "verdict": value["verdict"]}]
-        elif kind == "criteria":
+            verdict_of = (
+                ({"id": "verdict", "verdict": value["verdict"]},) if "verdict" in value else ()
+            )
+            return JudgeVerdict(
+                model,
+                round_to_step(float(value["score"]), policy.judge.reference_step),
+                rationale=str(value.get("rationale", "")),
+                criteria=verdict_of,
+                **common,
+            )
+        if kind == "criteria":
             ratings = criteria_ratings(values[0], record)
             low, high = policy.judge.scale_min, policy.judge.scale_max
-            for item in ratings:
-                item["score"] = (item["rating"] - low) / (high - low)
-            verdict["criteria"] = ratings
-            verdict["score"] = criteria_score([r["rating"] for r in ratings], low, high)
-        else:
-            pairs = []
-            for task, value in zip(tasks, values, strict=True):
-                met = bool(value["met"]) if "met" in value else value["result"] == 1
-                reason = str(value.get("rationale", value.get("reason", "")))
-                weight = task.criterion.weight if task.criterion else 1.0
-                verdict["criteria"].append(
-                    {"id": task.key, "met": met, "score": float(met), "rationale": reason}
-                )
-                pairs.append((weight, float(met)))
-            verdict["score"] = rubric_score(pairs)
-        return verdict
+            rated = tuple(
+                {**item, "score": (item["rating"] - low) / (high - low)} for item in ratings
+            )
+            return JudgeVerdict(
+                model,
+                criteria_score([r["rating"] for r in ratings], low, high),
+                criteria=rated,
+                **common,
+            )
+        criteria = []
+        pairs = []
+        for task, value in zip(tasks, values, strict=True):
+            met = bool(value["met"]) if "met" in value else value["result"] == 1
+            reason = str(value.get("rationale", value.get("reason", "")))
+            weight = task.criterion.weight if task.criterion else 1.0
+            criteria.append({"id": task.key, "met": met, "score": float(met), "rationale": reason})
+            pairs.append((weight, float(met)))
+        return JudgeVerdict(model, rubric_score(pairs), criteria=tuple(criteria), **common)
 
     @staticmethod
     def _criteria(
@@ -284,28 +294,28 @@ class JudgePanel:
         if kind == "rubric":
             out = []
             for i, criterion in enumerate(record.rubric):
-                mets = [float(v["criteria"][i]["met"]) for v in verdicts]
+                mets = [float(v.criteria[i]["met"]) for v in verdicts]
                 out.append(
                     {
                         "id": criterion.id,
                         "title": criterion.title,
                         "weight": criterion.weight,
                         "met": sum(mets) / len(mets),
-                        "rationale": verdicts[0]["criteria"][i]["rationale"],
+                        "rationale": verdicts[0].criteria[i]["rationale"],
                     }
                 )
             return out
         if kind == "criteria":
             out = []
             for i, name in enumerate(record.required_criteria):
-                ratings = [v["criteria"][i]["rating"] for v in verdicts]
-                scores = [v["criteria"][i]["score"] for v in verdicts]
+                ratings = [v.criteria[i]["rating"] for v in verdicts]
+                scores = [v.criteria[i]["score"] for v in verdicts]
                 out.append(
                     {
                         "id": name,
                         "rating": sum(ratings) / len(ratings),
                         "score": sum(scores) / len(scores),
-                        "rationale": verdicts[0]["criteria"][i]["rationale"],
+                        "rationale": verdicts[0].criteria[i]["rationale"],
                     }
                 )
             return out
@@ -344,54 +354,61 @@ def _explain(kind: str, outcome: JudgeOutcome, threshold: float, passed: bool) -
     return f"{head}. {_excerpt(outcome.rationale, 600)}".rstrip(". ")
 
 
-def apply_judgment(
-    result: dict[str, Any], outcome: JudgeOutcome, policy: Policy, record: Record
-) -> None:
-    """Turn the placeholder result of a judged record into its graded (or error) result."""
-    kind = outcome.summary["kind"]
-    result["judge"] = outcome.summary
-    result["grader"] = f"judge:{kind}"
-    details = dict(result.get("details") or {})
-    details["threshold"] = policy.pass_threshold
+def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, Any]) -> Grade:
+    """The grade of a judged answer: the panel's verdict under the policy's pass rule.
+
+    ``details`` are the grader's own (lexical scores, the citation check); the threshold
+    and, with a verdict, the per-criterion results are added.
+    """
+    kind = outcome.summary.kind
+    grader = f"judge:{kind}"
+    details = {**details, "threshold": policy.pass_threshold}
     if outcome.cancelled:
-        result.update(
-            outcome="error",
-            passed=None,
-            score=None,
-            reason="cancelled",
-            explanation="the run was cancelled while the judge was being asked",
+        return Grade(
+            "error",
+            None,
+            None,
+            "cancelled",
+            "the run was cancelled while the judge was being asked",
+            grader,
+            details,
+            outcome.summary,
         )
-    elif outcome.error is not None:
-        raws = [v["raw"] for v in outcome.summary["verdicts"] if v["raw"]]
+    if outcome.error is not None:
+        raws = [v.raw for v in outcome.summary.verdicts if v.raw]
         shown = f" (raw reply: {_excerpt(raws[0])!r})" if raws else ""
-        result.update(
-            outcome="error",
-            passed=None,
-            score=None,
-            reason="judge_error",
-            explanation=f"the judge gave no usable verdict — {outcome.error}{shown}",
+        return Grade(
+            "error",
+            None,
+            None,
+            "judge_error",
+            f"the judge gave no usable verdict — {outcome.error}{shown}",
+            grader,
+            details,
+            outcome.summary,
         )
-    else:
-        score = outcome.score if outcome.score is not None else 0.0
-        passed = score >= policy.pass_threshold
-        details["criteria"] = outcome.criteria
-        reason = "correct" if passed else "below_threshold"
-        explanation = _explain(kind, outcome, policy.pass_threshold, passed)
-        citations = details.get("citations")
-        if isinstance(citations, dict) and not citations["passed"]:
-            problems = []
-            if citations["unknown"]:
-                problems.append(f"cites contexts that do not exist: {citations['unknown']}")
-            if citations["missing"]:
-                problems.append(f"does not cite required contexts: {citations['missing']}")
-            explanation += ". Citations: " + "; ".join(problems)
-            if passed:
-                passed, reason = False, "citation_error"
-        result.update(
-            outcome="passed" if passed else "failed",
-            passed=passed,
-            score=score,
-            reason=reason,
-            explanation=explanation,
-        )
-    result["details"] = details
+    score = outcome.score if outcome.score is not None else 0.0
+    passed = score >= policy.pass_threshold
+    details["criteria"] = outcome.criteria
+    reason = "correct" if passed else "below_threshold"
+    explanation = _explain(kind, outcome, policy.pass_threshold, passed)
+    citations = details.get("citations")
+    if isinstance(citations, dict) and not citations["passed"]:
+        problems = []
+        if citations["unknown"]:
+            problems.append(f"cites contexts that do not exist: {citations['unknown']}")
+        if citations["missing"]:
+            problems.append(f"does not cite required contexts: {citations['missing']}")
+        explanation += ". Citations: " + "; ".join(problems)
+        if passed:
+            passed, reason = False, "citation_error"
+    return Grade(
+        "passed" if passed else "failed",
+        passed,
+        score,
+        reason,
+        explanation,
+        grader,
+        details,
+        outcome.summary,
+    )

@@ -1,20 +1,24 @@
-"""Item evaluation through the engine: a process submits all of its items up front.
+"""Item evaluation: a process submits all of its items up front, each waits for its own.
 
-Each test waits only for its own result. An item is generated (live, or taken from the
-responses file), graded, and — for reference, rubric and criteria records with a judge
-configured — judged, all pipelined on the engine's loop: judging one item overlaps
-generating the next.
+An item is generated (live) or taken from the responses file, then graded by the grader
+its record's policy or task type names (``grading.registry``). Graders that ask a judge
+run on the engine's loop, chained to their generation, so judging one item overlaps
+generating the next; the others grade where the item waits. Each item's result is built
+once (``pipeline.results``).
+
+Nothing is paid for that cannot be graded: without a judge, an item whose grader needs
+one is skipped (``needs_judge``) before its generation, unless ``--generate-ungraded``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 from pytest_legaleval.engine import (
-    Attempt,
     Engine,
     EngineSettings,
     GenerationParams,
@@ -24,19 +28,21 @@ from pytest_legaleval.engine import (
     routing,
 )
 from pytest_legaleval.engine.capabilities import StructuredOutput, structured_params
-from pytest_legaleval.evaluation import EvalResult, grade_response, prefilled_result
 from pytest_legaleval.grading.attachments import missing_attachments, record_attachments
-from pytest_legaleval.grading.judge import judge_kind, mcq_answer_schema
-from pytest_legaleval.grading.panel import JudgePanel, apply_judgment
-from pytest_legaleval.grading.policies import Policy, PolicyBook
+from pytest_legaleval.grading.base import Grade, GradeRequest
+from pytest_legaleval.grading.graders import needs_judge_grade
+from pytest_legaleval.grading.judge import mcq_answer_schema
+from pytest_legaleval.grading.panel import JudgePanel
+from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.grading.prompts import build_messages, template_version
+from pytest_legaleval.grading.registry import GraderRegistry
+from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable
+from pytest_legaleval.pipeline.results import generation_failed, graded_result, skipped_result
 from pytest_legaleval.pipeline.settings import Settings
-from pytest_legaleval.records import Record
+from pytest_legaleval.records import EvalResult, Record
 
-__all__ = ["LiveEvaluator", "engine_settings", "result_from_generation"]
-
-_ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
+__all__ = ["LiveEvaluator", "engine_settings"]
 
 
 def engine_settings(settings: Settings, share: int, position: int = 0) -> EngineSettings:
@@ -58,68 +64,15 @@ def engine_settings(settings: Settings, share: int, position: int = 0) -> Engine
     )
 
 
-def result_from_generation(
-    record: Record,
-    model: str,
-    generation: GenerationResult,
-    max_latency_ms: int | None,
-    policy: Policy | None = None,
-) -> EvalResult:
-    """Grade a generation, or turn its error into the item's outcome."""
-    tag = (policy.id, policy.sha256) if policy is not None else None
-    if generation.ok:
-        assert generation.text is not None
-        result = grade_response(record, model, generation.text, "live", tag)
-        if generation.latency_exceeded:
-            result.update(
-                {
-                    "outcome": "failed",
-                    "passed": False,
-                    "reason": "latency_exceeded",
-                    "explanation": f"answer took {generation.latency_ms:.0f} ms, more than "
-                    f"expected.max_latency_ms={max_latency_ms} "
-                    f"(graded: {result['reason']})",
-                }
-            )
-    else:
-        code = generation.error_code or "unknown"
-        reason = code if code in ("timeout", "cancelled") else f"generation_error:{code}"
-        result = grade_response(record, model, "", "live", tag)
-        tries = len(generation.attempts)
-        result.update(
-            {
-                "outcome": "error",
-                "passed": None,
-                "score": None,
-                "reason": reason,
-                "response": None,
-                "grader": "none",
-                "details": {},
-                "explanation": f"{generation.error_message or code} after {tries} "
-                f"attempt{'s' if tries != 1 else ''}",
-            }
-        )
-    result.update(
-        {
-            "latency_ms": generation.latency_ms,
-            "input_tokens": generation.input_tokens,
-            "output_tokens": generation.output_tokens,
-            "total_tokens": generation.total_tokens,
-            "first_attempt_at": generation.first_attempt_at,
-            "last_attempt_at": generation.last_attempt_at,
-            # Attempt holds only scalars: a flat copy is what asdict would give, at a tenth of
-            # its cost (asdict deep-copies every field; it showed up in controller profiles).
-            "attempts": [{f: getattr(a, f) for f in _ATTEMPT_FIELDS} for a in generation.attempts],
-        }
-    )
-    result["details"] = {
-        **result["details"],
-        "cached": generation.cached,
-        "cache_key": generation.cache_key,
-        "finish_reason": generation.finish_reason,
-        "template_version": template_version(policy) if policy is not None else None,
-    }
-    return result
+def _max_latency(record: Record) -> int | None:
+    value = record.expected.get("max_latency_ms")
+    return value if isinstance(value, int) else None
+
+
+def _attachment_warnings(record: Record) -> list[str]:
+    if not record.attachments:
+        return []
+    return [w for item in record_attachments(record) for w in item.warnings]
 
 
 def _transfer(source: Future[EvalResult], target: Future[EvalResult]) -> None:
@@ -134,12 +87,13 @@ class LiveEvaluator:
     """Builds requests, submits them in bulk, grades and judges results as they arrive.
 
     Args:
-        settings: the session's settings.
+        settings: the run's settings.
         share: processes sharing the limits (xdist workers).
         position: this process's place among them (0-based; an xdist worker's number).
         conversation: earlier answers for ``--conversation-from``.
         responses: pre-computed answers (``--responses``): nothing is generated, only judged.
-        policies: the session's policies (built-in and ``--policy-dir``).
+        policies: the run's policies (built-in and ``--policy-dir``).
+        graders: the graders (built-in and the user's).
 
     """
 
@@ -152,11 +106,12 @@ class LiveEvaluator:
         conversation: ResponseTable | None = None,
         responses: ResponseTable | None = None,
         policies: PolicyBook | None = None,
+        graders: GraderRegistry | None = None,
     ) -> None:
         self.settings = settings
         self.conversation = conversation
         self.responses = responses
-        self.policies = policies or PolicyBook(settings.policy_dir)
+        self.grading = GradingPlan(policies or PolicyBook(settings.policy_dir), graders)
         self.engine = Engine(engine_settings(settings, share, position))
         if responses is None:
             for model in settings.model:
@@ -184,17 +139,25 @@ class LiveEvaluator:
         self._structured = self.judges.structured if self.judges else StructuredOutput(self.engine)
         self._answer_modes: dict[str, str] = {}
 
-    def needs_judge(self, record: Record) -> bool:
-        """Whether this record is judged in this session."""
-        return self.judges is not None and judge_kind(record) is not None
+    @property
+    def policies(self) -> PolicyBook:
+        """The run's policies."""
+        return self.grading.policies
+
+    def _skips_before_generation(self, record: Record) -> bool:
+        """Whether an item's answer could not be graded here: then it is never generated."""
+        return (
+            self.judges is None
+            and not self.settings.generate_ungraded
+            and self.grading.grader(record).needs_judge
+        )
 
     def request(self, record: Record, model: str) -> GenerationRequest:
         """The generation request of one item."""
         previous = self.conversation.get(record.id, model) if self.conversation else None
         if self.conversation is not None and previous is None and self.conversation.models:
             previous = self.conversation.get(record.id, self.conversation.models[0])
-        max_latency = record.expected.get("max_latency_ms")
-        policy = self.policies.for_record(record)
+        policy = self.grading.policy(record)
         params = self.params
         if policy.answer_contract == "json" and record.choices:
             mode = self._answer_modes.get(model, "none")
@@ -206,28 +169,59 @@ class LiveEvaluator:
             messages=tuple(build_messages(record, policy, previous_response=previous)),
             params=params,
             template_version=template_version(policy),
-            max_latency_ms=max_latency if isinstance(max_latency, int) else None,
+            max_latency_ms=_max_latency(record),
+        )
+
+    def _request_for(
+        self, record: Record, model: str, generation: GenerationResult
+    ) -> GradeRequest:
+        return GradeRequest(
+            record, model, generation.text or "", self.grading.policy(record), self.judges
+        )
+
+    def _result(
+        self, record: Record, model: str, generation: GenerationResult, grade: Grade | None
+    ) -> EvalResult:
+        """The item's result from its generation and (when it succeeded) its grade."""
+        policy = self.grading.policy(record)
+        tag = (policy.id, policy.sha256)
+        version = template_version(policy)
+        warnings = _attachment_warnings(record)
+        if not generation.ok or grade is None:
+            return generation_failed(
+                record, model, generation, policy=tag, template_version=version, warnings=warnings
+            )
+        return graded_result(
+            record,
+            model,
+            generation.text or "",
+            grade,
+            source="live",
+            policy=tag,
+            generation=generation,
+            template_version=version,
+            max_latency_ms=_max_latency(record),
+            warnings=warnings,
         )
 
     def _finish(self, record: Record, model: str, generation: GenerationResult) -> EvalResult:
-        max_latency = record.expected.get("max_latency_ms")
-        policy = self.policies.for_record(record)
-        result = result_from_generation(
-            record,
-            model,
-            generation,
-            max_latency if isinstance(max_latency, int) else None,
-            policy,
-        )
-        _attachment_warnings(record, result)
-        return result
+        """Grade a generation where the item waits (graders that ask no judge)."""
+        if not generation.ok:
+            return self._result(record, model, generation, None)
+        grade = self.grading.grade_sync(self._request_for(record, model, generation))
+        if inspect.isawaitable(grade):  # a user's grader that awaits something of its own
+            grade = self.engine.run_coroutine(_awaited(grade)).result()
+        return self._result(record, model, generation, grade)
 
-    async def _judged(self, record: Record, result: EvalResult, answer: str) -> EvalResult:
-        assert self.judges is not None
-        policy = self.policies.for_record(record)
-        outcome = await self.judges.judge(record, answer, policy)
-        apply_judgment(result, outcome, policy, record)  # type: ignore[arg-type]
-        return result
+    async def _judged(self, record: Record, model: str, generation: GenerationResult) -> EvalResult:
+        request = self._request_for(record, model, generation)
+        if generation.latency_exceeded:
+            # Failed whatever the judge would say: not worth a judge call.
+            grade: Grade = needs_judge_grade(record)
+            return self._result(record, model, generation, grade)
+        value = self.grading.grade_sync(request)
+        grade = await value if inspect.isawaitable(value) else value
+        return self._result(record, model, generation, grade)
 
     def _chain(
         self, record: Record, model: str, generation: Future[GenerationResult]
@@ -238,11 +232,10 @@ class LiveEvaluator:
         def generated(done: Future[GenerationResult]) -> None:
             try:
                 gen = done.result()
-                result = self._finish(record, model, gen)
-                if not gen.ok or result["reason"] == "latency_exceeded":
-                    out.set_result(result)
+                if not gen.ok:
+                    out.set_result(self._result(record, model, gen, None))
                     return
-                judged = self.engine.run_coroutine(self._judged(record, result, gen.text or ""))
+                judged = self.engine.run_coroutine(self._judged(record, model, gen))
                 judged.add_done_callback(lambda f: _transfer(f, out))
             except BaseException as exc:  # the test that waits must see it, not a hang
                 out.set_exception(exc)
@@ -250,18 +243,8 @@ class LiveEvaluator:
         generation.add_done_callback(generated)
         return out
 
-    def _prefilled(self, record: Record, model: str) -> Future[EvalResult]:
-        assert self.responses is not None
-        response = self.responses.get(record.id, model)
-        policy = self.policies.for_record(record)
-        result = prefilled_result(
-            record, model, response, self.responses.path, (policy.id, policy.sha256)
-        )
-        if response is None:
-            done: Future[EvalResult] = Future()
-            done.set_result(result)
-            return done
-        return self.engine.run_coroutine(self._judged(record, result, response))
+    def _judged_by_engine(self, record: Record) -> bool:
+        return self.judges is not None and self.grading.grader(record).needs_judge
 
     def prefetch(self, pairs: Sequence[tuple[Record, str]]) -> None:
         """Submit every item of this process at once (FIFO: earlier items start first)."""
@@ -273,14 +256,20 @@ class LiveEvaluator:
         ]
         if self.responses is not None:
             for record, model in todo:
-                if self.needs_judge(record):
-                    self._futures[(record.id, model)] = self._prefilled(record, model)
+                if self._judged_by_engine(record):
+                    value = self.grading.prefilled(record, model, self.responses, self.judges)
+                    self._futures[(record.id, model)] = (
+                        self.engine.run_coroutine(_awaited(value))
+                        if inspect.isawaitable(value)
+                        else _done(value)
+                    )
             return
+        todo = [(r, m) for r, m in todo if not self._skips_before_generation(r)]
         self._probe_answer_modes(todo)
         futures = self.engine.submit_many([self.request(r, m) for r, m in todo])
         for (record, model), future in zip(todo, futures, strict=True):
             self._futures[(record.id, model)] = (
-                self._chain(record, model, future) if self.needs_judge(record) else future
+                self._chain(record, model, future) if self._judged_by_engine(record) else future
             )
 
     def _probe_answer_modes(self, pairs: Sequence[tuple[Record, str]]) -> None:
@@ -290,7 +279,7 @@ class LiveEvaluator:
             for record, model in pairs
             if model not in self._answer_modes
             and record.choices
-            and self.policies.for_record(record).answer_contract == "json"
+            and self.grading.policy(record).answer_contract == "json"
         }
         for model in sorted(wanted):
             probe = self.engine.run_coroutine(self._structured.mode(model))
@@ -300,19 +289,22 @@ class LiveEvaluator:
         """Wait for this item's result (grading a plain generation here)."""
         future = self._futures.pop((record.id, model), None)
         if future is None:
+            if self.responses is None and self._skips_before_generation(record):
+                grade = needs_judge_grade(record)
+                return skipped_result(record, model, grade, self.grading.tag(record))
             self.prefetch([(record, model)])
             future = self._futures.pop((record.id, model), None)
-            if future is None:  # prefilled and not judged: graded right here
+            if future is None:  # prefilled and graded without the engine: graded right here
                 assert self.responses is not None
-                response = self.responses.get(record.id, model)
-                policy = self.policies.for_record(record)
-                return prefilled_result(
-                    record, model, response, self.responses.path, (policy.id, policy.sha256)
-                )
-        value = future.result()
-        if isinstance(value, GenerationResult):
-            return self._finish(record, model, value)
-        return value
+                value = self.grading.prefilled(record, model, self.responses, None)
+                if inspect.isawaitable(value):
+                    done: EvalResult = self.engine.run_coroutine(_awaited(value)).result()
+                    return done
+                return value
+        result = future.result()
+        if isinstance(result, GenerationResult):
+            return self._finish(record, model, result)
+        return result
 
     def stats(self) -> Mapping[str, Any]:
         """The engine's counters."""
@@ -327,9 +319,11 @@ class LiveEvaluator:
         self.engine.close()
 
 
-def _attachment_warnings(record: Record, result: EvalResult) -> None:
-    if not record.attachments:
-        return
-    warnings = [w for item in record_attachments(record) for w in item.warnings]
-    if warnings:
-        result["details"] = {**result["details"], "attachment_warnings": warnings}
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+def _done(value: EvalResult) -> Future[EvalResult]:
+    future: Future[EvalResult] = Future()
+    future.set_result(value)
+    return future

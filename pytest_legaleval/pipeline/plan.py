@@ -7,19 +7,23 @@ item's index means the same everywhere. Nothing here knows pytest.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.errors import DatasetRejected
-from pytest_legaleval.evaluation import EvalResult, prefilled_result
 from pytest_legaleval.formats import LoadResult, RejectedRecord, load_dataset
 from pytest_legaleval.grading.policies import PolicyBook
+from pytest_legaleval.grading.registry import default_registry
+from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
 from pytest_legaleval.pipeline.selection import select
 from pytest_legaleval.pipeline.settings import Settings
-from pytest_legaleval.records import Record
+from pytest_legaleval.records import EvalResult, Record
 from pytest_legaleval.run.ids import new_request_id
 
 if TYPE_CHECKING:
@@ -84,6 +88,8 @@ class RunPlan:
             else None
         )
         self.live: LiveEvaluator | None = None
+        self.graders = default_registry()
+        """The graders of this run; the pytest layer lets users' hooks add theirs."""
         self.warn_policies = True
         """Warn about unknown policy ids (one xdist worker does, not every one)."""
         self._load: LoadResult | None = None
@@ -155,17 +161,24 @@ class RunPlan:
         """The built-in policies and those of ``--policy-dir``."""
         return PolicyBook(self.settings.policy_dir)
 
+    @cached_property
+    def grading(self) -> GradingPlan:
+        """The run's policies and graders (built-in, and those added with :attr:`graders`)."""
+        return GradingPlan(self.policies, self.graders)
+
     def evaluate(self, spec: ItemSpec) -> EvalResult:
         """The graded result of one item (pre-computed responses are graded here)."""
         record = spec.entry
         assert isinstance(record, Record), "rejected records never reach evaluation"
         if self.responses is not None and self.live is None:
-            policy = self.policies.for_record(record)
-            response = self.responses.get(record.id, spec.model)
-            return prefilled_result(
-                record, spec.model, response, self.responses.path, (policy.id, policy.sha256)
-            )
+            value = self.grading.prefilled(record, spec.model, self.responses, None)
+            if inspect.isawaitable(value):  # a user's grader that awaits: on its own loop
+                return asyncio.run(_awaited(value))
+            return value
         if self.live is None:
             raise RuntimeError("live evaluation was not started for this process")
         return self.live.evaluate(record, spec.model)
 
+
+async def _awaited(value: Awaitable[EvalResult]) -> EvalResult:
+    return await value

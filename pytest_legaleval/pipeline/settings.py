@@ -81,6 +81,15 @@ def _delays(text: str) -> tuple[float, ...]:
     return values
 
 
+def _boolean(text: str) -> bool:
+    value = str(text).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expects true or false, got {text!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class OptionSpec:
     """One option: its flag, its settings attribute and how to read it."""
@@ -92,6 +101,8 @@ class OptionSpec:
     convert: Callable[[str], Any] | None = None
     multiple: bool = False
     metavar: str | None = None
+    switch: bool = False
+    """A command-line switch without a value (``--generate-ungraded``); YAML takes a bool."""
 
 
 OPTIONS: tuple[OptionSpec, ...] = (
@@ -295,6 +306,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "PATH",
     ),
     OptionSpec(
+        "--generate-ungraded",
+        "generate_ungraded",
+        "Generate answers even for records no configured grader can grade here (judged "
+        "records without --judge-model); by default they are skipped before any call.",
+        False,
+        _boolean,
+        switch=True,
+    ),
+    OptionSpec(
         "--judge-base-url",
         "judge_base_url",
         "OpenAI-compatible endpoint of the judge models (default: --base-url).",
@@ -449,6 +469,7 @@ class Settings:
     conversation_from: str | None = None
     per_model: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per-model settings from the YAML ``models:`` mapping."""
+    generate_ungraded: bool = False
     judge_base_url: str | None = None
     judge_temperature: float = 0.0
     judge_max_tokens: int = 1024
@@ -619,7 +640,6 @@ def resolve_settings(
     return Settings(
         config_file=str(config_file) if config_file else None, sources=sources, **values
     )
-
 
 
 def with_local_urls(settings: Settings, urls: Mapping[str, str]) -> Settings:

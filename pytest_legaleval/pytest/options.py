@@ -24,14 +24,24 @@ def add_options(parser: pytest.Parser) -> None:
     """Register the ``legaleval`` option group and its ini keys."""
     group = parser.getgroup("legaleval", "LLM evaluation (pytest-legaleval)")
     for spec in OPTIONS:
-        group.addoption(
-            spec.flag,
-            action="append" if spec.multiple else "store",
-            dest=f"legaleval_{spec.dest}",
-            default=None,
-            metavar=spec.metavar,
-            help=spec.help,
-        )
+        if spec.switch:
+            group.addoption(
+                spec.flag,
+                action="store_const",
+                const="true",
+                dest=f"legaleval_{spec.dest}",
+                default=None,
+                help=spec.help,
+            )
+        else:
+            group.addoption(
+                spec.flag,
+                action="append" if spec.multiple else "store",
+                dest=f"legaleval_{spec.dest}",
+                default=None,
+                metavar=spec.metavar,
+                help=spec.help,
+            )
         if spec.multiple:
             parser.addini(f"legaleval_{spec.dest}", spec.help, type="linelist")
         else:

@@ -15,13 +15,13 @@ import pytest
 import yaml
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
-from pytest_legaleval.evaluation import cancelled_result, unfinished_result
 from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
 from pytest_legaleval.metrics.prices import PriceTable, load_price_table
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
+from pytest_legaleval.pipeline.results import cancelled_result, unfinished_result
 from pytest_legaleval.pipeline.selection import entry_key, selected_count
 from pytest_legaleval.pipeline.selection import in_shard as in_shard_of
 from pytest_legaleval.pytest import slimming, tricks
@@ -472,17 +472,17 @@ class RunRecorder:
             if nodeids is not None and spec.item_id not in nodeids:
                 continue
             found = causes.get(spec.item_id)
+            policy = self.state.policies.for_record(entry)
+            tag = (policy.id, policy.sha256)
             if found is not None:
                 nodeid, outcome, why = found
-                result = unfinished_result(entry, spec.model, outcome, why)
+                result = unfinished_result(entry, spec.model, outcome, why, tag)
             elif cancel:
                 nodeid = nodeids[spec.item_id] if nodeids is not None else spec.item_id
-                outcome, result = "cancelled", cancelled_result(entry, spec.model)
+                outcome, result = "cancelled", cancelled_result(entry, spec.model, tag)
             else:
                 continue
-            policy = self.state.policies.for_record(entry)
-            result["policy_id"], result["policy_sha256"] = policy.id, policy.sha256
-            self._record(dict(result), nodeid, outcome, spec.provenance())
+            self._record(result.to_dict(), nodeid, outcome, spec.provenance())
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.directory is None or self.final is None:
