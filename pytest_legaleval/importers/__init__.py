@@ -1,0 +1,1 @@
+"""Importers: public legal benchmarks, in their upstream layouts, as ``legal_eval_v1``."""
