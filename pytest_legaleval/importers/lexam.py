@@ -47,6 +47,7 @@ __all__ = ["IMPORTER", "mcq_record", "open_record"]
 LICENCE = "CC-BY-4.0"
 SOURCE_REPO = "https://github.com/LEXam-Benchmark/LEXam"
 _VARIANT = re.compile(r"^(\d+)_choices$")
+_SUBSET = re.compile(r"mcq_(\d+)_choices")
 _METADATA_FIELDS = (
     "course", "language", "area", "jurisdiction", "year", "n_statements",
     "none_as_an_option", "negative_question",
@@ -136,40 +137,51 @@ def _variants(columns: Sequence[str]) -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+def _plain_tag(row: Mapping[str, Any], path: Path) -> str:
+    # Hugging Face keeps each option count in its own config (mcq_4_choices …
+    # mcq_32_choices, the folder of its files); LBR's curated rows name it in source_subset.
+    for hint in (text(row.get("source_subset")), *path.parts):
+        match = _SUBSET.search(hint)
+        if match and match.group(1) != "4":
+            return f"mcq{match.group(1)}"
+    return "mcq"
+
+
+def _builders(row: Mapping[str, Any], path: Path) -> list[tuple[str, tuple[str, str, str]]]:
+    """``(label suffix, (kind, choices column, gold column))`` for each record of a row."""
+    variants = _variants(list(row))
+    if variants:
+        return [(f" ({k} choices)", (f"mcq{k}", c, g)) for k, c, g in variants]
+    kind = text(row.get("question_type")).strip().lower()
+    has_choices = row.get("choices") not in (None, "")
+    if kind == "open" or (not has_choices and "answer" in row):
+        return [("", ("open", "", ""))]
+    if "choices" in row:
+        return [("", (_plain_tag(row, path), "choices", "gold"))]
+    return []
+
+
 def _file_rows(path: Path) -> Iterator[SourceRow]:
     split = _split_of(path)
     for position, row in enumerate(read_table(path), start=1):
         where = f"{path.name} row {position}"
-        columns = list(row)
-        builders: list[tuple[str, Any]] = []
-        variants = _variants(columns)
-        if variants:
-            builders = [
-                (f"{where} ({k} choices)", (k, choices, gold)) for k, choices, gold in variants
-            ]
-        elif "choices" in row:
-            builders = [(where, None)]
-        elif "answer" in row:
-            builders = [(where, "open")]
-        else:
-            yield SourceRow(
-                where, split, error=f"not a LEXam layout: columns {', '.join(columns[:12])}"
-            )
+        builders = _builders(row, path)
+        if not builders:
+            columns = ", ".join(list(row)[:12])
+            yield SourceRow(where, split, error=f"not a LEXam layout: columns {columns}")
             continue
-        for label, how in builders:
+        for suffix, (tag, choices, gold) in builders:
             try:
-                if how is None:
-                    record = mcq_record(row, path, "choices", "gold", "mcq")
-                elif how == "open":
+                if tag == "open":
                     record = open_record(row, path)
                 else:
-                    k, choices, gold = how
-                    record = mcq_record(row, path, choices, gold, f"mcq{k}")
-                    record["metadata"]["n_choices"] = k
+                    record = mcq_record(row, path, choices, gold, tag)
+                    if tag != "mcq":
+                        record["metadata"]["n_choices"] = len(record["choices"])
             except RowError as exc:
-                yield SourceRow(label, split, error=str(exc))
+                yield SourceRow(where + suffix, split, error=str(exc))
             else:
-                yield SourceRow(label, split, record=record)
+                yield SourceRow(where + suffix, split, record=record)
 
 
 def files(paths: Sequence[Path]) -> list[Path]:
