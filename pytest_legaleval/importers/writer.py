@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
@@ -35,8 +34,6 @@ from pytest_legaleval.importers.base import SourceRow
 from pytest_legaleval.validation import check_legal_eval_row
 
 __all__ = ["Failure", "ImportSummary", "write_records"]
-
-_RECORD_PATH = re.compile(r"^records\[\d+\]\.?")
 
 MAX_FAILURES_KEPT = 50
 """Failures kept with their full reason; the rest are only counted (by reason)."""
@@ -190,12 +187,12 @@ def _checked_line(
         errors, sha256 = check_legal_eval_row(record, summary.read - 1)
         line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
     except (TypeError, ValueError, RecursionError) as exc:
-        # A value JSON cannot hold (a date from a spreadsheet, a NaN): the importer's bug
-        # or the data's, but a row like any other, not a crash of the whole import.
+        # A value JSON cannot hold (a date from a spreadsheet, a NaN) or keys that merge in
+        # NFC: the importer's bug or the data's, but a row like any other, not a crash.
         summary.fail(row, "invalid_field_type", f"not JSON data: {exc}", shown_id)
         return None
     if errors:
-        reason = "; ".join(f"{_field(e.path)}: {e.message}" for e in errors[:3])
+        reason = "; ".join(e.message for e in errors[:3])
         if len(errors) > 3:
             reason += f"; and {len(errors) - 3} more"
         summary.fail(row, errors[0].code, reason, shown_id)
@@ -218,22 +215,26 @@ def _checked_line(
     return line
 
 
-def _field(path: str) -> str:
-    return _RECORD_PATH.sub("", path) or "record"
-
-
 def _nfc(value: Any) -> Any:
     """``value`` with every string in Unicode NFC, as the contract requires.
 
     NFC only merges canonically equivalent sequences (``u`` + combining diaeresis is
     ``ü``), so no text changes meaning; LEXam has rows in decomposed form.
+
+    Raises:
+        ValueError: two keys of one object become equal.
+
     """
     if isinstance(value, str):
         if unicodedata.is_normalized("NFC", value):
             return value
         return unicodedata.normalize("NFC", value)
     if isinstance(value, dict):
-        return {_nfc(k): _nfc(v) for k, v in value.items()}
+        normalized = {_nfc(k): _nfc(v) for k, v in value.items()}
+        if len(normalized) < len(value):
+            # Two keys that differ only in normalization would merge into one: a loss.
+            raise ValueError("two keys of one object are the same text once in NFC")
+        return normalized
     if isinstance(value, list):
         return [_nfc(v) for v in value]
     return value
