@@ -37,7 +37,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     assert summary.failed == 0 and summary.written == 25
     return {
         json.loads(line)["id"]: json.loads(line)
-        for line in out.read_text(encoding="utf-8").splitlines()
+        for line in out.read_text(encoding="utf-8").split("\n")[:-1]
     }
 
 

@@ -31,7 +31,7 @@ def mcq(record_id: str, prompt: str = "Which?", **extra: Any) -> dict[str, Any]:
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n")[:-1]]
 
 
 def test_every_row_is_written_failed_or_skipped_with_its_reason(tmp_path: Path) -> None:
