@@ -66,6 +66,8 @@ class SourceRow:
         split: its split, when the layout says (``None`` when it does not).
         record: the ``legal_eval_v1`` record (not yet validated), or ``None``.
         error: why no record could be built, or ``None``.
+        skip: why there is nothing to build (a task folder without data), or ``None``;
+            counted as skipped under this reason.
 
     """
 
@@ -73,6 +75,7 @@ class SourceRow:
     split: str | None
     record: dict[str, Any] | None = None
     error: str | None = None
+    skip: str | None = None
 
 
 @dataclass(frozen=True)

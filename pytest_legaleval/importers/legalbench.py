@@ -211,6 +211,9 @@ def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
     """Every TSV row of every task, task by task (by name), TSV by TSV (by name)."""
     for directory in _task_dirs(paths):
         task = _task(directory)
+        if not task.tsvs:
+            yield SourceRow(f"{task.name}/ row 0", None, skip="task folder without a TSV file")
+            continue
         labels = _labels(task)
         for tsv in task.tsvs:
             split = tsv.stem

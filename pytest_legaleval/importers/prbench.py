@@ -1,6 +1,7 @@
 """``prbench``: PRBench (professional reasoning, legal and finance) as ``rubric_qa``.
 
-Layout sources: the rows of ScaleAI/PRBench on Hugging Face as LBR keeps them
+Layout sources: the dataset card of ScaleAI/PRBench on Hugging Face (CC-BY-4.0, Parquet;
+its ``dataset_info`` lists the columns and types below), the rows LBR keeps
 (DidroPlatform/EU-Legal-Benchmark, ``data/curated/prbench_legal_hard_europe.jsonl``, read
 by its ``src/data/build_for_eval.py``), and the benchmark's own code (scaleapi/PRBench,
 ``util.py``, ``criteria.py``). A row is one conversation: ``task`` (its id), ``turns``,
@@ -15,7 +16,7 @@ Every turn is kept in ``messages``: each prompt as a user turn, with its referen
 put before it as ``Reference Text i:`` blocks (as PRBench's ``process_reference_texts``
 does), each response as an assistant turn; the last user turn is also the ``prompt``.
 Criterion ids, titles, descriptions and weights are kept (negative weights are
-penalties). Id ``prbench:<task>``; policy ``prbench_v1``. Licence: PRBench's dataset card.
+penalties). Id ``prbench:<task>``; policy ``prbench_v1``.
 """
 
 from __future__ import annotations

@@ -173,6 +173,10 @@ def _checked_line(
     row: SourceRow, summary: ImportSummary, seen: dict[str, tuple[str, str]], split: str | None
 ) -> str | None:
     """The row's JSONL line, or ``None`` after counting it as failed or skipped."""
+    if row.skip is not None and row.record is None and row.error is None:
+        summary.skipped[row.skip] += 1
+        summary._count(row, "skipped")
+        return None
     if split is not None and row.split is not None and row.split != split:
         summary.skipped[f"split {row.split} (not --split {split})"] += 1
         summary._count(row, "skipped")

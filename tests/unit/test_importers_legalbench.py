@@ -140,3 +140,12 @@ def test_a_missing_column_fails_the_row_not_the_import(tmp_path: Path) -> None:
     (task / "train.tsv").write_text("index\tanswer\ttext\n0\tYes\tfoo\n1\tNo\tbar\n")
     rows = list(get_importer("legalbench").rows([task], ImportOptions()))
     assert [r.error for r in rows] == ["no column 'other', which base_prompt.txt names"] * 2
+
+
+def test_a_task_without_data_is_counted_as_skipped(tmp_path: Path) -> None:
+    task = tmp_path / "scalr"  # upstream ships this task's prompt but no TSV
+    task.mkdir()
+    (task / "base_prompt.txt").write_text("Question: {{question}}\nAnswer:", encoding="utf-8")
+    summary = run_import("legalbench", [tmp_path], tmp_path / "out.jsonl")
+    assert (summary.read, summary.written, summary.failed) == (1, 0, 0)
+    assert summary.skipped == {"task folder without a TSV file": 1}
