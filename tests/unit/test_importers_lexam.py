@@ -136,3 +136,23 @@ def test_a_file_of_another_layout_is_reported_row_by_row(tmp_path: Path) -> None
     (tmp_path / "x.jsonl").write_text('{"foo": 1}\n', encoding="utf-8")
     (row,) = get_importer("lexam").rows([tmp_path / "x.jsonl"], ImportOptions())
     assert row.error == "not a LEXam layout: columns foo"
+
+
+def test_choice_ids_past_z_load_and_grade(tmp_path: Path) -> None:
+    from pytest_legaleval.formats import load_dataset
+    from pytest_legaleval.grading.mcq import grade_mcq
+
+    out = tmp_path / "p.jsonl"
+    run_import("lexam", [LEXAM / "MCQs_test_perturbation.xlsx"], out)
+    loaded = load_dataset([out])
+    assert not loaded.errors
+    wide = [e for e in loaded.entries if e.id.startswith("lexam:mcq32:")]
+    assert len(wide) == 4
+    record = wide[0]
+    wrong = "CHOICE_31" if record.correct_choice_ids != ("CHOICE_31",) else "CHOICE_30"
+    for reply in ('{"answer": ["CHOICE_27"]}', "Answer: CHOICE_27", "**choice_27**"):
+        grade = grade_mcq(record, reply)
+        assert grade.chosen == ("CHOICE_27",), reply
+    assert grade_mcq(record, f"Answer: {wrong}").chosen == (wrong,)
+    gold = record.correct_choice_ids[0]
+    assert grade_mcq(record, f'{{"answer": ["{gold}"]}}').passed
