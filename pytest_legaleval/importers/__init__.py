@@ -26,9 +26,10 @@ Main names
 
 What it must never import
     ``pytest`` or ``_pytest`` (a pure package, usable without a test session), the pytest
-    layer (``plugin``, ``session``, ``settings`` …), the engine, grading, run or report
-    packages, and :mod:`pytest_legaleval.formats` (the loader imports *this* package, lazily,
-    for ``SOURCE:PATH``). It may import ``errors`` and ``validation``. Nothing here opens a
+    layer (:mod:`pytest_legaleval.pytest`, ``plugin``), :mod:`pytest_legaleval.pipeline`, the
+    engine, grading, run, metrics or report packages, :mod:`pytest_legaleval.cli`, and
+    :mod:`pytest_legaleval.formats` (the loader imports *this* package, lazily, for
+    ``SOURCE:PATH``). It may import ``errors`` and ``validation``. Nothing here opens a
     network connection: every input is a local file.
 """
 
