@@ -17,7 +17,11 @@ __all__ = ["main", "validation_body"]
 
 EXIT_OK, EXIT_RECORD_ERRORS, EXIT_REJECTED = 0, 1, 2
 
-_COMMAND_MODULES: tuple[str, ...] = ("pytest_legaleval.cli.runs", "pytest_legaleval.cli.datasets")
+_COMMAND_MODULES: tuple[str, ...] = (
+    "pytest_legaleval.cli.runs",
+    "pytest_legaleval.cli.datasets",
+    "pytest_legaleval.importers.command",
+)
 """Modules that add subcommands: each has ``register(subparsers)`` and sets ``func``."""
 
 

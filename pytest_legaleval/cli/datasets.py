@@ -111,7 +111,7 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from pytest_legaleval.datasets.convert import ConversionFailed, convert
+    from pytest_legaleval.importers.convert import ConversionFailed, convert
 
     try:
         result = convert(args.map, args.inputs, args.out, force=args.force)

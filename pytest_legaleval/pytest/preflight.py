@@ -18,6 +18,7 @@ import pytest
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats import FORMATS
+from pytest_legaleval.importers.cache import split_import_arg
 from pytest_legaleval.pipeline.plan import RunPlan
 
 __all__ = [
@@ -40,7 +41,9 @@ def check_settings(state: RunPlan, *, controller: bool = True) -> None:
             f"--dataset-format {s.dataset_format!r}: choose auto or one of {', '.join(FORMATS)}"
         )
     for path in s.dataset:
-        if not Path(path).exists():
+        # SOURCE:PATH (``lexam:data/``) names a benchmark to import: its PATH must exist.
+        imported = split_import_arg(path) if ":" in path else None
+        if not Path(imported[1] if imported else path).exists():
             raise ConfigError(f"--dataset {path}: no such file or directory")
     if s.responses and s.model:
         raise ConfigError(

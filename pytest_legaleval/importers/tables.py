@@ -48,7 +48,13 @@ def _delimited(path: Path, delimiter: str) -> Iterator[dict[str, Any]]:
 
 
 def _xlsx(path: Path, sheet: str | None) -> Iterator[dict[str, Any]]:
-    import openpyxl  # type: ignore[import-untyped]  # deferred: only spreadsheets need it
+    try:
+        import openpyxl  # type: ignore[import-untyped]  # deferred: only spreadsheets need it
+    except ImportError:
+        raise ConfigError(
+            f"input {path}: reading XLSX files needs openpyxl, which is not installed; "
+            "install the import extra: pip install 'pytest-legaleval[import]'"
+        ) from None
 
     workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
     try:

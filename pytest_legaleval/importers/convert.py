@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_legaleval.datasets.mapping import RowError, load_mapping
-from pytest_legaleval.datasets.tables import read_rows
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.importers.mapping import RowError, load_mapping
+from pytest_legaleval.importers.tables import read_rows
 from pytest_legaleval.validation import RecordError, check_legal_eval_row
 
 __all__ = ["ConversionFailed", "ConversionResult", "convert"]

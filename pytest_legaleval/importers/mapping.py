@@ -9,7 +9,8 @@ default; the first layout that matches an input converts it). A layout's keys:
   the id never changes for the same row) or any value (``{template: "lexam:{id}"}``).
 - ``prompt`` (required), ``context``: values.
 - ``choices``: ``{fixed: [texts]}``, ``{fields: [columns]}`` (empty cells skipped) or
-  ``{field: column}`` holding a JSON or Python list literal; ids are ``A``, ``B`` …
+  ``{field: column}`` holding a JSON or Python list literal; ids are ``A``, ``B`` … ``Z``,
+  then ``CHOICE_26`` …
 - ``correct``: ``{field: column, by: letter | index0 | index1 | text, separator: ","}``.
 - ``references``: a value or a list of values (one reference answer each; an optional
   ``separator`` splits one cell into several).
@@ -38,10 +39,10 @@ from typing import Any
 import yaml
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.importers.base import choice_id
 
 __all__ = ["ConversionMapping", "Layout", "RowError", "load_mapping"]
 
-_LETTERS = string.ascii_uppercase
 _LAYOUT_KEYS = frozenset(
     {"match", "dataset", "task_type", "id", "prompt", "context", "choices", "correct",
      "references", "rubric", "metadata", "strip", "sheet", "records_key"}
@@ -151,9 +152,9 @@ class Layout:
                     raise RowError(f"correct answer {text!r} is not a number") from None
                 if not 0 <= position < len(choices):
                     raise RowError(f"correct answer index {text} is out of range")
-                ids.append(_LETTERS[position])
+                ids.append(choice_id(position))
             elif text in choices:
-                ids.append(_LETTERS[choices.index(text)])
+                ids.append(choice_id(choices.index(text)))
             else:
                 raise RowError(f"correct answer {text!r} is none of the choices")
         return ids
@@ -223,7 +224,7 @@ class Layout:
             if context:
                 out["context"] = context
         if task_type == "mcq":
-            out["choices"] = [{"id": _LETTERS[i], "text": t} for i, t in enumerate(choices)]
+            out["choices"] = [{"id": choice_id(i), "text": t} for i, t in enumerate(choices)]
             out["correct_choice_ids"] = self._correct(row, choices)
         if "rubric" in self.spec and task_type == "rubric_qa":
             out["rubric"] = self._rubric(row)
