@@ -148,9 +148,7 @@ def test_score_judged_scores_over_the_judged_criteria_and_says_so() -> None:
     # judged: 4, 2, -2 -> (4 + 2) / (6 + 2) = 0.75
     assert outcome.score == pytest.approx(0.75)
     assert outcome.partial and outcome.span == 8.0 and outcome.full_span == 11.0
-    assert outcome.describe() == (
-        "scored over the 3 judged of 4 criteria (denominator 8 of 11)"
-    )
+    assert outcome.describe() == ("scored over the 3 judged of 4 criteria (denominator 8 of 11)")
     clipped = score_rubric(RUBRIC, "clipped", "score_judged")
     assert clipped.score == pytest.approx(4 / 6) and clipped.span == 6.0
     assert clipped.full_span == 9.0
