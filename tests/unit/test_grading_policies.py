@@ -6,6 +6,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.grading.policies import PolicyBook, PolicyWarning
@@ -252,6 +254,30 @@ def test_every_real_lbr_prompt_reaches_the_model_byte_for_byte() -> None:
                 assert any(record.context in content for content in sent)
             for choice in record.choices:
                 assert any(choice.text in content for content in sent)
+
+
+texts = st.text(
+    st.sampled_from(["a", "B", " ", "\t", "\n", "$", "{", "\x00", "0", "é", "\r"]), min_size=1
+).filter(str.strip)
+
+
+@given(prompt=texts, context=st.one_of(st.just(""), texts), policy_id=st.sampled_from(BUILT_IN))
+def test_any_record_text_reaches_the_model_unchanged(
+    prompt: str, context: str, policy_id: str
+) -> None:
+    record = Record(
+        id="r",
+        dataset="d",
+        task_type="mcq",
+        prompt=prompt,
+        context=context,
+        choices=(Choice("A", prompt), Choice("B", "no")),
+        correct_choice_ids=("A",),
+        metadata={"policy_id": policy_id},
+    )
+    sent = [m["content"] for m in build_messages(record, BOOK.get(policy_id))]
+    assert any(prompt in content for content in sent)
+    assert not context or any(context in content for content in sent)
 
 
 def test_render_lays_out_the_framing_only() -> None:
