@@ -86,8 +86,9 @@ def _task_domain(metadata: Mapping[str, object]) -> str:
 
 def user_fields(record: Record, policy: Policy) -> dict[str, str]:
     """The values of the user template's placeholders for ``record``."""
-    choice = Template(policy.choice_format)
-    choices = "\n".join(choice.substitute(id=c.id, text=c.text) for c in record.choices)
+    choices = "\n".join(
+        _fill_line(policy.choice_format, id=c.id, text=c.text) for c in record.choices
+    )
     attachments = _attachments_text(record, policy)
     if not attachments:
         attachments_block = ""
@@ -110,10 +111,39 @@ def user_fields(record: Record, policy: Policy) -> dict[str, str]:
     }
 
 
+Line = tuple[tuple[str, ...], tuple[str, ...]]
+"""A template line: its literal pieces and the placeholder after each but the last."""
+
+
 @lru_cache(maxsize=256)
-def _template_lines(template: str) -> tuple[tuple[Template, bool], ...]:
-    lines = [Template(line) for line in template.split("\n")]
-    return tuple((line, bool(line.get_identifiers())) for line in lines)
+def _template_lines(template: str) -> tuple[Line, ...]:
+    out = []
+    for line in template.split("\n"):
+        texts, names, pos = [""], [], 0
+        for match in Template.pattern.finditer(line):
+            texts[-1] += line[pos : match.start()]
+            pos = match.end()
+            if match.group("escaped") is not None:
+                texts[-1] += "$"
+                continue
+            name = match.group("named") or match.group("braced")
+            if name is None:  # policies are checked when loaded; a caller's template may not be
+                raise ValueError(f"invalid placeholder in template line {line!r}")
+            names.append(name)
+            texts.append("")
+        texts[-1] += line[pos:]
+        out.append((tuple(texts), tuple(names)))
+    return tuple(out)
+
+
+def _fill_line(template: str, **values: str) -> str:
+    """A one-line template filled in (choice lines: called per option, so compiled once)."""
+    ((texts, names),) = _template_lines(template)
+    parts = [texts[0]]
+    for name, text in zip(names, texts[1:], strict=True):
+        parts.append(values[name])
+        parts.append(text)
+    return "".join(parts)
 
 
 def render(template: str, values: Mapping[str, str]) -> str:
@@ -124,11 +154,18 @@ def render(template: str, values: Mapping[str, str]) -> str:
     values are put in last, as they are (a prompt's own blank lines stay).
     """
     names = list(values)
-    slots = {name: f"\x00{i}\x00" if values[name] else "" for i, name in enumerate(names)}
+    slot = {name: f"\x00{i}\x00" if values[name] else "" for i, name in enumerate(names)}
     kept = []
-    for line, has_placeholders in _template_lines(template):
-        filled = line.substitute(slots)
-        if filled.strip() or not has_placeholders:
+    for texts, placeholders in _template_lines(template):
+        if not placeholders:
+            kept.append(texts[0])
+            continue
+        parts = [texts[0]]
+        for name, text in zip(placeholders, texts[1:], strict=True):
+            parts.append(slot[name])
+            parts.append(text)
+        filled = "".join(parts)
+        if filled.strip():
             kept.append(filled)
     framed = _BLANK_RUNS.sub("\n\n", "\n".join(kept)).strip()
     return _SLOT.sub(lambda m: values[names[int(m.group(1))]], framed)
