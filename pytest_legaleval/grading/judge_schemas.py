@@ -158,7 +158,10 @@ def mcq_answer_schema(record: Record, contract: str = "json") -> dict[str, Any]:
     if contract == "json_single":
         return {
             "type": "object",
-            "properties": {"answer": {"enum": ids}, "reasoning": {"type": "string"}},
+            "properties": {
+                "answer": {"enum": ids},
+                "reasoning": {"type": "string", "maxLength": RATIONALE_MAX},
+            },
             "required": ["answer", "reasoning"],
         }
     return {
