@@ -74,7 +74,7 @@ def _ref(score: float, rationale: str = "fine") -> str:
 def test_reference_verdict_with_provenance(server: MockOpenAIServer) -> None:
     server.add_reply("culpa in contrahendo", _ref(0.84, "same conclusion"))
     with _engine(server) as engine:
-        outcome = _judge(engine, REFERENCE, policy="lexam_oq_v1")
+        outcome = _judge(engine, REFERENCE, policy="lexam")
     assert outcome.error is None
     assert outcome.score == 0.8  # LEXam: tenths
     summary = outcome.summary
