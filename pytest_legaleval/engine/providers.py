@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import os
 import secrets
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -14,6 +16,7 @@ import httpx2
 import openai
 
 from pytest_legaleval.engine.retry import ProviderError, classify_error
+from pytest_legaleval.engine.sanitize import token_count
 from pytest_legaleval.engine.types import (
     EngineSettings,
     GenerationParams,
@@ -32,6 +35,7 @@ __all__ = [
     "ProviderFactory",
     "ProviderRegistry",
     "default_registry",
+    "scrub_key",
     "split_model",
 ]
 
@@ -260,8 +264,8 @@ class OpenAIProvider:
         except ProviderError:
             raise
         except Exception as exc:
-            found = classify_error(exc)
-            message = found.message.replace(api_key, "***") if api_key else found.message
+            found = classify_error(exc, scrub=lambda text: scrub_key(text, api_key))
+            message = found.message
             raise ProviderError(
                 found.code,
                 message,
@@ -398,7 +402,15 @@ class LocalProvider(OpenAIProvider):
 
 
 def _parse_completion(body: bytes) -> RawCompletion:
-    data = json.loads(body)
+    """The completion in ``body``; ``ValueError`` when it is none (``invalid_response``).
+
+    Token counts are checked by ``token_count`` (see ``engine.sanitize``); the text is
+    repaired by the engine for every provider.
+    """
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raise ValueError("response body is nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError("response body is not a JSON object")
     choices = data.get("choices")
@@ -417,17 +429,34 @@ def _parse_completion(body: bytes) -> RawCompletion:
     if not isinstance(content, str):
         raise ValueError("response message content is not a string")
     usage = data.get("usage")
+    warnings: list[str] = []
     input_tokens = output_tokens = None
     if isinstance(usage, dict):
-        input_tokens = _int_or_none(usage.get("prompt_tokens"))
-        output_tokens = _int_or_none(usage.get("completion_tokens"))
+        input_tokens = token_count(usage.get("prompt_tokens"), "usage.prompt_tokens", warnings)
+        output_tokens = token_count(
+            usage.get("completion_tokens"), "usage.completion_tokens", warnings
+        )
+    elif usage is not None:
+        warnings.append(f"usage dropped: not an object ({type(usage).__name__})")
     return RawCompletion(
         text=content,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        warnings=tuple(warnings),
     )
 
 
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def scrub_key(message: str, api_key: str) -> str:
+    """``message`` without ``api_key`` as sent, URL-encoded or base64-encoded."""
+    if not api_key or api_key == _DUMMY_KEY:
+        return message
+    forms = {api_key, urllib.parse.quote(api_key, safe=""), urllib.parse.quote_plus(api_key)}
+    encoded = api_key.encode()
+    forms |= {base64.b64encode(encoded).decode(), base64.urlsafe_b64encode(encoded).decode()}
+    for form in sorted(forms, key=len, reverse=True):
+        message = message.replace(form, "***")
+        stripped = form.rstrip("=")
+        if stripped != form:
+            message = message.replace(stripped, "***")
+    return message
