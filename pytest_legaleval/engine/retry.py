@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+import aiohttp
+import aiohttp.http_exceptions
 import openai
 
 from pytest_legaleval.engine.sanitize import clean_text
@@ -180,6 +182,13 @@ def classify_error(
         return ErrorClassification("connection_error", True, None, None, f"connection: {detail}")
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return ErrorClassification("timeout", True, None, None, "request timed out")
+    if isinstance(exc, aiohttp.ClientResponseError | aiohttp.http_exceptions.HttpProcessingError):
+        # The aiohttp transport's own parser refused the response (data after a
+        # "Connection: close" body, a bad status line or header): a broken reply, not a
+        # broken connection, so it is not retried either.
+        return ErrorClassification(
+            "invalid_response", False, None, None, _short(f"invalid response: {exc}", scrub)
+        )
     if isinstance(exc, openai.APIResponseValidationError | ValueError | RecursionError):
         # Malformed JSON (json.JSONDecodeError is a ValueError; nesting too deep for the
         # parser a RecursionError) or an unexpected shape.
