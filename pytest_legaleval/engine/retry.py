@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-import aiohttp
-import aiohttp.http_exceptions
 import openai
 
 from pytest_legaleval.engine.sanitize import clean_text
@@ -131,6 +129,18 @@ def _is_connection_fault(exc: BaseException) -> bool:
     return False
 
 
+def _is_refused_by_parser(exc: BaseException) -> bool:
+    """Whether aiohttp's response parser refused what the server sent.
+
+    Matched by name so that the engine does not import aiohttp before a transport needs it.
+    """
+    return any(
+        cls.__module__.startswith("aiohttp")
+        and cls.__name__ in ("ClientResponseError", "HttpProcessingError")
+        for cls in type(exc).__mro__
+    )
+
+
 def _short(text: str, scrub: Callable[[str], str] | None = None) -> str:
     # Messages quote server text (an error body): keep them writable as UTF-8 and on one line,
     # and scrub before cutting, so a secret is never left half-cut past the scrubber.
@@ -182,7 +192,7 @@ def classify_error(
         return ErrorClassification("connection_error", True, None, None, f"connection: {detail}")
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return ErrorClassification("timeout", True, None, None, "request timed out")
-    if isinstance(exc, aiohttp.ClientResponseError | aiohttp.http_exceptions.HttpProcessingError):
+    if _is_refused_by_parser(exc):
         # The aiohttp transport's own parser refused the response (data after a
         # "Connection: close" body, a bad status line or header): a broken reply, not a
         # broken connection, so it is not retried either.
