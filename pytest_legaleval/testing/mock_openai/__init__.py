@@ -54,7 +54,8 @@ lone surrogate escapes, a lying ``Content-Length``, a cut body, the request's se
 back (see :mod:`.hostile`). ``python -m ... --port BUSY`` is one error line and exit 2.
 
 Layout: ``rules`` (prompt helpers, reply rules), ``faults``, ``hostile`` (hostile rules and
-their bytes), ``config``, ``core`` (the request logic, independent of HTTP), ``handle``
+their bytes), ``config``, ``core`` (the request logic, independent of HTTP), ``outcome``
+(OpenAI's response and error shapes, request validation), ``handle``
 (configuration and observation methods), ``server`` (lifecycle, HTTP on ``aiohttp``'s
 low-level server, a core dependency through ``openai[aiohttp]``), ``hostile_server`` and
 ``cli``.

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import collections
-import dataclasses
 import json
 import random
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pytest_legaleval.testing.mock_openai.config import MockConfig
 from pytest_legaleval.testing.mock_openai.faults import FaultRule
 from pytest_legaleval.testing.mock_openai.hostile import HostileRule, render_hostile
+from pytest_legaleval.testing.mock_openai.outcome import (
+    FAULT_ERRORS,
+    JSON_HEADER,
+    MALFORMED_BODY,
+    Outcome,
+    error_outcome,
+    json_bytes,
+    model_object,
+    validate_request,
+)
 from pytest_legaleval.testing.mock_openai.rules import (
     ReplyRule,
     ReplyValue,
@@ -25,84 +34,6 @@ from pytest_legaleval.testing.mock_openai.rules import (
 )
 
 __all__ = ["Core", "Outcome", "error_outcome"]
-
-
-@dataclasses.dataclass(slots=True)
-class Outcome:
-    """What to do with one request: respond, hang, reset or send raw bytes, after ``delay``.
-
-    ``raw`` (hostile mode only): ``body`` is the whole response, written verbatim; the
-    connection is closed ``hold`` seconds later.
-    """
-
-    action: Literal["respond", "hang", "reset", "raw"]
-    status: int = 200
-    body: bytes = b""
-    headers: tuple[tuple[str, str], ...] = ()
-    delay: float = 0.0
-    hang_seconds: float = 0.0
-    counts: bool = False  # a chat completion: in_flight/completed/cancelled track it
-    completion: bool = False  # the body is a well-formed chat.completion
-    hold: float = 0.0
-
-
-_ERROR_TYPES: Final = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "invalid_request_error",
-    409: "conflict_error",
-    422: "invalid_request_error",
-    429: "rate_limit_error",
-}
-
-_FAULT_ERRORS: Final = {
-    "429": (
-        429,
-        "Rate limit reached for requests (mock fault).",
-        "requests",
-        "rate_limit_exceeded",
-    ),
-    "500": (
-        500,
-        "The server had an error while processing your request (mock fault).",
-        "server_error",
-        None,
-    ),
-    "502": (502, "Bad gateway (mock fault).", "server_error", None),
-    "503": (
-        503,
-        "The engine is currently overloaded, please try again later (mock fault).",
-        "server_error",
-        "service_unavailable",
-    ),
-    "400": (
-        400,
-        "Invalid request (mock permanent fault).",
-        "invalid_request_error",
-        "mock_bad_request",
-    ),
-}
-
-_MALFORMED_BODY: Final = b'{"id": "chatcmpl-mock", "object": "chat.completion", "choices": [{"ind'
-_JSON: Final = ("Content-Type", "application/json")
-
-
-def _json_bytes(value: object) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def error_outcome(  # noqa: D103 - the arguments are OpenAI's error fields
-    status: int,
-    message: str,
-    error_type: str | None = None,
-    code: str | None = None,
-    headers: Iterable[tuple[str, str]] = (),
-) -> Outcome:
-    if error_type is None:
-        error_type = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "api_error")
-    body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
-    return Outcome("respond", status, _json_bytes(body), (_JSON, *headers))
 
 
 class Core:
@@ -212,18 +143,20 @@ class Core:
                 return error_outcome(405, f"Method {method} not allowed for {target}.")
             return self._chat(method, target, headers, body)
         if path == "/models" and method == "GET":
-            data = [_model_object(name) for name in self.config.models]
-            return Outcome("respond", 200, _json_bytes({"object": "list", "data": data}), (_JSON,))
+            data = [model_object(name) for name in self.config.models]
+            return Outcome(
+                "respond", 200, json_bytes({"object": "list", "data": data}), (JSON_HEADER,)
+            )
         if path.startswith("/models/") and method == "GET":
             name = path[len("/models/") :]
             if name in self.config.models:
-                return Outcome("respond", 200, _json_bytes(_model_object(name)), (_JSON,))
+                return Outcome("respond", 200, json_bytes(model_object(name)), (JSON_HEADER,))
             return error_outcome(404, f"The model '{name}' does not exist", code="model_not_found")
         if path == "/stats" and method == "GET":
-            return Outcome("respond", 200, _json_bytes(self.stats()), (_JSON,))
+            return Outcome("respond", 200, json_bytes(self.stats()), (JSON_HEADER,))
         if path == "/reset" and method == "POST":
             self.reset()
-            return Outcome("respond", 200, b'{"ok":true}', (_JSON,))
+            return Outcome("respond", 200, b'{"ok":true}', (JSON_HEADER,))
         return error_outcome(404, f"Unknown request URL: {method} {target}.", code="unknown_url")
 
     # -- chat completions -------------------------------------------------------------------
@@ -257,7 +190,7 @@ class Core:
             request = json.loads(raw)
         except (UnicodeDecodeError, ValueError) as exc:
             return error_outcome(400, f"We could not parse the JSON body of your request: {exc}")
-        problem = _validate(request, config)
+        problem = validate_request(request, config)
         if problem is not None:
             return problem
         messages = request["messages"]
@@ -350,8 +283,8 @@ class Core:
         if fault is not None:
             delay = latency if fault.delay is None else fault.delay
             kind = fault.kind
-            if kind in _FAULT_ERRORS:
-                status, message, error_type, code = _FAULT_ERRORS[kind]
+            if kind in FAULT_ERRORS:
+                status, message, error_type, code = FAULT_ERRORS[kind]
                 extra = (("Retry-After", fault.retry_after_header),) if kind == "429" else ()
                 outcome = error_outcome(status, fault.message or message, error_type, code, extra)
             elif kind == "hang":
@@ -362,7 +295,7 @@ class Core:
             elif kind == "reset":
                 return Outcome("reset", delay=delay)
             elif kind == "malformed":
-                outcome = Outcome("respond", 200, _MALFORMED_BODY, (_JSON,))
+                outcome = Outcome("respond", 200, MALFORMED_BODY, (JSON_HEADER,))
             else:
                 outcome = None
             if outcome is not None:
@@ -424,7 +357,12 @@ class Core:
             },
         }
         return Outcome(
-            "respond", status, _json_bytes(body), (_JSON, *extra_headers), delay, completion=True
+            "respond",
+            status,
+            json_bytes(body),
+            (JSON_HEADER, *extra_headers),
+            delay,
+            completion=True,
         )
 
     def _scripted(
@@ -442,36 +380,3 @@ class Core:
                 if self._take(rule):
                     return rule.reply
         return None
-
-
-def _model_object(name: str) -> dict[str, Any]:
-    return {"id": name, "object": "model", "created": 0, "owned_by": "pytest-legaleval-mock"}
-
-
-def _validate(request: object, config: MockConfig) -> Outcome | None:
-    if not isinstance(request, dict):
-        return error_outcome(400, "The request body must be a JSON object.")
-    model = request.get("model")
-    if not isinstance(model, str) or not model:
-        return error_outcome(
-            400, "you must provide a model parameter", code="missing_required_parameter"
-        )
-    messages = request.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return error_outcome(400, "'messages' must be a non-empty array.", code="invalid_value")
-    if request.get("stream"):
-        return error_outcome(
-            400, "Streaming is not supported by the mock server.", code="unsupported"
-        )
-    if config.strict_models and model not in config.models:
-        return error_outcome(404, f"The model '{model}' does not exist", code="model_not_found")
-    response_format = request.get("response_format")
-    if config.response_formats is not None and response_format is not None:
-        kind = response_format.get("type") if isinstance(response_format, dict) else None
-        if kind not in config.response_formats:
-            return error_outcome(
-                config.response_format_status,
-                f"response_format type {kind!r} is not supported",
-                code="invalid_value",
-            )
-    return None

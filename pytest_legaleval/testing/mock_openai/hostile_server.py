@@ -19,8 +19,8 @@ import struct
 from collections.abc import Iterable
 from typing import Any, Final
 
-from pytest_legaleval.testing.mock_openai.core import Outcome, error_outcome
 from pytest_legaleval.testing.mock_openai.hostile import HostileKind, HostileRule
+from pytest_legaleval.testing.mock_openai.outcome import Outcome, error_outcome
 from pytest_legaleval.testing.mock_openai.server import MAX_BODY_BYTES, MockOpenAIServer
 
 __all__ = ["HostileOpenAIServer"]

@@ -11,8 +11,8 @@ from typing import Any, Self
 from aiohttp import web
 
 from pytest_legaleval.testing.mock_openai.config import MockConfig
-from pytest_legaleval.testing.mock_openai.core import Outcome
 from pytest_legaleval.testing.mock_openai.handle import ServerHandle
+from pytest_legaleval.testing.mock_openai.outcome import Outcome
 
 __all__ = ["MAX_BODY_BYTES", "MockOpenAIServer"]
 
