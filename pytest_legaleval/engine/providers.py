@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
 import os
 import secrets
-import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -15,8 +13,8 @@ from typing import Any, Protocol, cast
 import httpx2
 import openai
 
+from pytest_legaleval.engine.openai_reply import DUMMY_KEY, parse_completion, scrub_key
 from pytest_legaleval.engine.retry import ProviderError, classify_error
-from pytest_legaleval.engine.sanitize import token_count
 from pytest_legaleval.engine.types import (
     EngineSettings,
     GenerationParams,
@@ -35,7 +33,6 @@ __all__ = [
     "ProviderFactory",
     "ProviderRegistry",
     "default_registry",
-    "scrub_key",
     "split_model",
 ]
 
@@ -47,7 +44,6 @@ PREFERRED_TRANSPORT = "aiohttp"
 concurrency 50, 100 ms latency, ideal 4.0 s): aiohttp 4.5 s and 0.72 ms client CPU per call,
 httpx 4.5 s and 1.52 ms; the CPU gap decides once the client shares a busy machine."""
 
-_DUMMY_KEY = "not-needed"  # local servers ignore the key but the SDK insists on one
 _PATH = "/chat/completions"
 _OPTIONS: Mapping[str, Any] = {"security": {"bearer_auth": True}}
 
@@ -181,7 +177,7 @@ class OpenAIProvider:
         key = (route.base_url, route.api_key_env)
         entry = self._clients.get(key)
         if entry is None:
-            api_key = os.environ.get(route.api_key_env) or _DUMMY_KEY
+            api_key = os.environ.get(route.api_key_env) or DUMMY_KEY
             limits = httpx2.Limits(
                 max_connections=self._pool_size, max_keepalive_connections=self._pool_size
             )
@@ -260,7 +256,7 @@ class OpenAIProvider:
                     raise
                 self._prepare_sender(key, client)
                 content = response.content
-            return _parse_completion(content)
+            return parse_completion(content)
         except ProviderError:
             raise
         except Exception as exc:
@@ -399,64 +395,3 @@ class LocalProvider(OpenAIProvider):
                 f"{model!r} has no local server: the pytest plugin starts one for "
                 "--model/--judge-model local/NAME; elsewhere set per_model[model]['base_url']"
             )
-
-
-def _parse_completion(body: bytes) -> RawCompletion:
-    """The completion in ``body``; ``ValueError`` when it is none (``invalid_response``).
-
-    Token counts are checked by ``token_count`` (see ``engine.sanitize``); the text is
-    repaired by the engine for every provider.
-    """
-    try:
-        data = json.loads(body)
-    except RecursionError:
-        raise ValueError("response body is nested too deeply") from None
-    if not isinstance(data, dict):
-        raise ValueError("response body is not a JSON object")
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ValueError("response has no choices")
-    choice = choices[0]
-    message = choice.get("message")
-    if not isinstance(message, dict):
-        raise ValueError("response choice has no message")
-    finish_reason = choice.get("finish_reason")
-    if finish_reason == "content_filter":
-        raise ProviderError("content_filter", "response withheld by the content filter")
-    content = message.get("content")
-    if content is None:
-        content = message.get("refusal") or ""
-    if not isinstance(content, str):
-        raise ValueError("response message content is not a string")
-    usage = data.get("usage")
-    warnings: list[str] = []
-    input_tokens = output_tokens = None
-    if isinstance(usage, dict):
-        input_tokens = token_count(usage.get("prompt_tokens"), "usage.prompt_tokens", warnings)
-        output_tokens = token_count(
-            usage.get("completion_tokens"), "usage.completion_tokens", warnings
-        )
-    elif usage is not None:
-        warnings.append(f"usage dropped: not an object ({type(usage).__name__})")
-    return RawCompletion(
-        text=content,
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        warnings=tuple(warnings),
-    )
-
-
-def scrub_key(message: str, api_key: str) -> str:
-    """``message`` without ``api_key`` as sent, URL-encoded or base64-encoded."""
-    if not api_key or api_key == _DUMMY_KEY:
-        return message
-    forms = {api_key, urllib.parse.quote(api_key, safe=""), urllib.parse.quote_plus(api_key)}
-    encoded = api_key.encode()
-    forms |= {base64.b64encode(encoded).decode(), base64.urlsafe_b64encode(encoded).decode()}
-    for form in sorted(forms, key=len, reverse=True):
-        message = message.replace(form, "***")
-        stripped = form.rstrip("=")
-        if stripped != form:
-            message = message.replace(stripped, "***")
-    return message

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.engine import RawCompletion, classify_error, parse_retry_after
-from pytest_legaleval.engine.providers import _parse_completion, scrub_key
+from pytest_legaleval.engine.openai_reply import parse_completion, scrub_key
 from pytest_legaleval.engine.sanitize import (
     MAX_TOKEN_COUNT,
     checked_completion,
@@ -103,7 +103,7 @@ def body(**fields: Any) -> bytes:
 def test_usage_is_checked_when_parsed(
     usage: object, tokens: tuple[int | None, int | None], warnings: int
 ) -> None:
-    parsed = _parse_completion(body(usage=usage))
+    parsed = parse_completion(body(usage=usage))
     assert (parsed.input_tokens, parsed.output_tokens) == tokens
     assert len(parsed.warnings) == warnings
 
@@ -125,7 +125,7 @@ def test_usage_is_checked_when_parsed(
 )
 def test_unusable_bodies_are_permanent_invalid_responses(payload: bytes) -> None:
     with pytest.raises((ValueError, RecursionError)) as info:
-        _parse_completion(payload)
+        parse_completion(payload)
     found = classify_error(info.value)
     assert (found.code, found.transient) == ("invalid_response", False)
 
