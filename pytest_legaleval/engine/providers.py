@@ -15,6 +15,11 @@ import openai
 
 from pytest_legaleval.engine.openai_reply import DUMMY_KEY, parse_completion, scrub_key
 from pytest_legaleval.engine.retry import ProviderError, classify_error
+from pytest_legaleval.engine.routing import (
+    missing_key_message,
+    split_model,
+    unknown_provider_message,
+)
 from pytest_legaleval.engine.types import (
     EngineSettings,
     GenerationParams,
@@ -22,7 +27,6 @@ from pytest_legaleval.engine.types import (
     RawCompletion,
 )
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.routing import missing_key_message, split_model, unknown_provider_message
 
 __all__ = [
     "OPENAI_DEFAULT_BASE_URL",
@@ -378,7 +382,7 @@ class _Sender:
 class LocalProvider(OpenAIProvider):
     """``local/NAME``: the OpenAI-compatible path to a server on this machine.
 
-    The plugin starts the server (see :mod:`pytest_legaleval.local_model`) and puts its URL
+    The plugin starts the server (see :mod:`pytest_legaleval.engine.local_model`) and puts its URL
     into ``per_model[model]["base_url"]``; there is no fallback to ``--base-url`` or
     ``OPENAI_BASE_URL``, which may point at a paid API.
     """
