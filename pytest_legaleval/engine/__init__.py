@@ -5,14 +5,21 @@ for its own future. Futures never raise; a failure is a ``GenerationResult`` wit
 ``error_code``. Decisions worth knowing:
 
 * Retries (Dataset Contract §3.2): transient codes are ``timeout``, ``rate_limited``,
-  ``service_unavailable``, ``internal_error``, ``connection_error`` and ``invalid_response``
-  (a malformed body is treated like a 5xx). The wait before retry k is ``delays_s[k-1]``
+  ``service_unavailable``, ``internal_error`` and ``connection_error`` (a dropped or cut
+  connection). ``invalid_response`` (a 200 that is no usable completion: malformed JSON,
+  no choices, wrong types) is permanent. The wait before retry k is ``delays_s[k-1]``
   ±jitter, but never shorter than the server's ``Retry-After`` capped at
   ``retry_after_cap_s``. A waiting retry holds no concurrency slot.
 * A cache hit has ``cached=True``, ``attempts=()`` and the original call's tokens and
   latency (cost accounting should skip it: nothing was paid this run).
+* No reply can stop a run: whatever bytes an endpoint sends, the call ends with a result.
+  Replies are data (``engine.sanitize``): lone surrogates become U+FFFD, insane token
+  counts are dropped, each with a warning on the attempt.
 * Results are committed to the cache before any caller sees them, so a SIGKILL never loses
-  a result that was acted on; only successes are stored.
+  a result that was acted on; only successes are stored. A failed write (or a failing
+  ``scrub``) leaves the result uncached but still delivered. ``Engine(scrub=...)`` is
+  applied to the text written to the cache (the caller still gets the raw reply); the
+  cache file is created with mode 0600.
 * Limits are per process = total / ``share`` (static split across xdist workers; the
   first ``concurrency % share`` workers take one slot more, so the slots add up to the
   total, and each keeps at least one). A 429 halves the in-flight limit (once per burst)
