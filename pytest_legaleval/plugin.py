@@ -72,9 +72,9 @@ def pytest_configure(config: pytest.Config) -> None:
             "write-once — choose another --run-id or omit it"
         )
     _start_local_servers(config, state)
-    from pytest_legaleval.pytest.recording import RunRecorder
+    from pytest_legaleval.pytest.recording import RecordingPlugin
 
-    config.pluginmanager.register(RunRecorder(config, state, run_id), "legaleval-recorder")
+    config.pluginmanager.register(RecordingPlugin(config, state, run_id), "legaleval-recorder")
     if settings.gate or settings.baseline:
         _register_gatekeeper(config, state)
     if config.pluginmanager.hasplugin("xdist"):

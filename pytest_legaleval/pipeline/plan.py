@@ -16,15 +16,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.errors import DatasetRejected
-from pytest_legaleval.formats import LoadResult, RejectedRecord, load_dataset
+from pytest_legaleval.formats import DatasetStream, LoadResult, RejectedRecord, load_dataset
 from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.grading.registry import default_registry
+from pytest_legaleval.metrics.prices import PriceTable, load_price_table
 from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
-from pytest_legaleval.pipeline.selection import select
-from pytest_legaleval.pipeline.settings import Settings
+from pytest_legaleval.pipeline.selection import entry_key, in_shard, select, selected_count
+from pytest_legaleval.pipeline.settings import Settings, generation_settings
 from pytest_legaleval.records import EvalResult, Record
 from pytest_legaleval.run.ids import new_request_id
+from pytest_legaleval.run.manifest import RunConfig
+from pytest_legaleval.run.recorder import DatasetSource
+from pytest_legaleval.run.redaction import Redactor
 
 if TYPE_CHECKING:
     from pytest_legaleval.pipeline.evaluator import LiveEvaluator
@@ -166,6 +170,86 @@ class RunPlan:
         """The run's policies and graders (built-in, and those added with :attr:`graders`)."""
         return GradingPlan(self.policies, self.graders)
 
+    # -- what the run directory needs ---------------------------------------------------
+
+    def run_config(self, run_id: str) -> RunConfig:
+        """What the run directory records about this run's configuration."""
+        s = self.settings
+        return RunConfig(
+            run_dir=s.run_dir,
+            run_id=run_id,
+            request_id=self.request_id,
+            models=self.models,
+            configuration=s.public_dict(),
+            generation_settings={m: generation_settings(s, m) for m in self.models},
+            response_source="prefilled" if s.responses else "live",
+            responses_path=s.responses,
+            selection={
+                "shard": str(s.shard) if s.shard else None,
+                "sample": s.sample,
+                "seed": s.seed,
+                "limit": s.limit,
+            },
+            redact=s.redact,
+            slice_by=s.slice_by,
+            seed=s.seed,
+        )
+
+    def prices(self) -> PriceTable:
+        """The price table: ``--price-table``, else ``pricing:`` in the YAML, else built in.
+
+        Raises:
+            ConfigError: an unreadable or malformed table.
+
+        """
+        s = self.settings
+        return load_price_table(s.price_table, _config_pricing(s.config_file))
+
+    def key_env_vars(self) -> list[str]:
+        """The environment variables that hold this run's API keys."""
+        s = self.settings
+        names = [s.api_key_env]
+        for values in s.per_model.values():
+            if isinstance(values.get("api_key_env"), str):
+                names.append(values["api_key_env"])
+        return names
+
+    def redactor(self) -> Redactor:
+        """What every output of this run is scrubbed with."""
+        return Redactor.for_settings(self.settings.redact, self.key_env_vars())
+
+    def dataset_source(self) -> DatasetSource:
+        """The accepted datasets, their counts and their entries, for the run directory.
+
+        A process that loaded the dataset (it collected the items) reuses it; one that did
+        not (an xdist controller) streams the files twice: here for the verdict and the
+        counts, then again (iterating the stream returned) to write them.
+
+        Raises:
+            DatasetRejected: a dataset-level failure (nothing is written then).
+            ConfigError: an unreadable dataset or an impossible selection.
+
+        """
+        s = self.settings
+        loaded = self.loaded
+        if loaded is not None:
+            self.items  # noqa: B018 - a selection error is raised here, as in collection
+            return DatasetSource(
+                loaded.datasets, loaded.entries, len(loaded.records), len(self.selected)
+            )
+        stream = DatasetStream(list(s.dataset), s.dataset_format)
+        shard_count = records = 0
+        for entry in stream:
+            records += isinstance(entry, Record)
+            if s.shard is None or in_shard(entry_key(entry), s.shard):
+                shard_count += 1
+        return DatasetSource(
+            list(stream.datasets),
+            stream,
+            records,
+            selected_count(shard_count, sample=s.sample, limit=s.limit),
+        )
+
     def evaluate(self, spec: ItemSpec) -> EvalResult:
         """The graded result of one item (pre-computed responses are graded here)."""
         record = spec.entry
@@ -182,3 +266,15 @@ class RunPlan:
 
 async def _awaited(value: Awaitable[EvalResult]) -> EvalResult:
     return await value
+
+
+def _config_pricing(config_file: str | None) -> Any:
+    if not config_file:
+        return None
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(config_file).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None  # the settings resolver has already reported an unreadable file
+    return data.get("pricing") if isinstance(data, dict) else None

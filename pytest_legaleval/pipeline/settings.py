@@ -27,6 +27,7 @@ __all__ = [
     "Settings",
     "Shard",
     "find_config_file",
+    "generation_settings",
     "parse_shard",
     "resolve_settings",
     "with_local_urls",
@@ -671,3 +672,20 @@ def with_local_urls(settings: Settings, urls: Mapping[str, str]) -> Settings:
             settings.judge_concurrency, local_model.LOCAL_DEFAULT_CONCURRENCY
         )
     return dataclasses.replace(settings, **changes)
+
+
+_PARAM_KEYS = ("temperature", "top_p", "max_new_tokens", "seed")
+
+
+def generation_settings(settings: Settings, model: str) -> dict[str, Any]:
+    """``temperature``, ``top_p``, ``max_new_tokens``, ``seed`` as the engine sends them.
+
+    As in the engine, a value set for the session (command line or YAML top level) wins;
+    the YAML ``models:`` entry fills only what the session leaves unset.
+    """
+    per_model = settings.per_model.get(model) or {}
+    values: dict[str, Any] = {}
+    for key in _PARAM_KEYS:
+        value = getattr(settings, key)
+        values[key] = per_model.get(key) if value is None else value
+    return values

@@ -120,7 +120,9 @@ class Gatekeeper:
     # -- deciding --------------------------------------------------------------------------
 
     def _recorder(self, session: pytest.Session) -> Any:
-        return session.config.pluginmanager.get_plugin("legaleval-recorder")
+        """The run recorder (``run.recorder.RunRecorder``) of the recording plugin."""
+        plugin = session.config.pluginmanager.get_plugin("legaleval-recorder")
+        return getattr(plugin, "recorder", None)
 
     def _evaluate(self, recorder: Any) -> None:
         directory = getattr(recorder, "directory", None)

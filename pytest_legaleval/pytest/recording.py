@@ -1,103 +1,49 @@
-"""The controller's run recorder: the only writer of the run directory.
+"""The controller's recording plugin: pytest's reports in, the run recorder fed.
 
-It streams: each result is written (and redacted) as it arrives and only counted in the
-metrics accumulators; per item it keeps one bit (reported or not) for cancellation.
+The run directory itself is written by :class:`pytest_legaleval.run.recorder.RunRecorder`,
+which knows nothing of pytest. This plugin opens it at the first report (after the first
+model calls are out), hands it every item's result as the reports arrive (xdist carries
+them from the workers), records items that ended without one (skipped, errored before
+their evaluation, lost with a crashed worker, cancelled), adds the JUnit properties,
+slims pytest's kept reports, and prints the summary.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
-from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
-from pytest_legaleval.metrics.prices import PriceTable, load_price_table
-from pytest_legaleval.metrics.slices import SliceAccumulator
-from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from pytest_legaleval.metrics.summary import MetricsAccumulator
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.results import cancelled_result, unfinished_result
-from pytest_legaleval.pipeline.selection import entry_key, selected_count
-from pytest_legaleval.pipeline.selection import in_shard as in_shard_of
 from pytest_legaleval.pytest import slimming, tricks
 from pytest_legaleval.records import Record
-from pytest_legaleval.run import artifacts
 from pytest_legaleval.run.console import summary_lines
 from pytest_legaleval.run.directory import RunDirectory
-from pytest_legaleval.run.manifest import (
-    EvaluatorLog,
-    build_manifest,
-    generation_settings,
-    package_version,
-    terminal_status,
-    utc_now,
-)
-from pytest_legaleval.run.redaction import Redactor
+from pytest_legaleval.run.recorder import RunRecorder
 
-__all__ = ["RunRecorder", "utc_now"]
-
-_DENOMINATORS = ("total_records", "valid_records", "evaluated_records", "failed_records",
-                 "skipped_records", "invalid_records", "cancelled_records")  # fmt: skip
+__all__ = ["RecordingPlugin"]
 
 
-def _config_pricing(config_file: str | None) -> Any:
-    if not config_file:
-        return None
-    try:
-        data = yaml.safe_load(Path(config_file).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None  # the settings resolver has already reported an unreadable file
-    return data.get("pricing") if isinstance(data, dict) else None
-
-
-def _key_env_vars(state: RunPlan) -> list[str]:
-    settings = state.settings
-    names = [settings.api_key_env]
-    for values in settings.per_model.values():
-        if isinstance(values.get("api_key_env"), str):
-            names.append(values["api_key_env"])
-    return names
-
-
-class RunRecorder:
-    """Writes ``<run-dir>/<run_id>/`` as results arrive; registered on the controller only."""
+class RecordingPlugin:
+    """Feeds ``<run-dir>/<run_id>/`` from the reports; registered on the controller only."""
 
     def __init__(self, config: pytest.Config, state: RunPlan, run_id: str) -> None:
         self.config = config
         self.state = state
         self.run_id = run_id
-        settings = state.settings
         try:
-            self.prices: PriceTable = load_price_table(
-                settings.price_table, _config_pricing(settings.config_file)
-            )
+            prices = state.prices()
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
-        self.redactor = Redactor.for_settings(settings.redact, _key_env_vars(state))
-        self.directory: RunDirectory | None = None
+        self.recorder = RunRecorder(
+            state.run_config(run_id), redactor=state.redactor(), prices=prices
+        )
         self._open_tried = False
-        self.summary = MetricsAccumulator(prices=self.prices)
-        self.slices = SliceAccumulator(settings.slice_by, self.prices)
-        self.evaluators = EvaluatorLog()
-        self.transitions: list[dict[str, str]] = [{"state": "queued", "at": utc_now()}]
-        self.status: str | None = None
-        self.run_error: str | None = None
-        self.final: tuple[dict[str, Any], dict[str, Any]] | None = None
-        self._version = package_version() or "unknown"
-        self._settings_by_model: dict[str, dict[str, Any]] = {}
-        self._datasets: list[DatasetInfo] = []
-        self._selected_records = 0
-        self._record_count = 0
-        self._reported = bytearray()
-        """One flag per item (``ItemSpec.index``): a result arrived, or it was deselected."""
-        self._deselected: list[int] = []
-        """Items deselected before the run directory opened (collection comes first)."""
-        self._retried = False
         self._junit = bool(getattr(config.option, "xmlpath", None))
         self._junit_pending: dict[str, list[tuple[str, object]]] = {}
         self._progress: slimming.ItemProgress | None = None
@@ -108,149 +54,21 @@ class RunRecorder:
         """A single process's collection (node ids); an xdist controller asks its scheduler."""
 
     @property
-    def created_at(self) -> str:
-        """When the run was queued."""
-        return self.transitions[0]["at"]
+    def directory(self) -> RunDirectory | None:
+        """The open run directory (``None`` until the first report, or when rejected)."""
+        return self.recorder.directory
+
+    @property
+    def run_error(self) -> str | None:
+        """Why the run failed outside its records, if it did."""
+        return self.recorder.run_error
+
+    @property
+    def status(self) -> str | None:
+        """The terminal status, once finalized."""
+        return self.recorder.status
 
     # -- lifecycle -------------------------------------------------------------------------
-
-    def _transition(self, state: str) -> None:
-        self.transitions.append({"state": state, "at": utc_now()})
-
-    def _dataset_source(self) -> Iterable[Entry]:
-        """Note the datasets and counts, and return the entries to write, in file order.
-
-        The recorder keeps no record: a process that collected the items reuses its loaded
-        dataset; an xdist controller, which collects nothing, streams the files twice: here
-        for the verdict and the counts, then again (iterating the stream returned) to write
-        them into the run directory.
-
-        Raises:
-            DatasetRejected: a dataset-level failure (nothing is written then).
-            ConfigError: an unreadable dataset or an impossible selection.
-
-        """
-        state = self.state
-        settings = state.settings
-        loaded = state.loaded
-        if loaded is not None:
-            state.items  # noqa: B018 - a selection error is raised here, as in collection
-            self._datasets = loaded.datasets
-            self._selected_records = len(state.selected)
-            self._record_count = len(loaded.records)
-            return loaded.entries
-        stream = DatasetStream(list(settings.dataset), settings.dataset_format)
-        in_shard = records = 0
-        for entry in stream:
-            records += isinstance(entry, Record)
-            if settings.shard is None or in_shard_of(entry_key(entry), settings.shard):
-                in_shard += 1
-        self._datasets = list(stream.datasets)
-        self._record_count = records
-        self._selected_records = selected_count(
-            in_shard, sample=settings.sample, limit=settings.limit
-        )
-        return stream
-
-    def _open(self) -> None:
-        """Create the run directory once the dataset is known to be accepted."""
-        self._transition("validating")
-        try:
-            source = self._dataset_source()
-        except (DatasetRejected, ConfigError):
-            return  # collection reports it as an error, and nothing is written
-        directory = RunDirectory.create(self.state.settings.run_dir, self.run_id, self.redactor)
-        self.directory = directory
-        self._reported = bytearray(self._selected_records * len(self.state.models))
-        for index in self._deselected:  # collection (and deselection) came first
-            self._mark_reported(index)
-        self._deselected.clear()
-
-        def records() -> Iterator[Record]:
-            for entry in source:
-                line = artifacts.validation_line(entry)
-                # One batch, flushed once below (with input_dataset.json) before any result.
-                directory.append("record_validation.jsonl", line, flush=False)
-                if isinstance(entry, Record):
-                    yield entry
-
-        head, lines = artifacts.input_dataset(
-            self.run_id, self._datasets, records(), self._record_count
-        )
-        try:
-            directory.write_json_stream("input_dataset.json", head, "records", lines)
-        except (DatasetRejected, ConfigError) as exc:
-            self.run_error = f"the dataset changed while the run started: {exc}"
-        if isinstance(source, DatasetStream) and source.datasets != self._datasets:
-            self.run_error = self.run_error or (
-                "the dataset changed while the run started: its checksum differs between reads"
-            )
-        directory.flush()
-        for name in ("predictions.jsonl", "attempt_logs.jsonl", "failures.jsonl"):
-            directory.touch(name)
-        self._transition("running")
-        directory.write_json("run_manifest.json", self._manifest())
-
-    def _manifest(self) -> dict[str, Any]:
-        settings = self.state.settings
-        summary = self.final[0] if self.final else self.summary.to_dict(resamples=1)
-        return build_manifest(
-            run_id=self.run_id,
-            request_id=self.state.request_id,
-            settings=settings,
-            models=self.state.models,
-            datasets=self._datasets,
-            transitions=self.transitions,
-            status=self.status or self.transitions[-1]["state"],
-            selection={
-                "shard": str(settings.shard) if settings.shard else None,
-                "sample": settings.sample,
-                "seed": settings.seed,
-                "limit": settings.limit,
-                "selected_records": self._selected_records,
-                "items": len(self._reported),
-            },
-            evaluators=self.evaluators,
-            denominators={key: summary[key] for key in _DENOMINATORS},
-            error=self.run_error,
-        )
-
-    def _finalize(self, interrupted: bool) -> None:
-        directory = self.directory
-        if directory is None:
-            return
-        self._record_unfinished(cancel=interrupted and self.run_error is None)
-        self._transition("finalizing")
-        seed = self.state.settings.seed if self.state.settings.seed is not None else BOOTSTRAP_SEED
-        metrics = {"run_id": self.run_id, "metrics_version": "1", "computed_at": utc_now()}
-        summary = {
-            **metrics,
-            "models": list(self.state.models),
-            "price_table": list(self.prices.sources),
-            "bootstrap": {
-                "seed": seed,
-                "resamples": BOOTSTRAP_RESAMPLES,
-                "confidence": BOOTSTRAP_CONFIDENCE,
-            },
-            **self.summary.to_dict(seed=seed),
-        }
-        self.final = (summary, {**metrics, **self.slices.to_dict(seed=seed)})
-        self.status = terminal_status(
-            failed_records=summary["failed_records"],
-            interrupted=interrupted,
-            run_error=self.run_error,
-        )
-        try:
-            directory.write_json("metrics_summary.json", self.final[0])
-            directory.write_json("metrics_by_slice.json", self.final[1])
-        except OSError as exc:
-            self.run_error = self.run_error or f"cannot write the metrics: {exc}"
-            self.status = "failed"
-        self._transition(self.status)
-        directory.write_json("run_manifest.json", self._manifest())
-        directory.finalize()
-
-    # -- hooks -----------------------------------------------------------------------------
 
     def _ensure_open(self) -> None:
         """Open the run directory on first need: the first report, or the end of the run.
@@ -263,7 +81,7 @@ class RunRecorder:
         if self._open_tried or self.config.option.collectonly:
             return
         self._open_tried = True
-        self._open()
+        self.recorder.open(self.state.dataset_source)
         if self.config.pluginmanager.has_plugin("dsession"):
             # An xdist controller runs no test code: what exists now (modules, plugins,
             # configuration, the open run directory) lives until it ends. Frozen, it is not
@@ -274,7 +92,7 @@ class RunRecorder:
         tricks.preload_summary_imports(self.config)
         if self.directory is not None:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-            self._progress = slimming.track_progress(reporter, len(self._reported))
+            self._progress = slimming.track_progress(reporter, self.recorder.items)
             slimming.keep_subtest_counts_small(self.config)
 
     @pytest.hookimpl(wrapper=True)
@@ -290,11 +108,17 @@ class RunRecorder:
             interrupted = True
             raise
         except Exception as exc:
-            self.run_error = f"{type(exc).__name__}: {exc}"
+            self.recorder.run_error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
             self._ensure_open()
             self._finalize(interrupted or bool(session.shouldstop or session.shouldfail))
+
+    def _finalize(self, interrupted: bool) -> None:
+        if self.directory is None:
+            return
+        self._record_unfinished(cancel=interrupted and self.run_error is None)
+        self.recorder.finalize(interrupted)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -361,33 +185,12 @@ class RunRecorder:
         stats = getattr(reporter, "stats", None)
         return stats if isinstance(stats, dict) else {}
 
-    def _mark_reported(self, index: int) -> None:
-        if 0 <= index < len(self._reported):
-            self._reported[index] = 1
-
-    def _write(self, name: str, line: dict[str, Any]) -> None:
-        assert self.directory is not None
-        if self.run_error is not None:
-            return
-        try:
-            self.directory.append(name, line)
-        except OSError as exc:  # storage outage: the run fails, pytest carries on
-            self.run_error = f"cannot write {name}: {exc}"
-
     def _record_invalid(self, rejection: dict[str, Any], nodeid: str) -> None:
         """An invalid record's item (``ItemSpec.rejection()``)."""
-        self._mark_reported(rejection["index"])
-        model = rejection["model"]
-        self.summary.add_invalid()
-        self.slices.add_invalid(
-            dataset=rejection["dataset"] or rejection["source_stem"], model=model
-        )
-        self._write(
-            "failures.jsonl", artifacts.invalid_failure_line(self.run_id, nodeid, rejection)
-        )
+        self.recorder.record_invalid(rejection, nodeid)
         if self._junit:
             self._junit_pending[nodeid] = [
-                ("passed", False), ("model", model), ("run_id", self.run_id),
+                ("passed", False), ("model", rejection["model"]), ("run_id", self.run_id),
                 ("reason", "invalid_record"),
             ]  # fmt: skip
 
@@ -399,39 +202,7 @@ class RunRecorder:
         record: dict[str, Any] | None,
     ) -> None:
         """One item's result; ``record`` is its ``ItemSpec.provenance()``."""
-        if record is not None:
-            self._mark_reported(record["index"])
-        attempts = result.get("attempts") or []
-        if len(attempts) > 1 and not self._retried:
-            self._retried = True
-            self._transition("retrying")
-        for line in artifacts.attempt_lines(self.run_id, item_id, result):
-            self._write("attempt_logs.jsonl", line)
-        model = result["model"]
-        params = self._settings_by_model.get(model)
-        if params is None:
-            params = self._settings_by_model[model] = generation_settings(
-                self.state.settings, model
-            )
-        self._write(
-            "predictions.jsonl",
-            artifacts.prediction_line(
-                self.run_id, item_id, result, test_outcome,
-                record=record, generation_settings=params, version=self._version,
-            ),
-        )  # fmt: skip
-        failure = artifacts.failure_line(
-            self.run_id, item_id, result, record["source_index"] if record else None
-        )
-        if failure is not None:
-            self._write("failures.jsonl", failure)
-        self.summary.add(result)
-        self.slices.add(
-            result,
-            tags=record["tags"] if record else (),
-            metadata=record["metadata"] if record else None,
-        )
-        self.evaluators.add(result)
+        self.recorder.record(result, item_id, test_outcome, record)
         if self._junit:
             self._junit_pending[item_id] = _junit_properties(self.run_id, result)
 
@@ -440,7 +211,7 @@ class RunRecorder:
         for item in items:
             spec = getattr(getattr(item, "callspec", None), "params", {}).get("record")
             if isinstance(spec, ItemSpec):
-                self._deselected.append(spec.index)
+                self.recorder.mark_recorded(spec.index)
 
     def _record_unfinished(self, *, cancel: bool) -> None:
         """Record the selected items that have no result yet, so every one has its line.
@@ -465,7 +236,7 @@ class RunRecorder:
         causes = {_item_id(nodeid): (nodeid, *cause) for nodeid, cause in self._unfinished.items()}
         for spec in items:
             entry = spec.entry
-            if spec.index < len(self._reported) and self._reported[spec.index]:
+            if self.recorder.is_recorded(spec.index):
                 continue
             if not isinstance(entry, Record):
                 continue
@@ -485,9 +256,10 @@ class RunRecorder:
             self._record(result.to_dict(), nodeid, outcome, spec.provenance())
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.directory is None or self.final is None:
+        final = self.recorder.final
+        if self.directory is None or final is None:
             return
-        summary, by_slice = self.final
+        summary, by_slice = final
         terminalreporter.write_sep("=", "legaleval")
         for line in summary_lines(summary, by_slice):
             terminalreporter.write_line(line)

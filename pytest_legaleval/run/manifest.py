@@ -11,15 +11,14 @@ from importlib import metadata
 from typing import Any
 
 from pytest_legaleval.formats import DatasetInfo
-from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.run.artifacts import ARTIFACTS, dataset_entry
 
 __all__ = [
     "RUN_STATES",
     "TERMINAL_STATES",
     "EvaluatorLog",
+    "RunConfig",
     "build_manifest",
-    "generation_settings",
     "package_version",
     "terminal_status",
     "utc_now",
@@ -40,7 +39,6 @@ _PACKAGES = (
     "hypothesis",
     "pyyaml",
 )
-_PARAM_KEYS = ("temperature", "top_p", "max_new_tokens", "seed")
 
 
 def utc_now() -> str:
@@ -56,18 +54,34 @@ def package_version(name: str = "pytest-legaleval") -> str | None:
         return None
 
 
-def generation_settings(settings: Settings, model: str) -> dict[str, Any]:
-    """``temperature``, ``top_p``, ``max_new_tokens``, ``seed`` as the engine sends them.
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """What a run directory records about the run's configuration (secrets never here)."""
 
-    As in the engine, a value set for the session (command line or YAML top level) wins;
-    the YAML ``models:`` entry fills only what the session leaves unset.
-    """
-    per_model = settings.per_model.get(model) or {}
-    values: dict[str, Any] = {}
-    for key in _PARAM_KEYS:
-        value = getattr(settings, key)
-        values[key] = per_model.get(key) if value is None else value
-    return values
+    run_dir: str
+    """The directory that receives run directories."""
+    run_id: str
+    """This run's id (its directory's name)."""
+    request_id: str
+    """The request id of the run's validation (the contract's ``request_id``)."""
+    models: tuple[str, ...]
+    """The models evaluated (or the responses file's labels)."""
+    configuration: Mapping[str, Any]
+    """The resolved configuration (every option, where it came from)."""
+    generation_settings: Mapping[str, Mapping[str, Any]]
+    """Per model: ``temperature``, ``top_p``, ``max_new_tokens``, ``seed`` as sent."""
+    response_source: str = "live"
+    """``live`` or ``prefilled``."""
+    responses_path: str | None = None
+    """The responses file, when prefilled."""
+    selection: Mapping[str, Any] = field(default_factory=dict)
+    """``shard``, ``sample``, ``seed``, ``limit``."""
+    redact: tuple[str, ...] = ()
+    """PII kinds redacted besides secrets."""
+    slice_by: tuple[str, ...] = ()
+    """Extra slice dimensions (``metadata.KEY``)."""
+    seed: int | None = None
+    """Seed of the bootstrap intervals (default: :data:`BOOTSTRAP_SEED`)."""
 
 
 def terminal_status(*, failed_records: int, interrupted: bool, run_error: str | None) -> str:
@@ -117,10 +131,7 @@ class EvaluatorLog:
 
 def build_manifest(
     *,
-    run_id: str,
-    request_id: str,
-    settings: Settings,
-    models: Sequence[str],
+    config: RunConfig,
     datasets: Sequence[DatasetInfo],
     transitions: Sequence[Mapping[str, str]],
     status: str,
@@ -133,23 +144,25 @@ def build_manifest(
     started = next((t["at"] for t in transitions if t["state"] == "running"), None)
     terminal = status in TERMINAL_STATES
     return {
-        "run_id": run_id,
+        "run_id": config.run_id,
         "manifest_version": "1",
         "status": status,
         "created_at": transitions[0]["at"],
         "started_at": started,
         "completed_at": transitions[-1]["at"] if terminal else None,
         "state_transitions": list(transitions),
-        "request_id": request_id,
+        "request_id": config.request_id,
         "datasets": [dataset_entry(info) for info in datasets],
         "dataset_ids": sorted({info.dataset_id for info in datasets}),
         "schema_versions": sorted({info.schema_version for info in datasets}),
-        "models": list(models),
-        "generation_settings": {m: generation_settings(settings, m) for m in models},
-        "response_source": "prefilled" if settings.responses else "live",
-        "responses_path": settings.responses,
+        "models": list(config.models),
+        "generation_settings": {
+            m: dict(config.generation_settings.get(m, {})) for m in config.models
+        },
+        "response_source": config.response_source,
+        "responses_path": config.responses_path,
         "selection": dict(selection),
-        "configuration": settings.public_dict(),
+        "configuration": dict(config.configuration),
         "evaluators": evaluators.to_dict(),
         "package_versions": {
             "python": platform.python_version(),
@@ -160,7 +173,7 @@ def build_manifest(
             "machine": platform.machine(),
             "python": sys.version.split()[0],
         },
-        "redaction": {"secrets": True, "pii": sorted(settings.redact)},
+        "redaction": {"secrets": True, "pii": sorted(config.redact)},
         "denominators": dict(denominators),
         "artifacts": list(ARTIFACTS),
         "error": error,

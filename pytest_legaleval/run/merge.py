@@ -24,7 +24,7 @@ from pytest_legaleval.metrics.stats import (
 )
 from pytest_legaleval.metrics.summary import MetricsAccumulator
 from pytest_legaleval.run.directory import RunDirectory
-from pytest_legaleval.run.manifest import EvaluatorLog
+from pytest_legaleval.run.manifest import EvaluatorLog, utc_now
 
 __all__ = ["MergeError", "Shard", "load_shard", "merge_runs"]
 
@@ -209,12 +209,6 @@ def _status(shards: Sequence[Shard], failed_records: int) -> str:
     return "completed_with_failures" if failed_records else "completed"
 
 
-def _utc_now() -> str:
-    from pytest_legaleval.pytest.recording import utc_now
-
-    return utc_now()
-
-
 def _sorted(rows: Sequence[dict[str, Any]], order: Mapping[Key, int], key_of: Any) -> list[Any]:
     return sorted(rows, key=lambda row: order.get(key_of(row), len(order)))
 
@@ -266,7 +260,7 @@ def merge_runs(
 
     directory = RunDirectory.create(target.parent, target.name)
     try:
-        now = _utc_now()
+        now = utc_now()
         for line in first.validation:
             directory.append("record_validation.jsonl", retag(line))
         if first.input_dataset is not None:

@@ -1,0 +1,306 @@
+"""The run recorder: the only writer of a run directory, and it knows nothing of pytest.
+
+It streams. A result is written (and redacted) as it arrives and only counted in the
+metrics accumulators; per item it keeps one bit (recorded or not), so the items that never
+finished can be named at the end. The pytest layer (``pytest/recording.py``) and the HTTP
+service feed it the same way: :meth:`RunRecorder.open` once the dataset is accepted,
+:meth:`record` / :meth:`record_invalid` per item, :meth:`finalize` once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_legaleval.errors import ConfigError, DatasetRejected
+from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
+from pytest_legaleval.metrics.prices import PriceTable
+from pytest_legaleval.metrics.slices import SliceAccumulator
+from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.records import Record
+from pytest_legaleval.run import artifacts
+from pytest_legaleval.run.directory import RunDirectory
+from pytest_legaleval.run.manifest import (
+    EvaluatorLog,
+    RunConfig,
+    build_manifest,
+    package_version,
+    terminal_status,
+    utc_now,
+)
+from pytest_legaleval.run.redaction import Redactor
+
+__all__ = ["DENOMINATORS", "DatasetSource", "ResultListener", "RunRecorder"]
+
+DENOMINATORS = ("total_records", "valid_records", "evaluated_records", "failed_records",
+                "skipped_records", "invalid_records", "cancelled_records")  # fmt: skip
+"""The manifest's copy of the metrics' denominators."""
+
+ResultListener = Callable[[Mapping[str, Any], Mapping[str, Any] | None], None]
+"""Called with every recorded result and its record's provenance (metrics, users' sinks)."""
+
+
+@dataclass(slots=True)
+class DatasetSource:
+    """The accepted datasets of a run, what they hold, and their entries in file order."""
+
+    datasets: list[DatasetInfo]
+    """One entry per dataset file (id, version, sha256, counts)."""
+    entries: Iterable[Entry]
+    """Every entry (valid or rejected record), in file order; may be a second stream."""
+    record_count: int
+    """Valid records in all files."""
+    selected_records: int
+    """Records the run evaluates (after shard, sample and limit)."""
+
+
+@dataclass(slots=True)
+class _Counters:
+    summary: MetricsAccumulator
+    slices: SliceAccumulator
+    evaluators: EvaluatorLog = field(default_factory=EvaluatorLog)
+
+
+class RunRecorder:
+    """Writes ``<run_dir>/<run_id>/`` as results arrive.
+
+    Args:
+        config: what the manifest says about the run's configuration.
+        redactor: applied to every line and document before it is written.
+        prices: the price table for cost.
+        listeners: extra callbacks for every recorded result (after it is written).
+
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        redactor: Redactor,
+        prices: PriceTable,
+        listeners: Sequence[ResultListener] = (),
+    ) -> None:
+        self.config = config
+        self.run_id = config.run_id
+        self.redactor = redactor
+        self.prices = prices
+        self.listeners = list(listeners)
+        self.directory: RunDirectory | None = None
+        self._counters = _Counters(
+            MetricsAccumulator(prices=prices), SliceAccumulator(config.slice_by, prices)
+        )
+        self.transitions: list[dict[str, str]] = [{"state": "queued", "at": utc_now()}]
+        self.status: str | None = None
+        self.run_error: str | None = None
+        self.final: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self._version = package_version() or "unknown"
+        self._datasets: list[DatasetInfo] = []
+        self._selected_records = 0
+        self._recorded = bytearray()
+        """One flag per item index: a result was recorded, or the item was deselected."""
+        self._pending_marks: list[int] = []
+        self._retried = False
+
+    @property
+    def summary(self) -> MetricsAccumulator:
+        """The run's metrics accumulator."""
+        return self._counters.summary
+
+    @property
+    def slices(self) -> SliceAccumulator:
+        """The per-slice accumulator."""
+        return self._counters.slices
+
+    @property
+    def created_at(self) -> str:
+        """When the run was queued."""
+        return self.transitions[0]["at"]
+
+    @property
+    def items(self) -> int:
+        """Items the run evaluates (known once open)."""
+        return len(self._recorded)
+
+    def transition(self, state: str) -> None:
+        """Note a state of §3 (``validating``, ``running``, …) with its time."""
+        self.transitions.append({"state": state, "at": utc_now()})
+
+    # -- open ------------------------------------------------------------------------------
+
+    def open(self, source: Callable[[], DatasetSource]) -> bool:
+        """Create the run directory once the dataset is known to be accepted.
+
+        ``source`` reads (or re-streams) the datasets; a dataset-level rejection or an
+        unreadable dataset leaves nothing written and returns ``False``.
+        """
+        self.transition("validating")
+        try:
+            found = source()
+        except (DatasetRejected, ConfigError):
+            return False
+        directory = RunDirectory.create(self.config.run_dir, self.run_id, self.redactor)
+        self.directory = directory
+        self._datasets = found.datasets
+        self._selected_records = found.selected_records
+        self._recorded = bytearray(found.selected_records * len(self.config.models))
+        for index in self._pending_marks:  # deselections before the directory opened
+            self.mark_recorded(index)
+        self._pending_marks.clear()
+
+        def records() -> Iterator[Record]:
+            for entry in found.entries:
+                line = artifacts.validation_line(entry)
+                # One batch, flushed once below (with input_dataset.json) before any result.
+                directory.append("record_validation.jsonl", line, flush=False)
+                if isinstance(entry, Record):
+                    yield entry
+
+        head, lines = artifacts.input_dataset(
+            self.run_id, found.datasets, records(), found.record_count
+        )
+        try:
+            directory.write_json_stream("input_dataset.json", head, "records", lines)
+        except (DatasetRejected, ConfigError) as exc:
+            self.run_error = f"the dataset changed while the run started: {exc}"
+        entries = found.entries
+        if isinstance(entries, DatasetStream) and entries.datasets != found.datasets:
+            self.run_error = self.run_error or (
+                "the dataset changed while the run started: its checksum differs between reads"
+            )
+        directory.flush()
+        for name in ("predictions.jsonl", "attempt_logs.jsonl", "failures.jsonl"):
+            directory.touch(name)
+        self.transition("running")
+        directory.write_json("run_manifest.json", self._manifest())
+        return True
+
+    # -- per item ---------------------------------------------------------------------------
+
+    def mark_recorded(self, index: int) -> None:
+        """Note that item ``index`` needs no line (recorded, or deselected)."""
+        if self.directory is None:
+            self._pending_marks.append(index)
+        elif 0 <= index < len(self._recorded):
+            self._recorded[index] = 1
+
+    def is_recorded(self, index: int) -> bool:
+        """Whether item ``index`` has its line (or needs none)."""
+        return 0 <= index < len(self._recorded) and bool(self._recorded[index])
+
+    def _write(self, name: str, line: dict[str, Any]) -> None:
+        assert self.directory is not None
+        if self.run_error is not None:
+            return
+        try:
+            self.directory.append(name, line)
+        except OSError as exc:  # storage outage: the run fails, the evaluation carries on
+            self.run_error = f"cannot write {name}: {exc}"
+
+    def record_invalid(self, rejection: Mapping[str, Any], item_id: str) -> None:
+        """An invalid record's item (``ItemSpec.rejection()``)."""
+        self.mark_recorded(rejection["index"])
+        model = rejection["model"]
+        self.summary.add_invalid()
+        self.slices.add_invalid(
+            dataset=rejection["dataset"] or rejection["source_stem"], model=model
+        )
+        self._write(
+            "failures.jsonl", artifacts.invalid_failure_line(self.run_id, item_id, rejection)
+        )
+
+    def record(
+        self,
+        result: Mapping[str, Any],
+        item_id: str,
+        test_outcome: str,
+        record: Mapping[str, Any] | None,
+    ) -> None:
+        """One item's result (``EvalResult.to_dict()``); ``record`` is its provenance."""
+        if record is not None:
+            self.mark_recorded(record["index"])
+        attempts = result.get("attempts") or []
+        if len(attempts) > 1 and not self._retried:
+            self._retried = True
+            self.transition("retrying")
+        for line in artifacts.attempt_lines(self.run_id, item_id, result):
+            self._write("attempt_logs.jsonl", line)
+        model = result["model"]
+        self._write(
+            "predictions.jsonl",
+            artifacts.prediction_line(
+                self.run_id, item_id, result, test_outcome,
+                record=record,
+                generation_settings=self.config.generation_settings.get(model, {}),
+                version=self._version,
+            ),
+        )  # fmt: skip
+        failure = artifacts.failure_line(
+            self.run_id, item_id, result, record["source_index"] if record else None
+        )
+        if failure is not None:
+            self._write("failures.jsonl", failure)
+        self.summary.add(result)
+        self.slices.add(
+            result,
+            tags=record["tags"] if record else (),
+            metadata=record["metadata"] if record else None,
+        )
+        self._counters.evaluators.add(result)
+        for listener in self.listeners:
+            listener(result, record)
+
+    # -- finalize ----------------------------------------------------------------------------
+
+    def _manifest(self) -> dict[str, Any]:
+        summary = self.final[0] if self.final else self.summary.to_dict(resamples=1)
+        return build_manifest(
+            config=self.config,
+            datasets=self._datasets,
+            transitions=self.transitions,
+            status=self.status or self.transitions[-1]["state"],
+            selection={
+                **self.config.selection,
+                "selected_records": self._selected_records,
+                "items": len(self._recorded),
+            },
+            evaluators=self._counters.evaluators,
+            denominators={key: summary[key] for key in DENOMINATORS},
+            error=self.run_error,
+        )
+
+    def finalize(self, interrupted: bool) -> None:
+        """Write the metrics and the final manifest, checksum and seal the directory."""
+        directory = self.directory
+        if directory is None:
+            return
+        self.transition("finalizing")
+        seed = self.config.seed if self.config.seed is not None else BOOTSTRAP_SEED
+        metrics = {"run_id": self.run_id, "metrics_version": "1", "computed_at": utc_now()}
+        summary = {
+            **metrics,
+            "models": list(self.config.models),
+            "price_table": list(self.prices.sources),
+            "bootstrap": {
+                "seed": seed,
+                "resamples": BOOTSTRAP_RESAMPLES,
+                "confidence": BOOTSTRAP_CONFIDENCE,
+            },
+            **self.summary.to_dict(seed=seed),
+        }
+        self.final = (summary, {**metrics, **self.slices.to_dict(seed=seed)})
+        self.status = terminal_status(
+            failed_records=summary["failed_records"],
+            interrupted=interrupted,
+            run_error=self.run_error,
+        )
+        try:
+            directory.write_json("metrics_summary.json", self.final[0])
+            directory.write_json("metrics_by_slice.json", self.final[1])
+        except OSError as exc:
+            self.run_error = self.run_error or f"cannot write the metrics: {exc}"
+            self.status = "failed"
+        self.transition(self.status)
+        directory.write_json("run_manifest.json", self._manifest())
+        directory.finalize()
