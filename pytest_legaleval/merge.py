@@ -253,8 +253,10 @@ def merge_runs(
     for key in expected:
         row = predictions.get(key)
         if row is None:
-            summary_acc.add_invalid()
-            slices_acc.add_invalid(dataset=invalid_dataset.get(key, key[0]), model=key[2])
+            dataset = invalid_dataset.get(key, key[0])
+            record = ("invalid", dataset, key[1])  # one record for all its models
+            summary_acc.add_invalid(record)
+            slices_acc.add_invalid(dataset=dataset, model=key[2], key=record)
             continue
         result = {**row, "response": row.get("model_response")}
         summary_acc.add(result)

@@ -5,17 +5,29 @@ arrays (scores of graded items, latencies) — nothing else per item. The same b
 used for the whole run (``metrics_summary.json``) and for every slice
 (``metrics_by_slice.json``); ``schemas/metrics_summary.schema.json`` documents each field.
 
-Units: every count is of *items* (record × model); with one model an item is a record.
+Counts follow one vocabulary (``metrics/counts.py``): ``*_items`` fields count items (record
+× model), ``*_records`` fields count distinct records with the Dataset Contract §3.3 meaning.
+Rates are of items.
 """
 
 from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_legaleval.metrics.counts import (
+    CANCELLED,
+    CATEGORIES,
+    JUDGED,
+    SCORED,
+    WARNED,
+    RecordIndex,
+    RecordTally,
+    flag_of,
+)
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.stats import (
     BOOTSTRAP_RESAMPLES,
@@ -29,8 +41,12 @@ from pytest_legaleval.metrics.stats import (
 __all__ = [
     "FAILURE_TYPES",
     "MAX_CRITERIA",
+    "WARNING_EXAMPLES",
     "MetricsAccumulator",
+    "attachment_warnings",
     "failure_type",
+    "item_category",
+    "record_key",
     "wilson_interval",
 ]
 
@@ -80,6 +96,42 @@ def failure_type(result: Mapping[str, Any]) -> str | None:
     return None
 
 
+def item_category(result: Mapping[str, Any]) -> str:
+    """The item's category: ``passed``, ``failed``, ``error``, ``skipped`` or ``invalid``.
+
+    Classified from the result's ``outcome`` and ``reason`` (see ``metrics/counts.py``): a
+    permanent failure is an ``error`` (``invalid`` for ``invalid_record``) whatever its
+    outcome says — a missing response's outcome is ``failed`` —, a reply with no extractable
+    answer stays ``failed``.
+    """
+    failure = failure_type(result)
+    if failure == "invalid_record":
+        return "invalid"
+    if failure is not None:
+        return "error"
+    outcome = result.get("outcome")
+    if outcome in ("passed", "skipped"):
+        return str(outcome)
+    return "failed"
+
+
+def record_key(result: Mapping[str, Any]) -> tuple[str, str]:
+    """The record of an item result or prediction line: ``(dataset, record_id)``."""
+    dataset = result.get("dataset", result.get("dataset_id"))
+    return str(dataset), str(result.get("record_id"))
+
+
+def attachment_warnings(result: Mapping[str, Any]) -> list[str]:
+    """The attachment warnings of an item (``details.attachment_warnings``), as text."""
+    details = result.get("details")
+    found = details.get("attachment_warnings") if isinstance(details, Mapping) else None
+    return [str(w) for w in found] if isinstance(found, list) else []
+
+
+WARNING_EXAMPLES = 5
+"""Attachment warnings quoted per block (``attachment_warnings``); all are counted."""
+
+
 def _rate(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
 
@@ -97,15 +149,16 @@ class MetricsAccumulator:
     """Counts, sums and two float arrays that grow one item result at a time."""
 
     prices: PriceTable | None = None
-    total: int = 0
-    invalid: int = 0
-    passed: int = 0
-    failed: int = 0
-    skipped: int = 0
-    errors: int = 0
+    index: RecordIndex | None = None
+    """Shared by the accumulators of one run (``SliceAccumulator``); a private one if None."""
+    warning_examples: int = WARNING_EXAMPLES
+    items: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
     cancelled: int = 0
     judged: int = 0
     judge_errors: int = 0
+    warned: int = 0
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    records: RecordTally = field(init=False)
     reasons: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     scores: array[float] = field(default_factory=lambda: array("d"))
@@ -123,43 +176,65 @@ class MetricsAccumulator:
     criteria: dict[str, _Criterion] = field(default_factory=dict)
     criteria_dropped: int = 0
 
+    def __post_init__(self) -> None:
+        self.records = RecordTally(self.index if self.index is not None else RecordIndex())
+
     # -- input ---------------------------------------------------------------------------
 
-    def add_invalid(self) -> None:
-        """Count an item whose record failed validation."""
-        self.total += 1
-        self.invalid += 1
+    def add_invalid(self, key: Hashable | None = None) -> None:
+        """Count an item whose record failed validation.
+
+        ``key`` names the record, so that its items under several models count one record;
+        without it the item counts as a record of its own.
+        """
+        self.items["invalid"] += 1
+        self.records.mark(key, flag_of("invalid"))
         self._bump(self.reasons, "invalid_record")
         self._bump(self.failures, "invalid_record")
 
     def add(self, result: Mapping[str, Any]) -> None:
-        """Count one item result (an ``EvalResult``)."""
-        self.total += 1
+        """Count one item result (an ``EvalResult`` or a ``predictions.jsonl`` line)."""
         self._bump(self.reasons, str(result.get("reason") or ""))
         failure = failure_type(result)
-        outcome = result.get("outcome")
+        category = item_category(result)
+        self.items[category] += 1
+        flags = flag_of(category)
         if failure is not None:
-            self.errors += 1
             self.cancelled += failure == "cancelled"
+            flags |= CANCELLED if failure == "cancelled" else 0
             self._bump(self.failures, failure)
-        elif outcome == "skipped":
-            self.skipped += 1
-        elif outcome == "passed":
-            self.passed += 1
-        else:
-            self.failed += 1
-        if failure is None and outcome in ("passed", "failed"):
+        if category in ("passed", "failed"):
             score = result.get("score")
             if isinstance(score, int | float) and math.isfinite(score):
                 self.scores.append(float(score))
+                flags |= SCORED
         latency = result.get("latency_ms")
         if isinstance(latency, int | float) and math.isfinite(latency):
             self.latencies.append(float(latency))
         self._add_usage(result)
-        self._add_judge(result, failure == "judge_error")
+        if self._add_judge(result, failure == "judge_error"):
+            flags |= JUDGED
         criteria = (result.get("details") or {}).get("criteria")
         if isinstance(criteria, list):
             self._add_criteria(criteria)
+        warnings = attachment_warnings(result)
+        if warnings:
+            flags |= WARNED
+            self._add_warnings(result, warnings)
+        self.records.mark(record_key(result), flags)
+
+    def _add_warnings(self, result: Mapping[str, Any], warnings: list[str]) -> None:
+        self.warned += 1
+        if len(self.warnings) < self.warning_examples:
+            dataset, record_id = record_key(result)
+            self.warnings.append(
+                {
+                    "dataset": dataset,
+                    "record_id": record_id,
+                    "model": result.get("model"),
+                    "warnings": warnings,
+                }
+            )
 
     @staticmethod
     def _bump(counter: dict[str, int], key: str) -> None:
@@ -187,10 +262,10 @@ class MetricsAccumulator:
         else:
             self.cost_generation += cost
 
-    def _add_judge(self, result: Mapping[str, Any], judge_error: bool) -> None:
+    def _add_judge(self, result: Mapping[str, Any], judge_error: bool) -> bool:
         judge = result.get("judge")
         if judge is None and not judge_error:
-            return
+            return False
         self.judged += 1
         self.judge_errors += judge_error
         for verdict in (judge or {}).get("verdicts") or []:
@@ -201,6 +276,7 @@ class MetricsAccumulator:
             self.tokens["judge_input"] += tokens_in or 0
             self.tokens["judge_output"] += tokens_out or 0
             self._price(str(verdict.get("model")), tokens_in, tokens_out, judge=True)
+        return True
 
     def _add_criteria(self, criteria: list[Any]) -> None:
         for entry in criteria:
@@ -222,14 +298,31 @@ class MetricsAccumulator:
     # -- output --------------------------------------------------------------------------
 
     @property
-    def evaluated(self) -> int:
-        """Items that got a graded pass/fail verdict."""
-        return self.passed + self.failed
+    def total(self) -> int:
+        """Items counted."""
+        return sum(self.items.values())
 
     @property
-    def failed_records(self) -> int:
-        """Items that failed permanently (invalid records included)."""
-        return self.errors + self.invalid
+    def evaluated(self) -> int:
+        """Items that got a graded pass/fail verdict."""
+        return self.items["passed"] + self.items["failed"]
+
+    def _item_fields(self) -> dict[str, int]:
+        items = self.items
+        return {
+            "total_items": self.total,
+            "valid_items": self.total - items["invalid"],
+            "invalid_items": items["invalid"],
+            "evaluated_items": self.evaluated,
+            "passed_items": items["passed"],
+            "failed_items": items["failed"],
+            "error_items": items["error"],
+            "skipped_items": items["skipped"],
+            "cancelled_items": self.cancelled,
+            "scored_items": len(self.scores),
+            "judged_items": self.judged,
+            "attachment_warning_items": self.warned,
+        }
 
     def _cost(self) -> dict[str, Any]:
         known = self.prices is not None and not self.unpriced and self.usage_items > 0
@@ -246,25 +339,21 @@ class MetricsAccumulator:
         self, *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES
     ) -> dict[str, Any]:
         """The block's JSON body (see ``metrics_summary.schema.json``)."""
-        wilson = wilson_interval(self.passed, self.evaluated)
+        passed, failed = self.items["passed"], self.items["failed"]
+        wilson = wilson_interval(passed, self.evaluated)
         scores = sorted(self.scores)
         boot = bootstrap_mean_interval(scores, seed=seed, resamples=resamples)
         latencies = sorted(self.latencies)
-        valid = self.total - self.invalid
+        items = self._item_fields()
+        records = self.records.to_dict()
         cost = self._cost()
         block: dict[str, Any] = {
-            "total_records": self.total,
-            "valid_records": valid,
-            "invalid_records": self.invalid,
-            "evaluated_records": self.evaluated,
-            "failed_records": self.failed_records,
-            "error_records": self.errors,
-            "skipped_records": self.skipped,
-            "cancelled_records": self.cancelled,
-            "pass_count": self.passed,
-            "fail_count": self.failed,
-            "pass_rate": _rate(self.passed, self.evaluated),
-            "fail_rate": _rate(self.failed, self.evaluated),
+            **records,
+            **items,
+            "pass_count": passed,
+            "fail_count": failed,
+            "pass_rate": _rate(passed, self.evaluated),
+            "fail_rate": _rate(failed, self.evaluated),
             "pass_rate_ci": (
                 {"low": wilson[0], "high": wilson[1], "method": "wilson", "confidence": 0.95}
                 if wilson
@@ -272,7 +361,6 @@ class MetricsAccumulator:
             ),
             "pass_rate_ci_low": wilson[0] if wilson else None,
             "pass_rate_ci_high": wilson[1] if wilson else None,
-            "scored_records": len(scores),
             "mean_score": math.fsum(scores) / len(scores) if scores else None,
             "mean_score_ci": boot.to_dict() if boot else None,
             "mean_score_ci_low": boot.low if boot else None,
@@ -304,11 +392,10 @@ class MetricsAccumulator:
             "judge_output_tokens": self.tokens["judge_output"] if self.judge_usage_items else None,
             "cost_usd": cost["total_usd"],
             "cost": cost,
-            "judged_records": self.judged,
             "judge_error_count": self.judge_errors,
             "judge_error_rate": _rate(self.judge_errors, self.judged),
-            "invalid_rate": _rate(self.invalid, self.total),
-            "error_rate": _rate(self.errors, valid),
+            "invalid_rate": _rate(items["invalid_items"], items["total_items"]),
+            "error_rate": _rate(items["error_items"], items["valid_items"]),
             "criteria": {
                 cid: {
                     "title": c.title,
@@ -321,5 +408,6 @@ class MetricsAccumulator:
             "criteria_dropped": self.criteria_dropped,
             "outcomes_by_reason": dict(sorted(self.reasons.items())),
             "failures_by_type": dict(sorted(self.failures.items())),
+            "attachment_warnings": list(self.warnings),
         }
         return block

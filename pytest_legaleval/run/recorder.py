@@ -379,10 +379,10 @@ class RunRecorder:
         """An invalid record's item (``ItemSpec.rejection()``)."""
         self._mark_reported(rejection["index"])
         model = rejection["model"]
-        self.summary.add_invalid()
-        self.slices.add_invalid(
-            dataset=rejection["dataset"] or rejection["source_stem"], model=model
-        )
+        dataset = rejection["dataset"] or rejection["source_stem"]
+        key = ("invalid", dataset, rejection["source_index"])  # one record for all its models
+        self.summary.add_invalid(key)
+        self.slices.add_invalid(dataset=dataset, model=model, key=key)
         self._write(
             "failures.jsonl", artifacts.invalid_failure_line(self.run_id, nodeid, rejection)
         )
