@@ -212,3 +212,85 @@ def reviewer_run(
     )  # fmt: skip
     (run,) = run_dirs(pytester.path / "runs")
     return run, result
+
+
+# -- a large run, written directly (the report's reading is under test, not the session) ---
+
+_WORDS = (
+    "the tenant landlord notice period contract clause statute court held that article "
+    "liability damages breach good faith negotiation pursuant to under Swiss law obligations "
+    "however therefore the claim fails because requirement of form written consent party "
+    "remedy termination rent deposit appeal federal tribunal precedent analysis"
+).split()
+
+
+def _texts(count: int, length: int, seed: int) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for n in range(count):
+        words: list[str] = [f"## Answer {n}\n\n"]
+        size = 0
+        while size < length:
+            word = rng.choice(_WORDS)
+            words.append(word + ("\n\n" if rng.random() < 0.02 else " "))
+            size += len(words[-1])
+        out.append("".join(words))
+    return out
+
+
+def write_scale_run(
+    root: Path, *, items: int = 50_000, models: int = 8, answer_chars: int = 3000
+) -> Path:
+    """A finished run directory of ``items`` real-shaped prediction lines (no session).
+
+    A quarter of the records are rubric records (ten criteria, a judge's reason each); the
+    answers are ``answer_chars`` long; about 30 % fail, 2 % are judge errors, 1 % have an
+    attachment warning. Built from ``run_v0``'s line shapes.
+    """
+    run = root / "run_scale"
+    run.mkdir(parents=True)
+    names = [f"provider/model-{m}" for m in range(models)]
+    answers = _texts(64, answer_chars, 1)
+    reasons = _texts(16, 280, 2)
+    manifest = {"run_id": "run_scale", "status": "completed_with_failures", "models": names}
+    (run / "run_manifest.json").write_text(json.dumps(manifest))
+    with (run / "predictions.jsonl").open("w", encoding="utf-8") as out:
+        for n in range(items):
+            record, model = n // models, names[n % models]
+            rubric = record % 4 == 0
+            failed = (n * 7919) % 10 < 3
+            error = (n * 104729) % 50 == 0
+            line: dict[str, Any] = {
+                "item_id": f"test_suite.py::test_record[big/r{record}-{model}]",
+                "record_id": f"big:r{record:06d}", "dataset": "big", "dataset_id": "big",
+                "task_type": "rubric_qa" if rubric else "reference_qa", "model": model,
+                "outcome": "error" if error else ("failed" if failed else "passed"),
+                "passed": None if error else not failed,
+                "score": None if error else (0.2 if failed else 0.9),
+                "reason": "judge_error" if error else ("below_threshold" if failed else "correct"),
+                "explanation": "judge score 0.20 < threshold 0.50. " + reasons[n % 16][:200],
+                "model_response": f"[{record}/{model}] " + answers[n % 64],
+                "latency_ms": 800.0 + (n % 997), "tags": [], "metadata": {},
+                "details": {"threshold": 0.5}, "judge": None, "policy_id": "default",
+            }  # fmt: skip
+            if n % 100 == 1:
+                line["details"]["attachment_warnings"] = ["lease.pdf: cut at 100,000 characters"]
+            if rubric and not error:
+                criteria = [
+                    {"id": f"c{i}", "title": f"Criterion {i}: " + reasons[i][:60],
+                     "weight": 5.0 - i, "met": float((n + i) % 3 != 0),
+                     "rationale": reasons[(n + i) % 16]}
+                    for i in range(10)
+                ]  # fmt: skip
+                line["details"]["criteria"] = criteria
+                line["judge"] = {
+                    "models": ["judge/j"], "kind": "rubric", "score": line["score"],
+                    "verdicts": [{"model": "judge/j", "criteria": [
+                        {"id": c["id"], "met": bool(c["met"]), "rationale": c["rationale"]}
+                        for c in criteria
+                    ]}],
+                }  # fmt: skip
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    return run
