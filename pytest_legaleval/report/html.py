@@ -25,7 +25,10 @@ from pytest_legaleval.report.data import ORDER, ReportData, collect
 from pytest_legaleval.report.svg import bar_chart, bins_for
 from pytest_legaleval.report.texts import script_json
 
-__all__ = ["LABELS", "render_report"]
+__all__ = ["LABELS", "MAX_SLICE_ROWS", "render_report"]
+
+MAX_SLICE_ROWS = 100
+"""Values shown per slice dimension (a tag or metadata key can have thousands)."""
 
 LABELS = {"failed": "failed", "error": "errors", "invalid": "invalid", "passed": "passed",
           "skipped": "skipped"}  # fmt: skip
@@ -260,8 +263,12 @@ def _slice_table(data: ReportData) -> str:
         + ("<th>p95 ms</th>" if data.has_latency else "")
         + "</tr>"
     )
-    body = []
+    body, shown, hidden = [], dict[str, int](), 0
     for dimension, value, block in slice_entries(data.slices):
+        shown[dimension] = shown.get(dimension, 0) + 1
+        if shown[dimension] > MAX_SLICE_ROWS:
+            hidden += 1
+            continue
         counts = counts_of(block)
         ci = _interval(block, "pass_rate_ci", True)
         body.append(
@@ -279,7 +286,14 @@ def _slice_table(data: ReportData) -> str:
         )
     if not body:
         return '<p class="empty">no slices</p>'
-    return f'<table class="slices"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
+    more = (
+        f'<p class="hint">{hidden:,} more slice values are in metrics_by_slice.json.</p>'
+        if hidden
+        else ""
+    )
+    return (
+        f'<table class="slices"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>' + more
+    )
 
 
 def _charts(data: ReportData) -> str:

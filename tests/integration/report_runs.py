@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +81,8 @@ def _met(title: str, answer: str) -> dict[str, Any]:
     return {"met": met, "rationale": why}
 
 
-def _reply(body: dict[str, Any]) -> str | dict[str, Any] | None:
+def reply(body: dict[str, Any]) -> str | dict[str, Any] | None:
+    """The mock server's answer to a candidate or judge request of the review run."""
     prompt = prompt_text(body.get("messages"))
     model = str(body.get("model") or "").rsplit("/", 1)[-1]
     if "met" in prompt and "CRIT-" in prompt:  # a rubric judge call: one criterion each
@@ -191,17 +191,13 @@ def pytest_collection_modifyitems(items):
 """
 
 
-@pytest.fixture
-def review_server() -> Iterator[MockOpenAIServer]:
-    with MockOpenAIServer(latency=0.002) as server:
-        server.add_reply(_reply)
-        yield server
-
-
 def reviewer_run(
     pytester: pytest.Pytester, server: MockOpenAIServer, *extra: str
 ) -> tuple[Path, pytest.RunResult]:
-    """Run the review dataset with the three models; returns the run directory and result."""
+    """Run the review dataset with the three models; returns the run directory and result.
+
+    ``server`` answers with :func:`reply` (as candidate and as judge).
+    """
     pytester.makeconftest(SKIP_CONFTEST)
     data = write_jsonl(pytester.path / "review.jsonl", dataset_rows(pytester.path))
     models = [arg for model in MODELS for arg in ("--model", model)]

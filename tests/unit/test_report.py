@@ -8,8 +8,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pytest_legaleval.metrics.runfiles import load_run
 from pytest_legaleval.report import render_report, write_report
 from pytest_legaleval.report.data import ORDER, collect, fit_preview
@@ -219,19 +217,10 @@ def test_the_preview_length_fits_the_budget() -> None:
     assert fit_preview(urgent, other, 0) == 0
 
 
-@pytest.mark.slow
-def test_fifty_thousand_real_length_items_stay_under_ten_megabytes(tmp_path: Path) -> None:
-    from tests.integration.report_runs import write_scale_run
+def test_a_dimension_with_many_values_shows_the_first_hundred(tmp_path: Path) -> None:
+    from pytest_legaleval.report.html import MAX_SLICE_ROWS
 
-    run = write_scale_run(tmp_path, items=50_000)
-    size_in = (run / "predictions.jsonl").stat().st_size
-    out = write_report(run, tmp_path / "report.html")
-    size = out.stat().st_size
-    page = out.read_text(encoding="utf-8")
-    data = _payload(page)
-    print(f"50,000 items: predictions.jsonl {size_in / 1e6:.1f} MB -> report {size / 1e6:.2f} MB,"
-          f" previews of {data['preview']} characters")  # fmt: skip
-    assert size < 10_000_000
-    assert len(data["rows"]) == 50_000 and data["preview"] >= 50
-    assert str(run / "predictions.jsonl") in html.unescape(page)  # where the full texts are
-    assert _cards(page)["items"] == "50,000" and _cards(page)["records"] == "6,250"
+    rows = [_line(i, tags=[f"tag{i:03d}"]) for i in range(MAX_SLICE_ROWS + 20)]
+    page = render_report(load_run(_run(tmp_path, rows)))
+    assert page.count('<tr data-slice="tag">') == MAX_SLICE_ROWS
+    assert "20 more slice values are in metrics_by_slice.json" in page
