@@ -12,7 +12,7 @@ from typing import Any
 from pytest_legaleval.metrics.counts import RecordIndex
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.metrics.summary import MetricsAccumulator, item_facts
 
 __all__ = ["BASE_DIMENSIONS", "MISSING", "SliceAccumulator", "metadata_value"]
 
@@ -89,6 +89,7 @@ class SliceAccumulator:
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         """Count one item result in every slice it belongs to."""
+        facts = item_facts(result)
         for acc in self._targets(
             dataset=str(result.get("dataset")),
             model=str(result.get("model")),
@@ -97,7 +98,7 @@ class SliceAccumulator:
             tags=tags,
             metadata=metadata,
         ):
-            acc.add(result)
+            acc.add(result, facts)
 
     def add_invalid(self, *, dataset: str, model: str, key: Hashable | None = None) -> None:
         """Count an invalid item in its dataset and model slices (only those are known).

@@ -42,10 +42,12 @@ __all__ = [
     "FAILURE_TYPES",
     "MAX_CRITERIA",
     "WARNING_EXAMPLES",
+    "ItemFacts",
     "MetricsAccumulator",
     "attachment_warnings",
     "failure_type",
     "item_category",
+    "item_facts",
     "record_key",
     "wilson_interval",
 ]
@@ -104,15 +106,15 @@ def item_category(result: Mapping[str, Any]) -> str:
     outcome says — a missing response's outcome is ``failed`` —, a reply with no extractable
     answer stays ``failed``.
     """
-    failure = failure_type(result)
+    return _category(failure_type(result), result.get("outcome"))
+
+
+def _category(failure: str | None, outcome: Any) -> str:
     if failure == "invalid_record":
         return "invalid"
     if failure is not None:
         return "error"
-    outcome = result.get("outcome")
-    if outcome in ("passed", "skipped"):
-        return str(outcome)
-    return "failed"
+    return str(outcome) if outcome in ("passed", "skipped") else "failed"
 
 
 def record_key(result: Mapping[str, Any]) -> tuple[str, str]:
@@ -126,6 +128,23 @@ def attachment_warnings(result: Mapping[str, Any]) -> list[str]:
     details = result.get("details")
     found = details.get("attachment_warnings") if isinstance(details, Mapping) else None
     return [str(w) for w in found] if isinstance(found, list) else []
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFacts:
+    """What the counts need to know of an item result, worked out once."""
+
+    category: str
+    failure: str | None
+    key: tuple[str, str]
+    warnings: list[str]
+
+
+def item_facts(result: Mapping[str, Any]) -> ItemFacts:
+    """The category, failure type, record and attachment warnings of an item result."""
+    failure = failure_type(result)
+    category = _category(failure, result.get("outcome"))
+    return ItemFacts(category, failure, record_key(result), attachment_warnings(result))
 
 
 WARNING_EXAMPLES = 5
@@ -192,11 +211,15 @@ class MetricsAccumulator:
         self._bump(self.reasons, "invalid_record")
         self._bump(self.failures, "invalid_record")
 
-    def add(self, result: Mapping[str, Any]) -> None:
-        """Count one item result (an ``EvalResult`` or a ``predictions.jsonl`` line)."""
+    def add(self, result: Mapping[str, Any], facts: ItemFacts | None = None) -> None:
+        """Count one item result (an ``EvalResult`` or a ``predictions.jsonl`` line).
+
+        ``facts`` are :func:`item_facts` of ``result``, when the caller has them already (a
+        slice accumulator counts one item in several blocks).
+        """
+        facts = facts if facts is not None else item_facts(result)
         self._bump(self.reasons, str(result.get("reason") or ""))
-        failure = failure_type(result)
-        category = item_category(result)
+        failure, category = facts.failure, facts.category
         self.items[category] += 1
         flags = flag_of(category)
         if failure is not None:
@@ -217,22 +240,21 @@ class MetricsAccumulator:
         criteria = (result.get("details") or {}).get("criteria")
         if isinstance(criteria, list):
             self._add_criteria(criteria)
-        warnings = attachment_warnings(result)
-        if warnings:
+        if facts.warnings:
             flags |= WARNED
-            self._add_warnings(result, warnings)
-        self.records.mark(record_key(result), flags)
+            self._add_warnings(result, facts)
+        self.records.mark(facts.key, flags)
 
-    def _add_warnings(self, result: Mapping[str, Any], warnings: list[str]) -> None:
+    def _add_warnings(self, result: Mapping[str, Any], facts: ItemFacts) -> None:
         self.warned += 1
         if len(self.warnings) < self.warning_examples:
-            dataset, record_id = record_key(result)
+            dataset, record_id = facts.key
             self.warnings.append(
                 {
                     "dataset": dataset,
                     "record_id": record_id,
                     "model": result.get("model"),
-                    "warnings": warnings,
+                    "warnings": facts.warnings,
                 }
             )
 
