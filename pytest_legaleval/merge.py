@@ -248,7 +248,7 @@ def merge_runs(
     seed: int = configured_seed if isinstance(configured_seed, int) else BOOTSTRAP_SEED
     prices = _prices(first)
     summary_acc = MetricsAccumulator(prices=prices)
-    slices_acc = SliceAccumulator(config.get("slice_by") or (), prices)
+    slices_acc = SliceAccumulator(config.get("slice_by") or (), prices, summary_acc.records.index)
     evaluators = EvaluatorLog()
     for key in expected:
         row = predictions.get(key)

@@ -22,6 +22,7 @@ Metrics files written before this vocabulary used ``*_records`` names for item c
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -57,35 +58,46 @@ _FLAG_OF: Final = {"passed": GRADED, "failed": GRADED, "skipped": SKIPPED, "erro
 
 
 class RecordIndex:
-    """Interns record keys to small ints, shared by the accumulators of one run.
+    """Numbers the records of one run 0, 1, 2 …, shared by its accumulators.
 
-    A slice accumulator keeps one flag per record and slice; with the key stored once here,
-    each slice holds an int (shared object) and a small int per record, not its own copy of
-    the dataset name and record id.
+    A record is known by the hash of its key, not the key: 50,000 records then cost about
+    5 MiB here, once for the summary and all slices, instead of a copy of every dataset name
+    and record id. Two records of one run share a hash with a chance of about n²/2⁶⁵ (10⁻¹⁰
+    at 50,000 records); they would count as one.
     """
 
     __slots__ = ("_ids",)
 
     def __init__(self) -> None:
-        self._ids: dict[Hashable, int] = {}
+        self._ids: dict[int, int] = {}
 
     def __call__(self, key: Hashable) -> int:
-        """The int of ``key`` (a new one for a key not seen before)."""
-        found = self._ids.get(key)
+        """The number of the record of ``key`` (the next one for a record not seen before)."""
+        digest = hash(key)
+        found = self._ids.get(digest)
         if found is None:
-            found = self._ids[key] = len(self._ids)
+            found = self._ids[digest] = len(self._ids)
         return found
 
     def __len__(self) -> int:
         return len(self._ids)
 
 
+_DENSE_FROM = 64
+"""Records a tally holds in a dict before it may switch to one byte per record number."""
+
+
 @dataclass
 class RecordTally:
-    """The flags of every record seen, OR-ed over its items (order does not matter)."""
+    """The flags of every record seen, OR-ed over its items (order does not matter).
+
+    Flags are kept in a dict by record number while the tally is sparse (a tag that few
+    records have), and in a bytearray indexed by record number once that is smaller (the
+    whole run, a model, a dataset): one byte per record instead of a dict entry.
+    """
 
     index: RecordIndex = field(default_factory=RecordIndex)
-    flags: dict[int, int] = field(default_factory=dict)
+    flags: dict[int, int] | bytearray = field(default_factory=dict)
     anonymous_invalid: int = 0
     """Invalid items counted without a record key: each is its own record."""
 
@@ -95,7 +107,27 @@ class RecordTally:
             self.anonymous_invalid += 1
             return
         rid = self.index(key)
-        self.flags[rid] = self.flags.get(rid, 0) | flags
+        store = self.flags
+        if isinstance(store, bytearray):
+            if rid >= len(store):
+                store.extend(bytes(max(rid + 1 - len(store), len(store) // 2)))
+            store[rid] |= flags
+            return
+        store[rid] = store.get(rid, 0) | flags
+        # A dict entry costs ~50 bytes, a byte per record number up to the largest: switch
+        # when the bytearray is the smaller.
+        if len(store) >= _DENSE_FROM and rid < 32 * len(store):
+            dense = bytearray(max(store) + 1)
+            for number, value in store.items():
+                dense[number] = value
+            self.flags = dense
+
+    def _values(self) -> Counter[int]:
+        """How many records carry each flag combination (0: no record, in a bytearray)."""
+        store = self.flags
+        found = Counter(store) if isinstance(store, bytearray) else Counter(store.values())
+        found.pop(0, None)
+        return found
 
     def to_dict(self) -> dict[str, int]:
         """The ``*_records`` fields of a metrics block."""
@@ -103,17 +135,17 @@ class RecordTally:
             ("total", "invalid", "failed", "error", "evaluated", "skipped", "cancelled",
              "scored", "judged", "warned"), 0,
         )  # fmt: skip
-        for flags in self.flags.values():
-            counts["total"] += 1
+        for flags, number in self._values().items():
+            counts["total"] += number
             if flags & (ERROR | INVALID):
-                counts["failed"] += 1
+                counts["failed"] += number
             elif flags & GRADED:
-                counts["evaluated"] += 1
+                counts["evaluated"] += number
             else:
-                counts["skipped"] += 1
+                counts["skipped"] += number
             for name, bit in _RECORD_FLAGS:
                 if flags & bit:
-                    counts[name] += 1
+                    counts[name] += number
         extra = self.anonymous_invalid
         return {
             "total_records": counts["total"] + extra,

@@ -44,11 +44,21 @@ def metadata_value(metadata: Mapping[str, Any], dotted: str) -> str:
 class SliceAccumulator:
     """``dimension -> value -> MetricsAccumulator``, grown one item at a time."""
 
-    def __init__(self, metadata_keys: Sequence[str] = (), prices: PriceTable | None = None):
+    def __init__(
+        self,
+        metadata_keys: Sequence[str] = (),
+        prices: PriceTable | None = None,
+        index: RecordIndex | None = None,
+    ):
+        """Slices by the base dimensions and ``metadata_keys``.
+
+        ``index`` numbers the records for all slices; pass the run summary's
+        (``MetricsAccumulator.records.index``) to keep one for the whole run.
+        """
         self.metadata_keys = tuple(metadata_keys)
         self.dimensions = (*BASE_DIMENSIONS, *self.metadata_keys)
         self.prices = prices
-        self.index = RecordIndex()  # one copy of each record key for all slices
+        self.index = index if index is not None else RecordIndex()
         self.slices: dict[str, dict[str, MetricsAccumulator]] = {d: {} for d in self.dimensions}
 
     def _slice(self, dimension: str, value: str) -> MetricsAccumulator:

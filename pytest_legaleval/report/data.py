@@ -190,7 +190,7 @@ def _slices_of(run: RunData, invalid: list[dict[str, Any]], seed: int) -> dict[s
     """``metrics_by_slice.json`` recomputed from the items (old vocabulary, or it disagrees)."""
     dims = (run.slices or {}).get("dimensions") if isinstance(run.slices, Mapping) else None
     keys = [d for d in dims or () if isinstance(d, str) and d.startswith("metadata.")]
-    acc = SliceAccumulator(keys)
+    acc = SliceAccumulator(keys)  # its own record numbers: a third pass, after the summary
     for row in iter_jsonl(run.path / "predictions.jsonl"):
         acc.add(row, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
     for item in invalid:

@@ -83,7 +83,7 @@ class RunRecorder:
         self.directory: RunDirectory | None = None
         self._open_tried = False
         self.summary = MetricsAccumulator(prices=self.prices)
-        self.slices = SliceAccumulator(settings.slice_by, self.prices)
+        self.slices = SliceAccumulator(settings.slice_by, self.prices, self.summary.records.index)
         self.evaluators = EvaluatorLog()
         self.transitions: list[dict[str, str]] = [{"state": "queued", "at": utc_now()}]
         self.status: str | None = None

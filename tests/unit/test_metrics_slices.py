@@ -59,3 +59,38 @@ def test_slices_count_records_once_and_items_per_model() -> None:
         block = slices["model"][model]
         assert (block["total_records"], block["total_items"]) == (3, 3)
         assert block["attachment_warnings"] == []  # quoted in the summary only
+
+
+def test_record_counts_are_exact_in_sparse_and_dense_slices() -> None:
+    """A slice keeps few records in a dict and many in a byte per record: same counts."""
+    from pytest_legaleval.metrics.summary import MetricsAccumulator
+
+    summary = MetricsAccumulator()
+    acc = SliceAccumulator(index=summary.records.index)
+    expected: dict[str, dict[str, set[int]]] = {}
+    outcomes = [("passed", "correct"), ("failed", "wrong_answer"), ("error", "timeout"),
+                ("skipped", "skipped")]  # fmt: skip
+    for n in range(3000):
+        tags = ("all",) + (("rare",) if n % 97 == 0 else ())
+        for model in ("m1", "m2"):
+            outcome, reason = outcomes[(n * 7 + (model == "m2")) % 4]
+            row = result(outcome, reason, model=model, record_id=f"q{n}")
+            summary.add(row)
+            acc.add(row, tags=tags)
+            for tag in tags:
+                sets = expected.setdefault(tag, {k: set() for k in ("error", "graded", "all")})
+                sets["all"].add(n)
+                if outcome == "error":
+                    sets["error"].add(n)
+                if outcome in ("passed", "failed"):
+                    sets["graded"].add(n)
+    tags = acc.to_dict(resamples=10)["slices"]["tag"]
+    for tag, sets in expected.items():
+        block = tags[tag]
+        assert block["total_records"] == len(sets["all"])
+        assert block["failed_records"] == len(sets["error"])
+        assert block["evaluated_records"] == len(sets["graded"] - sets["error"])
+        assert block["skipped_records"] == len(sets["all"] - sets["graded"] - sets["error"])
+    assert summary.to_dict(resamples=10)["total_records"] == 3000
+    assert isinstance(acc.slices["tag"]["all"].records.flags, bytearray)  # dense
+    assert isinstance(acc.slices["tag"]["rare"].records.flags, dict)  # 31 of 3000 records
