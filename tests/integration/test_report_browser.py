@@ -81,8 +81,11 @@ def _browse(chromium: str, url: str, tmp: Path, *extra: str) -> subprocess.Compl
 
 
 def _dom(chromium: str, report: Path, tmp: Path, fragment: str = "") -> str:
-    done = _browse(chromium, report.as_uri() + fragment, tmp, "--dump-dom")
+    done = _browse(
+        chromium, report.as_uri() + fragment, tmp, "--dump-dom", "--enable-logging=stderr"
+    )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert "Uncaught" not in done.stderr, done.stderr[-2000:]  # the script ran to its end
     return done.stdout
 
 

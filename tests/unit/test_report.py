@@ -224,3 +224,9 @@ def test_a_dimension_with_many_values_shows_the_first_hundred(tmp_path: Path) ->
     page = render_report(load_run(_run(tmp_path, rows)))
     assert page.count('<tr data-slice="tag">') == MAX_SLICE_ROWS
     assert "20 more slice values are in metrics_by_slice.json" in page
+
+
+def test_a_run_without_items_renders(tmp_path: Path) -> None:
+    page = render_report(load_run(_run(tmp_path, [])))
+    assert _cards(page)["items"] == "0" and _cards(page)["pass_rate"] == "–"
+    assert _payload(page)["rows"] == [] and 'id="distributions"' not in page
