@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -356,7 +357,22 @@ def test_fifty_thousand_items_stay_small_and_filter_fast(
     chromium: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = write_scale_run(tmp_path, items=50_000)
-    report = write_report(run, tmp_path / "report.html")
+    report = tmp_path / "report.html"
+    # In a process of its own, to read its peak memory: predictions.jsonl is streamed (285
+    # MB of JSON would take over a gigabyte as Python objects).
+    code = (
+        "import resource, sys\n"
+        "from pytest_legaleval.report import write_report\n"
+        "write_report(sys.argv[1], sys.argv[2])\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(run), str(report)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    peak_mb = int(done.stdout.split()[-1])
+    assert peak_mb < 400
     size = report.stat().st_size
     assert size < 10_000_000
     page = report.read_text(encoding="utf-8")
@@ -371,5 +387,5 @@ def test_fifty_thousand_items_stay_small_and_filter_fast(
         print(
             f"\n50,000 items, {(run / 'predictions.jsonl').stat().st_size / 1e6:.0f} MB of "
             f"predictions: report {size / 1e6:.2f} MB, previews {preview.group(1)} characters,"
-            f" filtering in Chromium {took.group(1)} ms"
+            f" filtering in Chromium {took.group(1)} ms, peak memory of the report {peak_mb} MB"
         )
