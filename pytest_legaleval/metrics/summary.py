@@ -7,7 +7,8 @@ used for the whole run (``metrics_summary.json``) and for every slice
 
 Counts follow one vocabulary (``metrics/counts.py``): ``*_items`` fields count items (record
 × model), ``*_records`` fields count distinct records with the Dataset Contract §3.3 meaning.
-Rates are of items.
+Rates are of items. The classification of one item lives in ``metrics/items.py``
+(re-exported here).
 """
 
 from __future__ import annotations
@@ -27,6 +28,15 @@ from pytest_legaleval.metrics.counts import (
     RecordIndex,
     RecordTally,
     flag_of,
+)
+from pytest_legaleval.metrics.items import (
+    FAILURE_TYPES,
+    ItemFacts,
+    attachment_warnings,
+    failure_type,
+    item_category,
+    item_facts,
+    record_key,
 )
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.stats import (
@@ -52,99 +62,12 @@ __all__ = [
     "wilson_interval",
 ]
 
-FAILURE_TYPES: tuple[str, ...] = (
-    "invalid_record",
-    "missing_response",
-    "generation_error:<code>",
-    "timeout",
-    "judge_error",
-    "latency_exceeded",
-    "cancelled",
-    "evaluation_error",
-)
-"""The taxonomy of permanent failures (``failures.jsonl``'s ``failure_type``)."""
-
-_NAMED_FAILURES = frozenset(
-    {
-        "invalid_record",  # a valid record this machine cannot ask (missing attachment file)
-        "missing_response",
-        "timeout",
-        "judge_error",
-        "latency_exceeded",
-        "cancelled",
-    }
-)
-
 MAX_CRITERIA = 200
 """Distinct rubric criterion ids tracked per block; more are counted, not listed (rubric ids
 unique per record would otherwise grow with the dataset)."""
 
 _QUANTILES = (("min", 0.0), ("p05", 0.05), ("p25", 0.25), ("p50", 0.5), ("p75", 0.75),
               ("p95", 0.95), ("max", 1.0))  # fmt: skip
-
-
-def failure_type(result: Mapping[str, Any]) -> str | None:
-    """The permanent-failure label of an item result, or ``None`` for a graded outcome.
-
-    A wrong answer is a graded outcome, not a failure. Failures are items that did not get a
-    trustworthy verdict: no response, a generation error after the retries, a timeout, a
-    judge that could not be parsed, a broken latency budget, a cancelled run.
-    """
-    reason = str(result.get("reason") or "")
-    if reason in _NAMED_FAILURES or reason.startswith("generation_error:"):
-        return reason
-    if result.get("outcome") == "error":
-        return "evaluation_error"
-    return None
-
-
-def item_category(result: Mapping[str, Any]) -> str:
-    """The item's category: ``passed``, ``failed``, ``error``, ``skipped`` or ``invalid``.
-
-    Classified from the result's ``outcome`` and ``reason`` (see ``metrics/counts.py``): a
-    permanent failure is an ``error`` (``invalid`` for ``invalid_record``) whatever its
-    outcome says — a missing response's outcome is ``failed`` —, a reply with no extractable
-    answer stays ``failed``.
-    """
-    return _category(failure_type(result), result.get("outcome"))
-
-
-def _category(failure: str | None, outcome: Any) -> str:
-    if failure == "invalid_record":
-        return "invalid"
-    if failure is not None:
-        return "error"
-    return str(outcome) if outcome in ("passed", "skipped") else "failed"
-
-
-def record_key(result: Mapping[str, Any]) -> tuple[str, str]:
-    """The record of an item result or prediction line: ``(dataset, record_id)``."""
-    dataset = result.get("dataset", result.get("dataset_id"))
-    return str(dataset), str(result.get("record_id"))
-
-
-def attachment_warnings(result: Mapping[str, Any]) -> list[str]:
-    """The attachment warnings of an item (``details.attachment_warnings``), as text."""
-    details = result.get("details")
-    found = details.get("attachment_warnings") if isinstance(details, Mapping) else None
-    return [str(w) for w in found] if isinstance(found, list) else []
-
-
-@dataclass(frozen=True, slots=True)
-class ItemFacts:
-    """What the counts need to know of an item result, worked out once."""
-
-    category: str
-    failure: str | None
-    key: tuple[str, str]
-    warnings: list[str]
-
-
-def item_facts(result: Mapping[str, Any]) -> ItemFacts:
-    """The category, failure type, record and attachment warnings of an item result."""
-    failure = failure_type(result)
-    category = _category(failure, result.get("outcome"))
-    return ItemFacts(category, failure, record_key(result), attachment_warnings(result))
 
 
 WARNING_EXAMPLES = 5
