@@ -19,7 +19,7 @@ from html import escape
 from importlib.resources import files
 from typing import Any
 
-from pytest_legaleval.metrics.counts import counts_of
+from pytest_legaleval.metrics.counts import Counts, counts_of
 from pytest_legaleval.metrics.runfiles import RunData, slice_entries
 from pytest_legaleval.report.data import ORDER, ReportData, collect
 from pytest_legaleval.report.svg import bar_chart, bins_for
@@ -115,8 +115,7 @@ def _summary_cards(data: ReportData, run: RunData) -> str:
     ]  # fmt: skip
     for category in ORDER:
         label = LABELS[category]
-        value = getattr(counts, {"error": "errors"}.get(category, category))
-        cards.append(_card(label, _num(value), label, "", _HELP[label]))
+        cards.append(_card(label, _num(_count(counts, category)), label, "", _HELP[label]))
     if counts.attachment_warnings:
         cards.append(
             _card("attachment warnings", _num(counts.attachment_warnings), "attachment_warnings",
@@ -197,7 +196,7 @@ def _model_columns(data: ReportData) -> str:
     )
 
 
-def _count(counts: Any, category: str) -> int:
+def _count(counts: Counts, category: str) -> int:
     return int(getattr(counts, {"error": "errors"}.get(category, category)))
 
 
@@ -320,7 +319,7 @@ def _charts(data: ReportData) -> str:
     )
 
 
-def _payload(data: ReportData, run: RunData) -> dict[str, Any]:
+def _payload(data: ReportData) -> dict[str, Any]:
     return {
         "categories": list(ORDER),
         "labels": LABELS,
@@ -374,6 +373,6 @@ def render_report(run: RunData) -> str:
         f"{_items(data, run)}{_matrix(data)}"
         f"<section id=slices><h2>slices</h2>{_slice_table(data)}</section>{charts}"
         '<script type="application/json" id="report-data">'
-        f"{script_json(_payload(data, run))}</script>"
+        f"{script_json(_payload(data))}</script>"
         f"<script>{_asset('report.js')}</script></body></html>\n"
     )
