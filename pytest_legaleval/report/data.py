@@ -95,7 +95,8 @@ class ReportData:
     rows: list[list[Any]]
     """Per item, in ``details``' order: record, dataset, model (indexes into their tables),
     category (index into :data:`ORDER`), score, reason (index), latency ms, attachment
-    warnings, line (in ``predictions.jsonl``; negative: in ``failures.jsonl``; 0: none)."""
+    warnings, line (in ``predictions.jsonl``; negative: in ``failures.jsonl``; 0: an invalid
+    record known from ``record_validation.jsonl`` only)."""
     details: list[dict[str, Any]]
     preview: int
     """Characters of a failure's texts shown (a quarter for passed and skipped items)."""

@@ -333,7 +333,7 @@ def _payload(data: ReportData) -> dict[str, Any]:
         "details": data.details,
         "preview": data.preview,
         "columns": {"latency": data.has_latency, "warnings": data.has_warnings},
-        "files": ["predictions.jsonl", "failures.jsonl"],
+        "files": ["predictions.jsonl", "failures.jsonl", "record_validation.jsonl"],
     }
 
 

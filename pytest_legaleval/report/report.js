@@ -27,10 +27,10 @@
   function where(row) {
     if (row[LINE] > 0) { return data.files[0] + " line " + row[LINE]; }
     if (row[LINE] < 0) { return data.files[1] + " line " + (-row[LINE]); }
-    return data.files[1];
+    return data.files[2];
   }
   function recordOf(row) { return data.records[row[R]]; }
-  // The criteria of a detail (see _criteria_json in report/data.py) as
+  // The criteria of a detail (see _criteria_json in report/texts.py) as
   // [[title, weight or null, met, [[judge, reason], ...]], ...].
   function criteriaOf(detail) {
     var c = detail.c, out = [], i;
