@@ -35,12 +35,17 @@ class Measurement:
     ok: int
 
 
+# Another mock module with the same CLI (e.g. an older copy on PYTHONPATH), to compare
+# mock servers under the same engine code.
+MOCK_MODULE = os.environ.get("LEGALEVAL_BENCH_MOCK", "pytest_legaleval.testing.mock_openai")
+
+
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
-            "pytest_legaleval.testing.mock_openai",
+            MOCK_MODULE,
             "--latency",
             str(latency),
             "--max-recorded",

@@ -5,7 +5,6 @@ Hooks only; the work happens in pure modules (formats, validation, grading, run,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,37 +12,27 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
-from pytest_legaleval.evaluation import (
-    EvalResult,
-    Evaluation,
-    RecordFailed,
-    record_error_result,
-)
-from pytest_legaleval.formats import RejectedRecord
-from pytest_legaleval.perf import collector_paused
-from pytest_legaleval.preflight import (
+from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
+from pytest_legaleval.pipeline.settings import with_local_urls
+from pytest_legaleval.pytest import tricks
+from pytest_legaleval.pytest.fixtures import INVALID_KEY, RESULT_KEY, RecordFailed
+from pytest_legaleval.pytest.options import add_options, resolve
+from pytest_legaleval.pytest.preflight import (
     check_settings,
     interrupt_on_sigterm,
     restore_sigterm,
     warn_below_one_call_per_worker,
 )
+from pytest_legaleval.pytest.slimming import PAYLOAD_FIELDS, PYTEST_REPORT_FIELDS
+from pytest_legaleval.pytest.state import STATE_KEY, marker_name
 from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
-from pytest_legaleval.run.slimming import PAYLOAD_FIELDS, PYTEST_REPORT_FIELDS
-from pytest_legaleval.session import STATE_KEY, ItemSpec, LegalEvalState, marker_name
-from pytest_legaleval.settings import add_options, resolve
-from pytest_legaleval.warmup import (
-    drop_empty_hypothesis_summary,
-    finish_engine_import,
-    start_engine_import,
-)
 
 if TYPE_CHECKING:
-    from pytest_legaleval.live import LiveEvaluator
+    from pytest_legaleval.pipeline.evaluator import LiveEvaluator
 
-pytest_plugins = ["pytest_legaleval.testing.fixtures"]
+pytest_plugins = ["pytest_legaleval.testing.fixtures", "pytest_legaleval.pytest.fixtures"]
 
-RESULT_KEY = pytest.StashKey[EvalResult]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
             if settings.responses or settings.model:
                 raise ConfigError("--responses/--model need --dataset PATH")
             return
-        state = LegalEvalState(settings)
+        state = RunPlan(settings)
         check_settings(state, controller=not hasattr(config, "workerinput"))
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -69,16 +58,12 @@ def pytest_configure(config: pytest.Config) -> None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and (state.responses is None or settings.judge_model):
         # Model calls ahead: the engine's import overlaps collection (see warmup).
-        start_engine_import(config)
+        tricks.start_engine_import(config)
     # Unknown policy ids are warned about once, not by every xdist worker.
     state.warn_policies = workerinput is None or workerinput.get("workerid") == "gw0"
     if workerinput is not None:
         _use_local_servers(state, workerinput.get(_LOCAL_URLS))
-        if pytest.version_tuple >= (9,):
-            # A worker's stdout is /dev/null (execnet): skip rendering pytest's own summary
-            # sections there (~0.3 s per 1,000 items, 20 % failing, at the end of the run);
-            # since pytest 9 other plugins' terminal summaries still run.
-            config.option.no_summary = True
+        tricks.quiet_worker_summary(config)
         return  # workers compute; only the controller records the run
     run_id = settings.run_id or new_run_id()
     if (Path(settings.run_dir) / run_id).exists():
@@ -87,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "write-once — choose another --run-id or omit it"
         )
     _start_local_servers(config, state)
-    from pytest_legaleval.run.recorder import RunRecorder
+    from pytest_legaleval.pytest.recording import RunRecorder
 
     config.pluginmanager.register(RunRecorder(config, state, run_id), "legaleval-recorder")
     if settings.gate or settings.baseline:
@@ -97,10 +82,10 @@ def pytest_configure(config: pytest.Config) -> None:
         warn_below_one_call_per_worker(config, state)
 
 
-def _register_gatekeeper(config: pytest.Config, state: LegalEvalState) -> None:
+def _register_gatekeeper(config: pytest.Config, state: RunPlan) -> None:
     """Gates and the baseline comparison decide the exit status (controller only)."""
-    from pytest_legaleval.gating import Gatekeeper, load_baseline
     from pytest_legaleval.metrics.gates import parse_gates
+    from pytest_legaleval.pytest.gating import Gatekeeper, load_baseline
 
     s = state.settings
     try:
@@ -115,9 +100,9 @@ _LOCAL_KEY = pytest.StashKey[Any]()  # the controller's local_model.LocalModels
 _LOCAL_URLS = "legaleval_local_urls"
 
 
-def _start_local_servers(config: pytest.Config, state: LegalEvalState) -> None:
+def _start_local_servers(config: pytest.Config, state: RunPlan) -> None:
     """Start one server per ``local/`` model for the whole session (controller only)."""
-    from pytest_legaleval import local_model
+    from pytest_legaleval.engine import local_model
 
     s = state.settings
     models = local_model.local_model_names((*s.model, *s.judge_model), s.per_model)
@@ -130,14 +115,12 @@ def _start_local_servers(config: pytest.Config, state: LegalEvalState) -> None:
         urls = servers.start(models)
     except (ConfigError, local_model.LocalModelError) as exc:
         raise pytest.UsageError(str(exc)) from None
-    state.settings = local_model.with_local_urls(s, urls)
+    state.settings = with_local_urls(s, urls)
 
 
-def _use_local_servers(state: LegalEvalState, urls: dict[str, str] | None) -> None:
+def _use_local_servers(state: RunPlan, urls: dict[str, str] | None) -> None:
     """Route a worker's ``local/`` models to the controller's servers."""
     if urls:
-        from pytest_legaleval.local_model import with_local_urls
-
         state.settings = with_local_urls(state.settings, urls)
 
 
@@ -152,7 +135,7 @@ class _XdistHooks:
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Our round-robin scheduler, so that every worker can prefetch its items."""
-        from pytest_legaleval.scheduling import RoundRobinScheduling
+        from pytest_legaleval.pytest.scheduling import RoundRobinScheduling
 
         return RoundRobinScheduling(config, log)
 
@@ -181,6 +164,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = metafunc.config.stash.get(STATE_KEY, None)
     if state is None:
         return
+    fresh = state.loaded is None
     try:
         items = state.items
     except DatasetRejected as exc:
@@ -190,68 +174,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
     except ConfigError as exc:
         pytest.fail(str(exc), pytrace=False)
+    if fresh:
+        # The records live for the whole session: the run's collections need not re-scan them.
+        tricks.freeze()
     cache: dict[str, Any] = {}
     metafunc.parametrize(
         "record", [_param(metafunc.config, spec, cache) for spec in items], indirect=True
     )
 
 
-def _spec(request: pytest.FixtureRequest) -> ItemSpec:
-    spec = getattr(request, "param", None)
-    if not isinstance(spec, ItemSpec):
-        pytest.fail(
-            "the record fixture needs a dataset: pass --dataset PATH with --responses "
-            "FILE or --model PROVIDER/NAME",
-            pytrace=False,
-        )
-    return spec
-
-
-@pytest.fixture
-def record(request: pytest.FixtureRequest) -> Record:
-    """The dataset record of this test item (invalid records error here with their errors)."""
-    spec = _spec(request)
-    entry = spec.entry
-    if isinstance(entry, RejectedRecord):
-        request.node.stash[_INVALID_KEY] = spec
-        errors = [error.to_dict() for error in entry.errors]
-        pytest.fail(
-            json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False), pytrace=False
-        )
-    if entry.attachments:
-        from pytest_legaleval.grading.attachments import missing_attachments
-
-        missing = missing_attachments(entry)
-        if missing:
-            errors = [error.to_dict() for error in missing]
-            # Recorded like any other result (failures.jsonl: invalid_record), not dropped.
-            policy = request.config.stash[STATE_KEY].policies.for_record(entry)
-            request.node.stash[RESULT_KEY] = record_error_result(
-                entry, spec.model, errors, (policy.id, policy.sha256)
-            )
-            pytest.fail(
-                json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False),
-                pytrace=False,
-            )
-    return entry
-
-
-_INVALID_KEY = pytest.StashKey[ItemSpec]()  # the invalid record's item
-
-
-@pytest.fixture
-def evaluation(request: pytest.FixtureRequest, record: Record) -> Evaluation:
-    """The graded answer of this item's model to ``record``."""
-    spec: ItemSpec = request.node.callspec.params["record"]
-    state = request.config.stash[STATE_KEY]
-    result = state.evaluate(spec)
-    request.node.stash[RESULT_KEY] = result
-    return Evaluation(record, result)
-
-
 def _own_specs(session: pytest.Session) -> list[ItemSpec]:
     """The items this process will run, in order (an xdist worker: its round-robin share)."""
-    from pytest_legaleval.scheduling import own_indices, skipped_up_front, worker_position
+    from pytest_legaleval.pytest.scheduling import own_indices, skipped_up_front, worker_position
 
     items = session.items
     workerinput = getattr(session.config, "workerinput", None)
@@ -274,13 +208,13 @@ def _own_specs(session: pytest.Session) -> list[ItemSpec]:
     return specs
 
 
-def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvaluator:
+def _live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
     """The evaluator of this process: the SDK imported, its client built, the engine ready."""
     workerinput = getattr(session.config, "workerinput", None)
     share = int(workerinput["workercount"]) if workerinput else 1
     position = 0
     if workerinput:
-        from pytest_legaleval.scheduling import worker_position
+        from pytest_legaleval.pytest.scheduling import worker_position
 
         # A worker that replaces a crashed one gets the next free number (gw2 of 2).
         position = worker_position(workerinput["workerid"]) % share
@@ -288,10 +222,10 @@ def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvalu
     # collector on, it ran full collections over them (~45 ms of each process's start-up,
     # before its first model call).
     try:
-        with collector_paused():
-            from pytest_legaleval.live import LiveEvaluator
+        with tricks.collector_paused():
+            from pytest_legaleval.pipeline.evaluator import LiveEvaluator
 
-            return LiveEvaluator(
+            live = LiveEvaluator(
                 state.settings,
                 share=share,
                 position=position,
@@ -301,6 +235,9 @@ def _live_evaluator(session: pytest.Session, state: LegalEvalState) -> LiveEvalu
             )
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+    # The SDK's modules and the collected items live until the process ends.
+    tricks.freeze()
+    return live
 
 
 @pytest.hookimpl(wrapper=True)
@@ -338,11 +275,11 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     # Before the terminal summary, which runs after every plain sessionfinish hook.
-    drop_empty_hypothesis_summary(session.config)
+    tricks.drop_empty_hypothesis_summary(session.config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    finish_engine_import(config)
+    tricks.restore(config)
     restore_sigterm(config)
 
 
@@ -382,84 +319,38 @@ def pytest_runtest_makereport(
     report = yield
     # Everything the run recorder writes travels on the report: an xdist controller holds
     # no copy of the dataset.
-    invalid = item.stash.get(_INVALID_KEY, None)
+    invalid = item.stash.get(INVALID_KEY, None)
     if report.when == "setup" and invalid is not None:
         report.legaleval_invalid = invalid.rejection()  # type: ignore[attr-defined]
     elif report.when == "call" or (report.when == "setup" and report.failed):
         result = item.stash.get(RESULT_KEY, None)
         if result is not None:
             spec: ItemSpec = item.callspec.params["record"]  # type: ignore[attr-defined]
-            report.legaleval = dict(result)  # type: ignore[attr-defined]
+            report.legaleval = result.to_dict()  # type: ignore[attr-defined]
             report.legaleval_record = spec.provenance()  # type: ignore[attr-defined]
     return report
 
 
-_PACKED = "legaleval_json"
 _PLAIN_REPORT_KEYS = frozenset(("$report_type", *PYTEST_REPORT_FIELDS, *PAYLOAD_FIELDS))
 """A test report made only of these fields (as pytest serializes them) is sent whole as JSON."""
-
-
-def _pack(data: dict[str, Any]) -> dict[str, Any]:
-    """A worker's serialized report with its values in one JSON string (when they are JSON).
-
-    A report made only of pytest's own fields and ours, with no user properties, is sent
-    whole; it comes back equal (tuples restored in :func:`_unpack`). Any other report keeps
-    its other fields for execnet, which keeps their types (a user property may be bytes or
-    a dict with int keys, which JSON would refuse or change).
-    """
-    if not data.keys() - _PLAIN_REPORT_KEYS and not data.get("user_properties"):
-        try:
-            return {_PACKED: json.dumps(data, ensure_ascii=False)}
-        except (TypeError, ValueError):
-            pass
-    payload = {name: data[name] for name in PAYLOAD_FIELDS if name in data}
-    if payload:
-        try:
-            packed = json.dumps(payload, ensure_ascii=False)
-        except (TypeError, ValueError):  # not plain JSON: execnet sends it as it is
-            return data
-        for name in payload:
-            del data[name]
-        data[_PACKED] = packed
-    return data
-
-
-def _unpack(data: dict[str, Any]) -> None:
-    packed = data.pop(_PACKED, None)
-    if packed is None:
-        return
-    data.update(json.loads(packed))
-    # JSON has no tuples; pytest's report fields that are tuples get theirs back.
-    if isinstance(data.get("location"), list):
-        data["location"] = tuple(data["location"])
-    if isinstance(data.get("longrepr"), list):  # a skip's (path, line, reason)
-        data["longrepr"] = tuple(data["longrepr"])
-    if data.get("sections"):
-        data["sections"] = [tuple(section) for section in data["sections"]]
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_report_to_serializable(
     config: pytest.Config, report: pytest.CollectReport | pytest.TestReport
 ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
-    """An xdist worker sends a report as one JSON string (see :func:`_pack`).
-
-    execnet's pure-Python serializer walks every nested value on both sides, and the
-    controller decodes the reports of every worker. With the C JSON codec the three reports
-    of an item take 37 us instead of 72 us to send and 30 us instead of 75 us to receive
-    (measured; packing only our results saved about half of that).
-    """
+    """An xdist worker sends a report as one JSON string (``tricks.pack_report``)."""
     data = yield
     # Only on the way to the controller: other users of this hook (report logs) keep the
     # values as they are.
     if data is None or not hasattr(config, "workerinput"):
         return data
-    return _pack(data)
+    return tricks.pack_report(data, _PLAIN_REPORT_KEYS, PAYLOAD_FIELDS)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_report_from_serializable(
     config: pytest.Config, data: dict[str, Any]
 ) -> Generator[None, object, object]:
-    _unpack(data)
+    tricks.unpack_report(data)
     return (yield)

@@ -1,4 +1,9 @@
-"""The canonical ``Record``: every input format is an adapter to this one type."""
+"""The values a run is made of: the canonical ``Record`` and an item's ``EvalResult``.
+
+Every input format is an adapter to ``Record``; every grader's work ends in one
+``EvalResult``, built once and never changed, which the run directory writes as a
+``predictions.jsonl`` line. Frozen dataclasses, no pytest.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,11 @@ __all__ = [
     "Attachment",
     "Choice",
     "Criterion",
+    "EvalResult",
+    "JudgeSummary",
+    "JudgeVerdict",
     "Message",
+    "Outcome",
     "Record",
     "SourceRef",
     "TaskType",
@@ -129,3 +138,245 @@ class Record:
         """``metadata.policy_id`` when it is a string."""
         value = self.metadata.get("policy_id")
         return value if isinstance(value, str) else None
+
+
+# -- results ---------------------------------------------------------------------------------
+
+Outcome = Literal["passed", "failed", "skipped", "error"]
+"""An item's verdict as a pytest outcome."""
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe copy: mappings become dicts, tuples lists (recursively)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeVerdict:
+    """One judge model's verdict on one item (several judges: one verdict each)."""
+
+    model: str
+    """The judge model."""
+    score: float | None
+    """This judge's score in [0, 1]; ``None`` when it produced a judge error."""
+    rationale: str = ""
+    """The judge's reasons (reference answers; rubric reasons are per criterion)."""
+    criteria: tuple[Mapping[str, Any], ...] = ()
+    """Per criterion (rubric / criteria records): ``id``, ``met`` (bool) or ``rating``,
+    ``score`` in [0, 1], ``rationale``; a criterion that failed has ``error`` and ``raw``."""
+    error: str | None = None
+    """Why this judge failed (``judge_error``), else ``None``."""
+    raw: str | None = None
+    """The raw reply that could not be parsed (kept for audit), else ``None``."""
+    calls: int = 0
+    """Judge calls made (re-asks included; cache hits count too)."""
+    input_tokens: int | None = None
+    """Input tokens over this judge's calls."""
+    output_tokens: int | None = None
+    """Output tokens over this judge's calls."""
+    latency_ms: float | None = None
+    """Latency summed over this judge's calls."""
+    cached: bool = False
+    """Every call of this judge was a cache hit (nothing paid this run)."""
+    attempts: tuple[Mapping[str, Any], ...] = ()
+    """Every network attempt of this judge's calls; cache hits make none."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (``predictions.jsonl``, the test report)."""
+        return {
+            "model": self.model,
+            "score": self.score,
+            "rationale": self.rationale,
+            "criteria": _plain(self.criteria),
+            "error": self.error,
+            "raw": self.raw,
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "latency_ms": self.latency_ms,
+            "cached": self.cached,
+            "attempts": _plain(self.attempts),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JudgeVerdict:
+        """Read :meth:`to_dict`'s form back."""
+        return cls(
+            model=str(data.get("model", "")),
+            score=data.get("score"),
+            rationale=str(data.get("rationale") or ""),
+            criteria=tuple(data.get("criteria") or ()),
+            error=data.get("error"),
+            raw=data.get("raw"),
+            calls=int(data.get("calls") or 0),
+            input_tokens=data.get("input_tokens"),
+            output_tokens=data.get("output_tokens"),
+            latency_ms=data.get("latency_ms"),
+            cached=bool(data.get("cached")),
+            attempts=tuple(data.get("attempts") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSummary:
+    """Provenance and outcome of judging one item."""
+
+    models: tuple[str, ...]
+    """The judge models, in the order they were configured."""
+    params: Mapping[str, Any]
+    """``temperature``, ``max_tokens``, ``reasks``, structured-output modes."""
+    template_sha256: str
+    """sha256 of the judge template text (the policy's, with its scale)."""
+    kind: str
+    """``reference``, ``rubric`` or ``criteria``."""
+    score: float | None
+    """Mean of the judges' scores; ``None`` when a judge failed."""
+    verdicts: tuple[JudgeVerdict, ...]
+    """One verdict per judge model."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "models": list(self.models),
+            "params": _plain(self.params),
+            "template_sha256": self.template_sha256,
+            "kind": self.kind,
+            "score": self.score,
+            "verdicts": [v.to_dict() for v in self.verdicts],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JudgeSummary:
+        """Read :meth:`to_dict`'s form back."""
+        return cls(
+            models=tuple(data.get("models") or ()),
+            params=dict(data.get("params") or {}),
+            template_sha256=str(data.get("template_sha256") or ""),
+            kind=str(data.get("kind") or ""),
+            score=data.get("score"),
+            verdicts=tuple(JudgeVerdict.from_dict(v) for v in data.get("verdicts") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EvalResult:
+    """What one (record × model) item produced, built once by the grader's side.
+
+    It travels as :meth:`to_dict` (every value JSON-safe) on the pytest report from an
+    xdist worker to the controller, which writes it as a ``predictions.jsonl`` line.
+    """
+
+    record_id: str
+    """The record's id."""
+    dataset: str
+    """The record's dataset."""
+    task_type: str
+    """The record's task type."""
+    model: str
+    """The model (or responses-file label) that answered."""
+    source: str
+    """``live`` (generated now), ``prefilled`` (``--responses``) or ``none`` (never asked)."""
+    outcome: Outcome
+    """The verdict as a pytest outcome."""
+    passed: bool | None
+    """Whether the pass rule held; ``None`` without a verdict."""
+    score: float | None
+    """The grader's score in [0, 1]; ``None`` without one."""
+    reason: str
+    """A short machine-readable reason: ``correct``, ``wrong_answer``,
+    ``no_answer_extracted``, ``missing_response``, ``needs_judge``, ``judge_error`` …"""
+    explanation: str
+    """The grader's explanation, for people."""
+    response: str | None = None
+    """The model's answer text."""
+    grader: str = "none"
+    """Who graded: ``mcq``, ``judge:rubric`` …, a user grader's name, or ``none``."""
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """Grader-specific, JSON-safe details (chosen ids, criteria, lexical scores …)."""
+    record_sha256: str = ""
+    """The record's content hash."""
+    latency_ms: float | None = None
+    """Generation latency (the successful attempt's)."""
+    input_tokens: int | None = None
+    """Generation input tokens."""
+    output_tokens: int | None = None
+    """Generation output tokens."""
+    total_tokens: int | None = None
+    """Generation tokens in all."""
+    first_attempt_at: str | None = None
+    """When the first generation attempt started (UTC, ISO 8601)."""
+    last_attempt_at: str | None = None
+    """When the last generation attempt started."""
+    attempts: tuple[Mapping[str, Any], ...] = ()
+    """Every generation attempt (``attempt_logs.jsonl``)."""
+    policy_id: str | None = None
+    """The policy that prompted and graded the item; ``None`` if it was never prompted."""
+    policy_sha256: str | None = None
+    """sha256 of the policy's content."""
+    judge: JudgeSummary | None = None
+    """Judging provenance and verdicts; ``None`` for programmatic grading."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (every field, in declaration order)."""
+        return {
+            "record_id": self.record_id,
+            "dataset": self.dataset,
+            "task_type": self.task_type,
+            "model": self.model,
+            "source": self.source,
+            "outcome": self.outcome,
+            "passed": self.passed,
+            "score": self.score,
+            "reason": self.reason,
+            "explanation": self.explanation,
+            "response": self.response,
+            "grader": self.grader,
+            "details": _plain(self.details),
+            "record_sha256": self.record_sha256,
+            "latency_ms": self.latency_ms,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "first_attempt_at": self.first_attempt_at,
+            "last_attempt_at": self.last_attempt_at,
+            "attempts": _plain(self.attempts),
+            "policy_id": self.policy_id,
+            "policy_sha256": self.policy_sha256,
+            "judge": self.judge.to_dict() if self.judge is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalResult:
+        """Read :meth:`to_dict`'s form back (a report payload, a prediction line)."""
+        judge = data.get("judge")
+        response = data["response"] if "response" in data else data.get("model_response")
+        return cls(
+            record_id=str(data["record_id"]),
+            dataset=str(data.get("dataset") or data.get("dataset_id") or ""),
+            task_type=str(data.get("task_type") or ""),
+            model=str(data.get("model") or ""),
+            source=str(data.get("source") or "none"),
+            outcome=data.get("outcome") or "error",
+            passed=data.get("passed"),
+            score=data.get("score"),
+            reason=str(data.get("reason") or ""),
+            explanation=str(data.get("explanation") or ""),
+            response=response,
+            grader=str(data.get("grader") or "none"),
+            details=dict(data.get("details") or {}),
+            record_sha256=str(data.get("record_sha256") or ""),
+            latency_ms=data.get("latency_ms"),
+            input_tokens=data.get("input_tokens"),
+            output_tokens=data.get("output_tokens"),
+            total_tokens=data.get("total_tokens"),
+            first_attempt_at=data.get("first_attempt_at"),
+            last_attempt_at=data.get("last_attempt_at"),
+            attempts=tuple(data.get("attempts") or ()),
+            policy_id=data.get("policy_id"),
+            policy_sha256=data.get("policy_sha256"),
+            judge=JudgeSummary.from_dict(judge) if isinstance(judge, Mapping) else None,
+        )

@@ -6,7 +6,7 @@ you need (``evaluation.passed``, ``evaluation.score``, ``evaluation.response``).
 """
 
 from pytest_legaleval import Record
-from pytest_legaleval.evaluation import Evaluation
+from pytest_legaleval.pytest.fixtures import Evaluation
 
 
 def test_record(record: Record, evaluation: Evaluation) -> None:

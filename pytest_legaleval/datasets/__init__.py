@@ -1,8 +1,8 @@
-"""Dataset tooling outside pytest: builder, checker, converter, agreement and export.
+"""Dataset tooling outside pytest: builder, checker, agreement and export.
 
-The RAG split builder and checker, the generic converter, judge agreement and the Turing
+The RAG split builder and checker, judge agreement and the Turing
 automated-evaluation export. Each piece backs one ``legaleval`` subcommand (see
-:mod:`pytest_legaleval.cli_datasets`) and is usable as a library.
+:mod:`pytest_legaleval.cli.datasets`) and is usable as a library.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from pytest_legaleval.datasets.agreement import (
 from pytest_legaleval.datasets.builder import BuildFailed, BuildPaths, BuildResult, build_dataset
 from pytest_legaleval.datasets.check import DatasetCheck, check_dataset
 from pytest_legaleval.datasets.config import DatasetConfig, load_dataset_config
-from pytest_legaleval.datasets.convert import ConversionFailed, ConversionResult, convert
-from pytest_legaleval.datasets.mapping import ConversionMapping, load_mapping
 from pytest_legaleval.datasets.turing_export import (
     automated_evaluation_from_predictions,
     automated_evaluation_from_run,
 )
+from pytest_legaleval.importers.convert import ConversionFailed, ConversionResult, convert
+from pytest_legaleval.importers.mapping import ConversionMapping, load_mapping
 
 __all__ = [
     "AgreementReport",

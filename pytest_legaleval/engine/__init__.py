@@ -5,14 +5,21 @@ for its own future. Futures never raise; a failure is a ``GenerationResult`` wit
 ``error_code``. Decisions worth knowing:
 
 * Retries (Dataset Contract §3.2): transient codes are ``timeout``, ``rate_limited``,
-  ``service_unavailable``, ``internal_error``, ``connection_error`` and ``invalid_response``
-  (a malformed body is treated like a 5xx). The wait before retry k is ``delays_s[k-1]``
+  ``service_unavailable``, ``internal_error`` and ``connection_error`` (a dropped or cut
+  connection). ``invalid_response`` (a 200 that is no usable completion: malformed JSON,
+  no choices, wrong types) is permanent. The wait before retry k is ``delays_s[k-1]``
   ±jitter, but never shorter than the server's ``Retry-After`` capped at
   ``retry_after_cap_s``. A waiting retry holds no concurrency slot.
 * A cache hit has ``cached=True``, ``attempts=()`` and the original call's tokens and
   latency (cost accounting should skip it: nothing was paid this run).
+* No reply can stop a run: whatever bytes an endpoint sends, the call ends with a result.
+  Replies are data (``engine.sanitize``): lone surrogates become U+FFFD, insane token
+  counts are dropped, each with a warning on the attempt.
 * Results are committed to the cache before any caller sees them, so a SIGKILL never loses
-  a result that was acted on; only successes are stored.
+  a result that was acted on; only successes are stored. A failed write (or a failing
+  ``scrub``) leaves the result uncached but still delivered. ``Engine(scrub=...)`` is
+  applied to the text written to the cache (the caller still gets the raw reply); the
+  cache file is created with mode 0600.
 * Limits are per process = total / ``share`` (static split across xdist workers; the
   first ``concurrency % share`` workers take one slot more, so the slots add up to the
   total, and each keeps at least one). A 429 halves the in-flight limit (once per burst)
@@ -24,36 +31,74 @@ for its own future. Futures never raise; a failure is a ``GenerationResult`` wit
 
 from __future__ import annotations
 
-from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key
-from pytest_legaleval.engine.providers import (
-    OpenAIProvider,
-    Provider,
-    ProviderFactory,
-    ProviderRegistry,
-    default_registry,
-    split_model,
-)
-from pytest_legaleval.engine.ratelimit import AdaptiveConcurrency, TokenBucket, estimate_tokens
-from pytest_legaleval.engine.retry import (
-    ErrorClassification,
-    ProviderError,
-    classify_error,
-    parse_retry_after,
-)
-from pytest_legaleval.engine.runner import PURPOSES, Engine
-from pytest_legaleval.engine.types import (
-    ERROR_CODES,
-    PERMANENT_ERROR_CODES,
-    TRANSIENT_ERROR_CODES,
-    TRANSPORTS,
-    Attempt,
-    EngineSettings,
-    GenerationParams,
-    GenerationRequest,
-    GenerationResult,
-    RawCompletion,
-    RetryPolicy,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key
+    from pytest_legaleval.engine.providers import (
+        OpenAIProvider,
+        Provider,
+        ProviderFactory,
+        ProviderRegistry,
+        default_registry,
+        split_model,
+    )
+    from pytest_legaleval.engine.ratelimit import AdaptiveConcurrency, TokenBucket, estimate_tokens
+    from pytest_legaleval.engine.retry import (
+        ErrorClassification,
+        ProviderError,
+        classify_error,
+        parse_retry_after,
+    )
+    from pytest_legaleval.engine.runner import PURPOSES, Engine
+    from pytest_legaleval.engine.types import (
+        ERROR_CODES,
+        PERMANENT_ERROR_CODES,
+        TRANSIENT_ERROR_CODES,
+        TRANSPORTS,
+        Attempt,
+        EngineSettings,
+        GenerationParams,
+        GenerationRequest,
+        GenerationResult,
+        RawCompletion,
+        RetryPolicy,
+    )
+
+_LAZY: dict[str, str] = {
+    "AdaptiveConcurrency": "pytest_legaleval.engine.ratelimit",
+    "Attempt": "pytest_legaleval.engine.types",
+    "CachedRow": "pytest_legaleval.engine.cache",
+    "ERROR_CODES": "pytest_legaleval.engine.types",
+    "Engine": "pytest_legaleval.engine.runner",
+    "EngineSettings": "pytest_legaleval.engine.types",
+    "ErrorClassification": "pytest_legaleval.engine.retry",
+    "GenerationParams": "pytest_legaleval.engine.types",
+    "GenerationRequest": "pytest_legaleval.engine.types",
+    "GenerationResult": "pytest_legaleval.engine.types",
+    "OpenAIProvider": "pytest_legaleval.engine.providers",
+    "PERMANENT_ERROR_CODES": "pytest_legaleval.engine.types",
+    "PURPOSES": "pytest_legaleval.engine.runner",
+    "Provider": "pytest_legaleval.engine.providers",
+    "ProviderError": "pytest_legaleval.engine.retry",
+    "ProviderFactory": "pytest_legaleval.engine.providers",
+    "ProviderRegistry": "pytest_legaleval.engine.providers",
+    "RawCompletion": "pytest_legaleval.engine.types",
+    "ResultCache": "pytest_legaleval.engine.cache",
+    "RetryPolicy": "pytest_legaleval.engine.types",
+    "TRANSIENT_ERROR_CODES": "pytest_legaleval.engine.types",
+    "TRANSPORTS": "pytest_legaleval.engine.types",
+    "TokenBucket": "pytest_legaleval.engine.ratelimit",
+    "cache_key": "pytest_legaleval.engine.cache",
+    "classify_error": "pytest_legaleval.engine.retry",
+    "default_registry": "pytest_legaleval.engine.providers",
+    "estimate_tokens": "pytest_legaleval.engine.ratelimit",
+    "parse_retry_after": "pytest_legaleval.engine.retry",
+    "split_model": "pytest_legaleval.engine.providers",
+}
+"""Where each public name lives: imported on first use, so that importing a light
+submodule (``routing``, ``types``) does not import the ``openai`` SDK."""
 
 __all__ = [
     "ERROR_CODES",
@@ -86,3 +131,12 @@ __all__ = [
     "parse_retry_after",
     "split_model",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # Not cached in this module's namespace: a name always comes from the submodule that
+    # is in sys.modules now (pytester's in-process runs drop and re-import submodules).
+    return getattr(importlib.import_module(module), name)

@@ -6,6 +6,13 @@ seen survives a SIGKILL of the process and a rerun pays for nothing twice. The w
 drains whatever is queued into one transaction, so batches grow by themselves under load.
 Only successful results are stored; a row is written in one statement, so there are no
 partial rows.
+
+The writer thread never dies and never leaves a waiter waiting: a batch that fails (a
+database error, a value SQLite refuses, a failing ``scrub``) is retried row by row, a row
+that still fails is counted in ``write_errors`` and left uncached, and every row's
+callback runs whatever happened. The file is local working state that may hold replies:
+it is created with mode 0600 (its WAL and shared-memory files inherit that), and ``scrub``
+lets the owner store replies with secrets removed.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -119,22 +127,38 @@ def _initialise(conn: sqlite3.Connection) -> None:
 _Item = tuple[CachedRow, Callable[[], None]] | None
 
 
+def _create_private(path: str) -> None:
+    """Create ``path`` (and its folder) readable by the owner only, if it does not exist."""
+    folder = Path(path).parent
+    if not folder.exists():
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return  # an existing cache keeps the mode its owner gave it
+    os.close(fd)
+
+
 class ResultCache:
     """Reads on the caller's thread, writes on a private writer thread.
 
     Args:
-        path: the SQLite file; parent directories are created.
+        path: the SQLite file; parent directories are created (mode 0700), the file with
+            mode 0600.
+        scrub: applied to each row's text on the writer thread before it is stored (e.g.
+            removes secrets); a row whose scrub raises is not stored.
 
     Raises:
         ConfigError: the file cannot be created or is not a usable SQLite database.
 
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, scrub: Callable[[str], str] | None = None) -> None:
         self.path = path
+        self._scrub = scrub
         self._read_lock = threading.Lock()
         try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            _create_private(path)
             self._reader = _connect(path)
             _initialise(self._reader)
         except (OSError, sqlite3.Error) as exc:
@@ -175,15 +199,19 @@ class ResultCache:
         """Queue ``row``; ``on_durable`` runs on the writer thread after the commit.
 
         ``on_durable`` also runs if the write failed (the result is then just not cached),
-        so a caller never waits forever on a broken disk.
+        so a caller never waits forever on a broken disk or a row SQLite refuses.
         """
-        if self._closed:
+        if self._closed or not self._writer.is_alive():
             on_durable()
             return
         self._queue.put((row, on_durable))
 
     def _write_loop(self) -> None:
-        conn = _connect(self.path)
+        try:
+            conn: sqlite3.Connection | None = _connect(self.path)
+        except Exception as exc:  # no writer connection: every row is released uncached
+            _log.warning("legaleval cache: cannot open %s for writing: %s", self.path, exc)
+            conn = None
         try:
             while True:
                 item = self._queue.get()
@@ -200,46 +228,59 @@ class ResultCache:
                         stop = True
                         break
                     batch.append(nxt)
-                self._commit(conn, batch)
+                try:
+                    self._commit(conn, batch)
+                finally:
+                    _release(batch)
                 if stop:
                     return
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
+
+    def _values(self, row: CachedRow) -> tuple[Any, ...]:
+        text = row.text if self._scrub is None else self._scrub(row.text)
+        return (
+            row.cache_key,
+            text,
+            row.finish_reason,
+            row.input_tokens,
+            row.output_tokens,
+            row.latency_ms,
+            row.model,
+            row.created_at,
+        )
 
     def _commit(
-        self, conn: sqlite3.Connection, batch: Sequence[tuple[CachedRow, Callable[[], None]]]
+        self,
+        conn: sqlite3.Connection | None,
+        batch: Sequence[tuple[CachedRow, Callable[[], None]]],
     ) -> None:
-        rows = [
-            (
-                r.cache_key,
-                r.text,
-                r.finish_reason,
-                r.input_tokens,
-                r.output_tokens,
-                r.latency_ms,
-                r.model,
-                r.created_at,
-            )
-            for r, _ in batch
-        ]
+        """Store the batch in one transaction, else row by row; never raises."""
+        if conn is None:
+            self.write_errors += len(batch)
+            return
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(
-                f"INSERT OR REPLACE INTO results ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows
-            )
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self.write_errors += len(rows)
-            _log.warning("legaleval cache: could not store %d result(s): %s", len(rows), exc)
+            _insert(conn, [self._values(row) for row, _ in batch])
+            return
+        except Exception as exc:
+            _rollback(conn)
+            if len(batch) == 1:
+                self._failed(1, exc)
+                return
+        # One bad row (text SQLite cannot encode, a count it cannot hold, a scrub that
+        # raised) must not cost the others their place in the cache.
+        for row, _ in batch:
             try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-        for _, callback in batch:
-            try:
-                callback()
-            except Exception:  # a callback bug must not kill the writer
-                _log.exception("legaleval cache: completion callback failed")
+                _insert(conn, [self._values(row)])
+            except Exception as exc:
+                _rollback(conn)
+                self._failed(1, exc)
+
+    def _failed(self, count: int, exc: BaseException) -> None:
+        self.write_errors += count
+        # The type only: the message of a failed bind may quote the reply.
+        _log.warning("legaleval cache: could not store %d result(s): %s", count, type(exc).__name__)
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Flush queued writes, stop the writer and close the file; idempotent."""
@@ -258,6 +299,27 @@ class ResultCache:
                 return
             if item is not None:
                 item[1]()
+
+
+def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany(f"INSERT OR REPLACE INTO results ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows)
+    conn.execute("COMMIT")
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # no transaction was open
+
+
+def _release(batch: Sequence[tuple[CachedRow, Callable[[], None]]]) -> None:
+    for _, callback in batch:
+        try:
+            callback()
+        except Exception:  # a callback bug must not kill the writer
+            _log.exception("legaleval cache: completion callback failed")
 
 
 def now_timestamp() -> str:

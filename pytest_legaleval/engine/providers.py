@@ -13,7 +13,13 @@ from typing import Any, Protocol, cast
 import httpx2
 import openai
 
+from pytest_legaleval.engine.openai_reply import DUMMY_KEY, parse_completion, scrub_key
 from pytest_legaleval.engine.retry import ProviderError, classify_error
+from pytest_legaleval.engine.routing import (
+    missing_key_message,
+    split_model,
+    unknown_provider_message,
+)
 from pytest_legaleval.engine.types import (
     EngineSettings,
     GenerationParams,
@@ -21,7 +27,6 @@ from pytest_legaleval.engine.types import (
     RawCompletion,
 )
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.routing import missing_key_message, split_model, unknown_provider_message
 
 __all__ = [
     "OPENAI_DEFAULT_BASE_URL",
@@ -43,7 +48,6 @@ PREFERRED_TRANSPORT = "aiohttp"
 concurrency 50, 100 ms latency, ideal 4.0 s): aiohttp 4.5 s and 0.72 ms client CPU per call,
 httpx 4.5 s and 1.52 ms; the CPU gap decides once the client shares a busy machine."""
 
-_DUMMY_KEY = "not-needed"  # local servers ignore the key but the SDK insists on one
 _PATH = "/chat/completions"
 _OPTIONS: Mapping[str, Any] = {"security": {"bearer_auth": True}}
 
@@ -177,7 +181,7 @@ class OpenAIProvider:
         key = (route.base_url, route.api_key_env)
         entry = self._clients.get(key)
         if entry is None:
-            api_key = os.environ.get(route.api_key_env) or _DUMMY_KEY
+            api_key = os.environ.get(route.api_key_env) or DUMMY_KEY
             limits = httpx2.Limits(
                 max_connections=self._pool_size, max_keepalive_connections=self._pool_size
             )
@@ -256,12 +260,12 @@ class OpenAIProvider:
                     raise
                 self._prepare_sender(key, client)
                 content = response.content
-            return _parse_completion(content)
+            return parse_completion(content)
         except ProviderError:
             raise
         except Exception as exc:
-            found = classify_error(exc)
-            message = found.message.replace(api_key, "***") if api_key else found.message
+            found = classify_error(exc, scrub=lambda text: scrub_key(text, api_key))
+            message = found.message
             raise ProviderError(
                 found.code,
                 message,
@@ -378,7 +382,7 @@ class _Sender:
 class LocalProvider(OpenAIProvider):
     """``local/NAME``: the OpenAI-compatible path to a server on this machine.
 
-    The plugin starts the server (see :mod:`pytest_legaleval.local_model`) and puts its URL
+    The plugin starts the server (see :mod:`pytest_legaleval.engine.local_model`) and puts its URL
     into ``per_model[model]["base_url"]``; there is no fallback to ``--base-url`` or
     ``OPENAI_BASE_URL``, which may point at a paid API.
     """
@@ -395,39 +399,3 @@ class LocalProvider(OpenAIProvider):
                 f"{model!r} has no local server: the pytest plugin starts one for "
                 "--model/--judge-model local/NAME; elsewhere set per_model[model]['base_url']"
             )
-
-
-def _parse_completion(body: bytes) -> RawCompletion:
-    data = json.loads(body)
-    if not isinstance(data, dict):
-        raise ValueError("response body is not a JSON object")
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ValueError("response has no choices")
-    choice = choices[0]
-    message = choice.get("message")
-    if not isinstance(message, dict):
-        raise ValueError("response choice has no message")
-    finish_reason = choice.get("finish_reason")
-    if finish_reason == "content_filter":
-        raise ProviderError("content_filter", "response withheld by the content filter")
-    content = message.get("content")
-    if content is None:
-        content = message.get("refusal") or ""
-    if not isinstance(content, str):
-        raise ValueError("response message content is not a string")
-    usage = data.get("usage")
-    input_tokens = output_tokens = None
-    if isinstance(usage, dict):
-        input_tokens = _int_or_none(usage.get("prompt_tokens"))
-        output_tokens = _int_or_none(usage.get("completion_tokens"))
-    return RawCompletion(
-        text=content,
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-    )
-
-
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

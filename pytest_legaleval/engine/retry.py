@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import openai
 
+from pytest_legaleval.engine.sanitize import clean_text
 from pytest_legaleval.engine.types import TRANSIENT_ERROR_CODES
 
 __all__ = ["ErrorClassification", "ProviderError", "classify_error", "parse_retry_after"]
@@ -64,14 +66,17 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
     raw_ms = headers.get("retry-after-ms")
     if raw_ms:
         try:
-            return max(float(raw_ms) / 1000.0, 0.0)
+            value = float(raw_ms) / 1000.0
+            if not math.isnan(value):  # "nan" parses; it is no wait at all
+                return max(value, 0.0)
         except ValueError:
             pass
     raw = headers.get("retry-after")
     if not raw:
         return None
     try:
-        return max(float(raw), 0.0)
+        value = float(raw)
+        return None if math.isnan(value) else max(value, 0.0)
     except ValueError:
         pass
     try:
@@ -124,22 +129,41 @@ def _is_connection_fault(exc: BaseException) -> bool:
     return False
 
 
-def _short(text: str) -> str:
-    text = " ".join(text.split())
+def _is_refused_by_parser(exc: BaseException) -> bool:
+    """Whether aiohttp's response parser refused what the server sent.
+
+    Matched by name so that the engine does not import aiohttp before a transport needs it.
+    """
+    return any(
+        cls.__module__.startswith("aiohttp")
+        and cls.__name__ in ("ClientResponseError", "HttpProcessingError")
+        for cls in type(exc).__mro__
+    )
+
+
+def _short(text: str, scrub: Callable[[str], str] | None = None) -> str:
+    # Messages quote server text (an error body): keep them writable as UTF-8 and on one line,
+    # and scrub before cutting, so a secret is never left half-cut past the scrubber.
+    if scrub is not None:
+        text = scrub(text)
+    text = " ".join(clean_text(text)[0].replace("\x00", " ").split())
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
 
 
-def classify_error(exc: BaseException) -> ErrorClassification:
+def classify_error(
+    exc: BaseException, *, scrub: Callable[[str], str] | None = None
+) -> ErrorClassification:
     """Map any exception from a provider call to a contract error code.
 
     Transient (retried): ``timeout``, ``rate_limited`` (429), ``service_unavailable``
-    (502/503/504), ``internal_error`` (other 5xx), ``connection_error`` and
-    ``invalid_response`` (malformed body: a server-side fault like a 5xx). Permanent:
-    ``bad_request`` (400/422/other 4xx), ``auth_error`` (401/403), ``not_found`` (404),
-    ``content_filter``, ``cancelled``.
+    (502/503/504), ``internal_error`` (other 5xx) and ``connection_error`` (also a body cut
+    short). Permanent: ``bad_request`` (400/422/other 4xx), ``auth_error`` (401/403),
+    ``not_found`` (404), ``content_filter``, ``cancelled`` and ``invalid_response`` (a body
+    that is no usable completion: Dataset Contract §3.2 retries transient errors only).
 
     Args:
         exc: what the provider call raised.
+        scrub: applied to the message's text before it is shortened (e.g. removes the key).
 
     Returns:
         The error code, whether it is transient, and the server's ``Retry-After`` if any.
@@ -147,7 +171,7 @@ def classify_error(exc: BaseException) -> ErrorClassification:
     """
     if isinstance(exc, ProviderError):
         return ErrorClassification(
-            exc.code, exc.transient, exc.retry_after_s, exc.status_code, _short(exc.message)
+            exc.code, exc.transient, exc.retry_after_s, exc.status_code, _short(exc.message, scrub)
         )
     if isinstance(exc, asyncio.CancelledError):
         return ErrorClassification("cancelled", False, None, None, "cancelled")
@@ -158,7 +182,7 @@ def classify_error(exc: BaseException) -> ErrorClassification:
         if body_code == "content_filter" or body_code == "content_policy_violation":
             code, transient = "content_filter", False
         retry_after = parse_retry_after(exc.response.headers)
-        return ErrorClassification(code, transient, retry_after, status, _short(exc.message))
+        return ErrorClassification(code, transient, retry_after, status, _short(exc.message, scrub))
     if isinstance(exc, openai.APITimeoutError):
         if _is_connection_fault(exc):
             return ErrorClassification("connection_error", True, None, None, "connection lost")
@@ -168,10 +192,18 @@ def classify_error(exc: BaseException) -> ErrorClassification:
         return ErrorClassification("connection_error", True, None, None, f"connection: {detail}")
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return ErrorClassification("timeout", True, None, None, "request timed out")
-    if isinstance(exc, openai.APIResponseValidationError | ValueError):
-        # Malformed JSON (json.JSONDecodeError is a ValueError) or an unexpected shape.
+    if _is_refused_by_parser(exc):
+        # The aiohttp transport's own parser refused the response (data after a
+        # "Connection: close" body, a bad status line or header): a broken reply, not a
+        # broken connection, so it is not retried either.
         return ErrorClassification(
-            "invalid_response", True, None, None, _short(f"invalid response: {exc}")
+            "invalid_response", False, None, None, _short(f"invalid response: {exc}", scrub)
+        )
+    if isinstance(exc, openai.APIResponseValidationError | ValueError | RecursionError):
+        # Malformed JSON (json.JSONDecodeError is a ValueError; nesting too deep for the
+        # parser a RecursionError) or an unexpected shape.
+        return ErrorClassification(
+            "invalid_response", False, None, None, _short(f"invalid response: {exc}", scrub)
         )
     if isinstance(exc, ConnectionError | OSError):
         return ErrorClassification(
@@ -179,7 +211,7 @@ def classify_error(exc: BaseException) -> ErrorClassification:
         )
     # Anything else is a bug or an unknown failure: retrying would only repeat it.
     return ErrorClassification(
-        "internal_error", False, None, None, _short(f"{type(exc).__name__}: {exc}")
+        "internal_error", False, None, None, _short(f"{type(exc).__name__}: {exc}", scrub)
     )
 
 

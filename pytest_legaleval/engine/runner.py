@@ -12,7 +12,7 @@ import asyncio
 import atexit
 import contextlib
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
@@ -54,13 +54,22 @@ class Engine:
     Args:
         settings: limits, retry policy, cache location and transport.
         registry: provider lookup; defaults to the built-in providers (``openai``).
+        scrub: applied to a reply's text before it is written to the cache (e.g. a redactor
+            that removes secrets); callers always get the reply as received, a later cache
+            hit gets the scrubbed text. A scrub that raises leaves that result uncached.
+            Behaviour, not configuration, so it is not part of ``EngineSettings``.
 
     """
 
     def __init__(
-        self, settings: EngineSettings, *, registry: ProviderRegistry | None = None
+        self,
+        settings: EngineSettings,
+        *,
+        registry: ProviderRegistry | None = None,
+        scrub: Callable[[str], str] | None = None,
     ) -> None:
         self.settings = settings
+        self._scrub = scrub
         self._registry = registry if registry is not None else default_registry()
         self._lock = threading.Lock()  # guards _inflight, _providers and the counters
         self._inflight: dict[str, Job] = {}
@@ -84,7 +93,7 @@ class Engine:
             if self._thread is not None:
                 return
             if self.settings.cache_path is not None:
-                self._cache = ResultCache(self.settings.cache_path)
+                self._cache = ResultCache(self.settings.cache_path, scrub=self._scrub)
             loop = asyncio.new_event_loop()
             ready = threading.Event()
             thread = threading.Thread(

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from pytest_legaleval.engine.jobs import Job, Pool, failed_result, success_result
 from pytest_legaleval.engine.ratelimit import AdaptiveConcurrency, TokenBucket
 from pytest_legaleval.engine.retry import classify_error
+from pytest_legaleval.engine.sanitize import checked_completion, clean_text
 from pytest_legaleval.engine.types import (
     Attempt,
     EngineSettings,
@@ -123,6 +124,18 @@ class Scheduler:
         job.pool.wakeup.set()
 
     async def _run_attempt(self, job: Job) -> None:
+        try:
+            await self._attempt(job)
+        except Exception as exc:
+            # A bug past the provider call (ours, or a provider's odd value): the job still
+            # ends, with a result, so no caller waits forever.
+            if job in job.pool.running:
+                self._release(job)
+            if not job.resolved:
+                message = clean_text(f"engine error: {type(exc).__name__}: {exc}"[:300])[0]
+                self._on_done(job, failed_result(job, "internal_error", message))
+
+    async def _attempt(self, job: Job) -> None:
         number = len(job.attempts) + 1
         started_wall = time.time()
         started = time.perf_counter()
@@ -130,7 +143,7 @@ class Scheduler:
             # The SDK has the same timeout; this one also bounds slow-trickle bodies, which
             # the transports only time per read.
             async with asyncio.timeout(self.settings.request_timeout_s):
-                raw = await job.provider.complete(job.request)
+                raw = checked_completion(await job.provider.complete(job.request))
         except asyncio.CancelledError:
             # Only cancel_all/close cancel these tasks; the job ends as "cancelled".
             latency = (time.perf_counter() - started) * 1000.0
@@ -151,6 +164,7 @@ class Scheduler:
                 None,
                 input_tokens=raw.input_tokens,
                 output_tokens=raw.output_tokens,
+                warnings=raw.warnings,
             )
         )
         self._release(job)

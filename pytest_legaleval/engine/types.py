@@ -31,14 +31,23 @@ TRANSIENT_ERROR_CODES: frozenset[str] = frozenset(
         "service_unavailable",
         "internal_error",
         "connection_error",
-        # A garbled body is a server-side hiccup just like a 5xx, so it is retried too.
-        "invalid_response",
     }
 )
-"""Error codes the engine retries (Dataset Contract §3.2 plus connection and body faults)."""
+"""Error codes the engine retries (Dataset Contract §3.2 plus dropped connections)."""
 
 PERMANENT_ERROR_CODES: frozenset[str] = frozenset(
-    {"bad_request", "auth_error", "not_found", "content_filter", "cancelled", "config_error"}
+    {
+        "bad_request",
+        "auth_error",
+        "not_found",
+        "content_filter",
+        "cancelled",
+        "config_error",
+        # A 200 whose body is not a usable completion (malformed JSON, no choices, wrong
+        # types): §3.2 retries transient errors only, and the same server would most likely
+        # send the same body again.
+        "invalid_response",
+    }
 )
 """Error codes that end a request at once."""
 
@@ -132,6 +141,8 @@ class RawCompletion:
     """Prompt tokens from the usage block."""
     output_tokens: int | None = None
     """Completion tokens from the usage block."""
+    warnings: tuple[str, ...] = ()
+    """What was repaired or dropped in the reply (see ``engine.sanitize``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +167,9 @@ class Attempt:
     """Server-requested wait (``Retry-After``), uncapped, if any."""
     message: str = ""
     """Short error text without secrets; empty on success."""
+    warnings: tuple[str, ...] = ()
+    """What the engine repaired or dropped in this attempt's reply (a lone surrogate, an
+    absurd token count …); written to the attempt log."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,9 +31,13 @@ def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
 
     A directory contributes its ``*.jsonl`` and ``*.json`` files (not recursively; hidden
     files, a RAG ``manifest.json`` and the offline dataset it names skipped), sorted by name.
+    ``SOURCE:PATH`` (``lexam:data/MCQs_test.xlsx``) is a benchmark in its upstream layout:
+    it contributes the ``legal_eval_v1`` file its importer writes, cached by content hash
+    under ``.legaleval/imports/`` (see :mod:`pytest_legaleval.importers.cache`).
 
     Raises:
-        ConfigError: no paths, a path that does not exist, or a directory without datasets.
+        ConfigError: no paths, a path that does not exist, a directory without datasets,
+            or a ``SOURCE:PATH`` import that fails.
 
     """
     if not paths:
@@ -41,7 +45,10 @@ def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
     files: list[Path] = []
     for given in paths:
         path = Path(given)
-        if path.is_dir():
+        imported = _imported(given)
+        if imported is not None:
+            files.append(imported)
+        elif path.is_dir():
             skip = {*SIDECAR_NAMES, offline_dataset_name(path)}
             found = sorted(
                 child
@@ -66,6 +73,17 @@ def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
         # of turning every row of the second copy into a duplicate id.
         unique.setdefault(file.resolve(), file)
     return list(unique.values())
+
+
+def _imported(given: str | Path) -> Path | None:
+    """The cached import of a ``SOURCE:PATH`` argument, or ``None`` for a plain path."""
+    if not isinstance(given, str) or ":" not in given:
+        return None
+    # Deferred: the importers (and their readers) load only when an argument names one.
+    from pytest_legaleval.importers.cache import resolve_import, split_import_arg
+
+    split = split_import_arg(given)
+    return None if split is None else resolve_import(*split)
 
 
 class DatasetStream:

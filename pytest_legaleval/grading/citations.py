@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CitationCheck", "check_citations", "cited_markers", "curated_targets"]
+from pytest_legaleval.records import Record
+
+__all__ = ["CitationCheck", "check_citations", "cited_markers", "curated_targets", "rag_citations"]
 
 # [3], [1, 2], [2-4], [1–3; 5]: a bracket holding only numbers, separators and ranges.
 _BRACKET = re.compile(r"\[(\s*\d{1,4}(?:\s*(?:[,;]|[-–])\s*\d{1,4})*\s*)\]")
@@ -130,3 +132,35 @@ def check_citations(
         required=required,
         unresolved=unresolved,
     )
+
+
+def rag_citations(record: Record, answer: str) -> dict[str, Any] | None:
+    """The citation check of a RAG QA answer, when it applies.
+
+    It applies to QA records from the RAG splits whose answer cites ``[n]`` markers or whose
+    curated ``answer_citations`` expect some; summaries are not checked.
+    """
+    rag = record.metadata.get("rag")
+    if not isinstance(rag, dict) or rag.get("task_type") != "qa":
+        return None
+    contexts = rag.get("contexts") or []
+    curated = rag.get("answer_citations") or []
+    if not isinstance(contexts, list) or not isinstance(curated, list):
+        return None
+    if not curated and not cited_markers(answer):
+        return None
+    sources = rag.get("sources") or []
+    check = check_citations(
+        answer,
+        [str(c) for c in contexts],
+        [c for c in curated if isinstance(c, dict)],
+        [str(s) for s in sources] if isinstance(sources, list) else [],
+    )
+    return {
+        "passed": check.passed,
+        "score": check.score,
+        "cited": list(check.cited),
+        "unknown": list(check.unknown),
+        "missing": list(check.missing),
+        "required": list(check.required),
+    }

@@ -3,14 +3,13 @@
 Three kinds of judgment:
 
 * ``reference`` — one call: the answer against the reference answer(s) and the context;
-  reply ``{"score": 0..1, "verdict": …, "rationale": …}``.
-* ``rubric`` — one call per criterion: ``{"met": bool, "rationale": …}`` (or
-  ``{"result": 0|1, "reason": …}``). Score (``rubric_score``)::
-
-      score = clip((Σ w⁺·met − Σ |w⁻|·met) / Σ w⁺, 0, 1)
-
-  where w⁺ are the positive weights and w⁻ the negative ones (penalties), as in
-  HealthBench/PRBench. With no positive weight the score is ``1 − Σ|w⁻|·met / Σ|w⁻|``.
+  reply ``{"score": 0..1, "verdict": …, "rationale": …}`` (or LBR's ``{"score", "pass",
+  "rationale", "criteria"}``; the judge's own ``pass`` is not used).
+* ``rubric`` — one call per criterion: ``{"met": bool, "rationale": …}`` (or ``{"result":
+  0|1, "reason": …}``, LBR's ``{"grade": 0|1, "reasoning": …, "criterion_id": …}``,
+  PRBench's ``{"explanation": …, "criteria_met": bool}``; ``criterion_grade`` reads them
+  all). The item's score follows the policy's ``scoring`` (``grading.scoring``: ``minmax``
+  or ``clipped``); ``rubric_score`` here is the ``clipped`` rule.
 * ``criteria`` — one call rating every required criterion on the policy's integer scale:
   ``{"ratings": [{"criterion", "rating", "rationale"}]}``; score = mean of
   ``(rating − min) / (max − min)``.
@@ -26,24 +25,33 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from string import Template
 from typing import Any
 
+from pytest_legaleval.grading.judge_schemas import (
+    RATIONALE_MAX,
+    criterion_grade,
+    mcq_answer_schema,
+    output_schema,
+    with_met,
+)
 from pytest_legaleval.grading.policies import Policy
 from pytest_legaleval.grading.prompts import NONE
-from pytest_legaleval.grading.text import strip_reasoning
+from pytest_legaleval.grading.scoring import clipped_score, round_to_step
+from pytest_legaleval.grading.text import split_reasoning, strip_reasoning
 from pytest_legaleval.records import Criterion, Record
 
 __all__ = [
+    "RATIONALE_MAX",
     "JudgeTask",
     "ParsedReply",
     "build_tasks",
     "criteria_ratings",
     "criteria_score",
+    "criterion_grade",
     "judge_kind",
     "judge_template_sha256",
     "mcq_answer_schema",
@@ -56,59 +64,6 @@ __all__ = [
 ]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-RATIONALE_MAX = 1000
-"""Longest rationale accepted: with a grammar-constrained endpoint (llama.cpp) the bound is
-enforced while generating, so a reply always closes its JSON before the token limit. Keep
-it at 1,000 or below: llama.cpp's grammar builder refuses longer bounds (measured: 1,500
-fails with "exceeds sane defaults") and its server then dies."""
-
-_REFERENCE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "score": {"type": "number", "minimum": 0, "maximum": 1},
-        "verdict": {"enum": ["correct", "partially_correct", "incorrect"]},
-        "rationale": {"type": "string", "maxLength": RATIONALE_MAX},
-    },
-    "required": ["score", "rationale"],
-}
-_MET_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "met": {"type": "boolean"},
-        "rationale": {"type": "string", "maxLength": RATIONALE_MAX},
-    },
-    "required": ["met", "rationale"],
-}
-_RESULT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "result": {"enum": [0, 1]},
-        "reason": {"type": "string", "maxLength": RATIONALE_MAX},
-    },
-    "required": ["result", "reason"],
-}
-
-
-def _criteria_schema(low: int, high: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "ratings": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "criterion": {"type": "string"},
-                        "rating": {"type": "integer", "minimum": low, "maximum": high},
-                        "rationale": {"type": "string", "maxLength": RATIONALE_MAX},
-                    },
-                    "required": ["criterion", "rating"],
-                },
-            }
-        },
-        "required": ["ratings"],
-    }
 
 
 def judge_kind(record: Record) -> str | None:
@@ -118,17 +73,22 @@ def judge_kind(record: Record) -> str | None:
     )
 
 
-def output_schema(kind: str, policy: Policy) -> dict[str, Any]:
-    """The JSON Schema a judge reply of this kind must satisfy."""
-    if kind == "reference":
-        return _REFERENCE_SCHEMA
-    if kind == "criterion":
-        return _RESULT_SCHEMA if policy.judge.criterion_format == "result" else _MET_SCHEMA
-    return _criteria_schema(policy.judge.scale_min, policy.judge.scale_max)
+def _system_prompt(policy: Policy, kind: str) -> str | None:
+    judge = policy.judge
+    return {
+        "reference": judge.reference_system_prompt,
+        "rubric": judge.criterion_system_prompt,
+        "criterion": judge.criterion_system_prompt,
+        "criteria": judge.criteria_system_prompt,
+    }[kind]
 
 
 def judge_template_sha256(policy: Policy, kind: str) -> str:
-    """sha256 of the template text and output schema used for ``kind`` under ``policy``."""
+    """sha256 of the template text, output schema and system prompt used for ``kind``.
+
+    A policy without its own judge system prompt hashes as before system prompts could be
+    set, so the judge calls cached under it stay valid.
+    """
     judge = policy.judge
     template = {
         "reference": judge.reference_template,
@@ -136,7 +96,11 @@ def judge_template_sha256(policy: Policy, kind: str) -> str:
         "criteria": judge.criteria_template,
     }[kind]
     schema = output_schema("criterion" if kind == "rubric" else kind, policy)
-    payload = json.dumps([template, schema, judge.reference_step], sort_keys=True)
+    parts: list[Any] = [template, schema, judge.reference_step]
+    system = _system_prompt(policy, kind)
+    if system is not None:
+        parts.append(system)
+    payload = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -152,6 +116,8 @@ class JudgeTask:
     """The judge's user turn."""
     schema: Mapping[str, Any]
     criterion: Criterion | None = None
+    system: str | None = None
+    """The policy's judge system prompt for this kind; ``None``: the panel's own."""
 
 
 def _question(record: Record) -> str:
@@ -165,6 +131,15 @@ def _question(record: Record) -> str:
     else:
         prompt = record.prompt
     return "\n\n".join([*lines, f"[user] {prompt}"]) if lines else prompt
+
+
+def _conversation(record: Record, answer: str) -> str:
+    """``role: text`` lines of every user/assistant turn, the prompt and the answer."""
+    turns = [(m.role, m.content) for m in record.messages if m.role != "system"]
+    if not (turns and turns[-1] == ("user", record.prompt)):
+        turns.append(("user", record.prompt))
+    turns.append(("assistant", answer))
+    return "\n".join(f"{role}: {text}" for role, text in turns)
 
 
 def _references(record: Record) -> str:
@@ -183,33 +158,49 @@ def build_tasks(record: Record, answer: str, policy: Policy) -> list[JudgeTask]:
         return []
     judge = policy.judge
     if judge.strip_reasoning:
-        answer = strip_reasoning(answer)
+        # Only an answer with reasoning blocks is rewritten: any other reaches the judge as
+        # the model gave it (trailing blank lines included, as LBR's judge saw it).
+        kept, found = split_reasoning(answer)
+        answer = kept.strip() if found else answer
+    answer = answer if answer.strip() else judge.empty_answer
     fields = {
         "question": _question(record),
         "context": record.context or NONE,
         "references": _references(record),
-        "answer": answer if answer.strip() else "(empty answer)",
+        "reference_lines": "\n".join(record.reference_answers) or NONE,
+        "answer": answer,
+        "conversation": _conversation(record, answer),
         "scale_min": str(judge.scale_min),
         "scale_max": str(judge.scale_max),
         "choices": "\n".join(f"{c.id}) {c.text}" for c in record.choices) or NONE,
+        "pass_threshold": f"{policy.pass_threshold:.3f}",
+        "criterion_id": "",
+        "criterion_id_json": "",
+        "criterion_weight": "",
         "criterion_title": "",
         "criterion_description": "",
         "criteria": "",
     }
+    system = _system_prompt(policy, kind)
     if kind == "reference":
         prompt = Template(judge.reference_template).substitute(fields)
-        return [JudgeTask("answer", "reference", prompt, output_schema("reference", policy))]
+        schema = output_schema("reference", policy)
+        return [JudgeTask("answer", "reference", prompt, schema, system=system)]
     if kind == "criteria":
         fields["criteria"] = "\n".join(f"- {name}" for name in record.required_criteria)
         prompt = Template(judge.criteria_template).substitute(fields)
-        return [JudgeTask("answer", "criteria", prompt, output_schema("criteria", policy))]
+        schema = output_schema("criteria", policy)
+        return [JudgeTask("answer", "criteria", prompt, schema, system=system)]
     tasks = []
     schema = output_schema("criterion", policy)
     for criterion in record.rubric:
+        fields["criterion_id"] = criterion.id
+        fields["criterion_id_json"] = json.dumps(criterion.id)
+        fields["criterion_weight"] = str(float(criterion.weight))
         fields["criterion_title"] = criterion.title
         fields["criterion_description"] = criterion.description or ""
         prompt = Template(judge.criterion_template).substitute(fields)
-        tasks.append(JudgeTask(criterion.id, "criterion", prompt, schema, criterion))
+        tasks.append(JudgeTask(criterion.id, "criterion", prompt, schema, criterion, system))
     return tasks
 
 
@@ -272,7 +263,7 @@ def parse_reply(
             continue
         errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         if not errors:
-            return ParsedReply(value, None)
+            return ParsedReply(with_met(value), None)
         if first_problem is None:
             where = "/".join(str(p) for p in errors[0].absolute_path) or "the object"
             first_problem = (
@@ -282,19 +273,11 @@ def parse_reply(
 
 
 def rubric_score(results: Sequence[tuple[float, float]]) -> float:
-    """Weighted rubric score from ``(weight, met)`` pairs; ``met`` in [0, 1] (share of judges).
+    """Weighted rubric score from ``(weight, met)`` pairs under the ``clipped`` rule.
 
-    See the module docstring for the formula (negative weights are penalties).
+    ``met`` is in [0, 1] (a share of judges); see ``grading.scoring`` for both rules.
     """
-    positive = sum(w for w, _ in results if w > 0)
-    gained = sum(w * met for w, met in results if w > 0)
-    penalty = sum(-w * met for w, met in results if w < 0)
-    if positive > 0:
-        return min(1.0, max(0.0, (gained - penalty) / positive))
-    negative = sum(-w for w, _ in results if w < 0)
-    if negative > 0:
-        return min(1.0, max(0.0, 1.0 - penalty / negative))
-    return 0.0
+    return clipped_score(results)
 
 
 def criteria_score(ratings: Sequence[int | float], low: int, high: int) -> float:
@@ -302,14 +285,6 @@ def criteria_score(ratings: Sequence[int | float], low: int, high: int) -> float
     if not ratings:
         raise ValueError("criteria_score needs at least one rating")
     return sum((r - low) / (high - low) for r in ratings) / len(ratings)
-
-
-def round_to_step(score: float, step: float | None) -> float:
-    """Round a reference score to the policy's step (LEXam: 0.1), within [0, 1]."""
-    if step is None:
-        return score
-    steps = math.floor(score / step + 0.5 + 1e-9)
-    return round(min(1.0, max(0.0, steps * step)), 10)
 
 
 def _name_key(text: str) -> str:
@@ -348,18 +323,3 @@ def criteria_ratings(value: Mapping[str, Any], record: Record) -> list[dict[str,
             {"id": name, "rating": item["rating"], "rationale": str(item.get("rationale", ""))}
         )
     return out
-
-
-def mcq_answer_schema(record: Record) -> dict[str, Any]:
-    """The JSON answer contract of an MCQ record: ``{"answer": [ids of its choices]}``."""
-    return {
-        "type": "object",
-        "properties": {
-            "answer": {
-                "type": "array",
-                "items": {"enum": [choice.id for choice in record.choices]},
-                "minItems": 1,
-            }
-        },
-        "required": ["answer"],
-    }

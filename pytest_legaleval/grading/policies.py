@@ -2,12 +2,18 @@
 
 A policy is a YAML file (built-in ones live next to this module in ``policies/``; users add
 theirs with ``--policy-dir``). It sets the generation system prompt (or none), the user-turn
-scaffold, the MCQ answer contract, the judge templates and scales, and the pass threshold.
-Templates use ``string.Template`` placeholders (``$prompt``), so JSON examples in them need
-no escaping; unknown placeholders are refused when the policy is loaded.
+scaffold (one for MCQ records if it differs, and further user turns after it), the MCQ
+answer contract, the judge templates, system prompts and reply formats, the rubric scoring
+rule, what a partly failed rubric verdict means, and the pass threshold. Templates use
+``string.Template`` placeholders (``$prompt``), so JSON examples in them need no escaping;
+unknown placeholders are refused when the policy is loaded.
+
+Every policy has an ``id``, a ``version`` (its revision: 1 unless the file says otherwise)
+and a ``scoring`` (``minmax`` or ``clipped``, see ``grading.scoring``); results carry all
+three (``Policy.provenance``) and the sha256 of the policy's content.
 
 A record without ``policy_id``, or naming an unknown one, gets ``default`` with a warning
-(never fatal). Every result records the policy id and the sha256 of its content.
+(never fatal).
 """
 
 from __future__ import annotations
@@ -19,17 +25,36 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from string import Template
 from typing import Any
 
 import yaml
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.grading.policy_format import (
+    ANSWER_CONTRACTS,
+    ATTACHMENT_STYLES,
+    CHOICE_FIELDS,
+    CRITERION_FORMATS,
+    GENERATION_FIELDS,
+    JUDGE_FIELDS,
+    REFERENCE_FORMATS,
+    TOP_KEYS,
+    USER_FIELDS,
+    check_template,
+    one_of,
+    optional_text,
+    threshold,
+    version,
+)
+from pytest_legaleval.grading.scoring import PARTIAL_FAILURE_MODES, SCORINGS, scoring_rule
 from pytest_legaleval.perf import load_yaml
 from pytest_legaleval.records import Record
 
 __all__ = [
+    "ANSWER_CONTRACTS",
+    "ATTACHMENT_STYLES",
     "CRITERION_FORMATS",
+    "REFERENCE_FORMATS",
     "JudgeSettings",
     "Policy",
     "PolicyBook",
@@ -37,37 +62,6 @@ __all__ = [
     "load_policy_file",
     "parse_policy",
 ]
-
-CRITERION_FORMATS: tuple[str, ...] = ("met", "result")
-"""How a criterion verdict is asked for: ``{"met": bool, …}`` or ``{"result": 0|1, …}``."""
-
-_USER_FIELDS = frozenset(
-    {
-        "prompt",
-        "context",
-        "context_block",
-        "choices",
-        "attachments",
-        "choices_block",
-        "attachments_block",
-        "answer_instructions",
-        "task_domain",
-    }
-)
-_JUDGE_FIELDS = frozenset(
-    {
-        "question",
-        "context",
-        "references",
-        "answer",
-        "criterion_title",
-        "criterion_description",
-        "criteria",
-        "scale_min",
-        "scale_max",
-        "choices",
-    }
-)
 
 
 class PolicyWarning(UserWarning):
@@ -94,6 +88,16 @@ class JudgeSettings:
     """Highest rating of the criteria scale."""
     strip_reasoning: bool = True
     """Remove ``<think>…</think>`` reasoning from the answer before judging."""
+    empty_answer: str = "(empty answer)"
+    """What the judge is shown in place of an empty answer (LBR: the empty text)."""
+    reference_format: str = "verdict"
+    """``verdict`` or ``score_pass`` (see ``REFERENCE_FORMATS``)."""
+    reference_system_prompt: str | None = None
+    """The judge's system prompt for reference records; ``None``: the panel's own."""
+    criterion_system_prompt: str | None = None
+    """The judge's system prompt for rubric criteria; ``None``: the panel's own."""
+    criteria_system_prompt: str | None = None
+    """The judge's system prompt for criteria records; ``None``: the panel's own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,17 +110,46 @@ class Policy:
     user_template: str
     mcq_instructions: str
     answer_contract: str
-    """``letters`` (an ``Answer: B`` line) or ``json`` (``{"answer": ["B"]}``)."""
+    """One of ``ANSWER_CONTRACTS``."""
     judge: JudgeSettings
     pass_threshold: float
+    version: int = 1
+    """The policy's revision (not inherited through ``extends``)."""
+    scoring: str = "clipped"
+    """The rubric scoring rule (``grading.scoring.SCORINGS``)."""
+    on_partial_judge_failure: str = "error"
+    """``error`` or ``score_judged`` (``grading.scoring.PARTIAL_FAILURE_MODES``)."""
+    mcq_user_template: str | None = None
+    """The user turn of records with choices; ``None``: ``user_template``."""
+    extra_user_turns: tuple[str, ...] = ()
+    """Templates of further user messages after the user turn (empty ones are not sent)."""
+    choice_format: str = "$id) $text"
+    """One option in ``$choices`` / ``$choices_block``."""
+    attachment_style: str = "numbered"
+    """One of ``ATTACHMENT_STYLES``."""
     inject_attachments: bool = True
     """Attachment text goes into the user turn (``$attachments_block``)."""
     source: str = "built-in"
     sha256: str = field(default="", compare=False)
+    """sha256 of the whole policy's content."""
+    prompt_sha256: str = field(default="", compare=False)
+    """sha256 of what shapes the generation request only (judge settings, threshold and
+    scoring excluded: changing those re-grades without re-generating)."""
 
     def template_version(self) -> str:
-        """Part of every generation cache key: a changed policy never hits old answers."""
-        return f"{self.id}:{self.sha256[:16]}"
+        """Part of every generation cache key: a changed prompt never hits old answers."""
+        return f"{self.id}:{self.prompt_sha256[:16]}"
+
+    def provenance(self) -> dict[str, Any]:
+        """What every result graded under this policy records about it."""
+        return {
+            "policy_id": self.id,
+            "policy_version": self.version,
+            "policy_sha256": self.sha256,
+            "scoring": self.scoring,
+            "scoring_version": scoring_rule(self.scoring).version,
+            "pass_threshold": self.pass_threshold,
+        }
 
 
 def _content_hash(data: Mapping[str, Any]) -> str:
@@ -124,43 +157,55 @@ def _content_hash(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _check_template(text: object, allowed: frozenset[str], where: str) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise ConfigError(f"{where}: expected a non-empty template string")
-    template = Template(text)
-    if not template.is_valid():
-        raise ConfigError(f"{where}: invalid placeholder syntax (write $$ for a literal $)")
-    unknown = set(template.get_identifiers()) - allowed
+_JUDGE_TEMPLATES = ("reference_template", "criterion_template", "criteria_template")
+_JUDGE_SYSTEMS = ("reference_system_prompt", "criterion_system_prompt", "criteria_system_prompt")
+
+
+def _judge_settings(data: Mapping[str, Any], base: Policy | None, source: str) -> JudgeSettings:
+    judge_data = data.get("judge") or {}
+    if not isinstance(judge_data, Mapping):
+        raise ConfigError(f"{source}: 'judge' must be a mapping")
+    known = set(JudgeSettings.__dataclass_fields__)
+    unknown = set(judge_data) - known
     if unknown:
-        raise ConfigError(
-            f"{where}: unknown placeholders {sorted(unknown)}; accepted: {sorted(allowed)}"
-        )
-    return text
+        raise ConfigError(f"{source}: unknown judge keys {sorted(unknown)}; known: {sorted(known)}")
+    values: dict[str, Any] = {}
+    for name in JudgeSettings.__dataclass_fields__:
+        if name in judge_data:
+            values[name] = judge_data[name]
+        elif base is not None:
+            values[name] = getattr(base.judge, name)
+    for name in _JUDGE_TEMPLATES:
+        if name not in values:
+            raise ConfigError(f"{source}: judge.{name} is missing")
+        values[name] = check_template(values[name], JUDGE_FIELDS, f"{source}: judge.{name}")
+    for name in _JUDGE_SYSTEMS:
+        values[name] = optional_text(values.get(name), f"{source}: judge.{name}")
+    judge = JudgeSettings(**values)
+    one_of(judge.criterion_format, CRITERION_FORMATS, f"{source}: judge.criterion_format")
+    one_of(judge.reference_format, REFERENCE_FORMATS, f"{source}: judge.reference_format")
+    if not (isinstance(judge.scale_min, int) and isinstance(judge.scale_max, int)) or (
+        judge.scale_min >= judge.scale_max
+    ):
+        raise ConfigError(f"{source}: judge.scale_min must be an integer below judge.scale_max")
+    if judge.reference_step is not None and not 0 < float(judge.reference_step) <= 1:
+        raise ConfigError(f"{source}: judge.reference_step must be in (0, 1]")
+    return judge
 
 
 def parse_policy(data: Mapping[str, Any], *, source: str, base: Policy | None = None) -> Policy:
     """Build a policy from its YAML mapping; fields it leaves out come from ``base``.
 
+    ``version`` is the file's own (1 when absent); every other field is inherited.
+
     Raises:
         ConfigError: unknown keys, bad templates or values (the message names the file).
 
     """
-    known = {
-        "id",
-        "description",
-        "extends",
-        "system_prompt",
-        "user_template",
-        "mcq_instructions",
-        "answer_contract",
-        "judge",
-        "pass_threshold",
-        "inject_attachments",
-    }
-    unknown = set(data) - known
+    unknown = set(data) - TOP_KEYS
     if unknown:
         raise ConfigError(
-            f"{source}: unknown policy keys {sorted(unknown)}; known: {sorted(known)}"
+            f"{source}: unknown policy keys {sorted(unknown)}; known: {sorted(TOP_KEYS)}"
         )
     policy_id = data.get("id")
     if not isinstance(policy_id, str) or not policy_id:
@@ -171,69 +216,53 @@ def parse_policy(data: Mapping[str, Any], *, source: str, base: Policy | None = 
             return data[key]
         return getattr(base, key) if base is not None else default
 
-    judge_data = data.get("judge") or {}
-    if not isinstance(judge_data, Mapping):
-        raise ConfigError(f"{source}: 'judge' must be a mapping")
-    judge_known = {f for f in JudgeSettings.__dataclass_fields__}
-    unknown = set(judge_data) - judge_known
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown judge keys {sorted(unknown)}; known: {sorted(judge_known)}"
-        )
-    judge_values: dict[str, Any] = {}
-    for name in JudgeSettings.__dataclass_fields__:
-        if name in judge_data:
-            judge_values[name] = judge_data[name]
-        elif base is not None:
-            judge_values[name] = getattr(base.judge, name)
-    for name in ("reference_template", "criterion_template", "criteria_template"):
-        if name not in judge_values:
-            raise ConfigError(f"{source}: judge.{name} is missing")
-        judge_values[name] = _check_template(
-            judge_values[name], _JUDGE_FIELDS, f"{source}: judge.{name}"
-        )
-    judge = JudgeSettings(**judge_values)
-    if judge.criterion_format not in CRITERION_FORMATS:
-        raise ConfigError(
-            f"{source}: judge.criterion_format must be one of {CRITERION_FORMATS}, "
-            f"got {judge.criterion_format!r}"
-        )
-    if not (isinstance(judge.scale_min, int) and isinstance(judge.scale_max, int)) or (
-        judge.scale_min >= judge.scale_max
-    ):
-        raise ConfigError(f"{source}: judge.scale_min must be an integer below judge.scale_max")
-    if judge.reference_step is not None and not 0 < float(judge.reference_step) <= 1:
-        raise ConfigError(f"{source}: judge.reference_step must be in (0, 1]")
-
-    system_prompt = pick("system_prompt", None)
-    if system_prompt is not None and not isinstance(system_prompt, str):
-        raise ConfigError(f"{source}: system_prompt must be a string or null")
-    answer_contract = pick("answer_contract", "letters")
-    if answer_contract not in ("letters", "json"):
-        raise ConfigError(f"{source}: answer_contract must be 'letters' or 'json'")
-    threshold = pick("pass_threshold", 0.5)
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, int | float)
-        or not (0.0 <= float(threshold) <= 1.0)
-    ):
-        raise ConfigError(f"{source}: pass_threshold must be a number in [0, 1]")
+    mcq_template = pick("mcq_user_template", None)
+    turns = pick("extra_user_turns", ())
+    if not isinstance(turns, list | tuple):
+        raise ConfigError(f"{source}: extra_user_turns must be a list of templates")
+    choice_format = pick("choice_format", "$id) $text")
     values: dict[str, Any] = {
         "id": policy_id,
+        "version": version(data.get("version", 1), source),
         "description": str(data.get("description", "")),
-        "system_prompt": system_prompt,
-        "user_template": _check_template(
-            pick("user_template", None), _USER_FIELDS, f"{source}: user_template"
+        "system_prompt": optional_text(pick("system_prompt", None), f"{source}: system_prompt"),
+        "user_template": check_template(
+            pick("user_template", None), USER_FIELDS, f"{source}: user_template"
+        ),
+        "mcq_user_template": None
+        if mcq_template is None
+        else check_template(mcq_template, USER_FIELDS, f"{source}: mcq_user_template"),
+        "extra_user_turns": tuple(
+            check_template(turn, USER_FIELDS, f"{source}: extra_user_turns[{i}]")
+            for i, turn in enumerate(turns)
+        ),
+        "choice_format": check_template(choice_format, CHOICE_FIELDS, f"{source}: choice_format"),
+        "attachment_style": one_of(
+            pick("attachment_style", "numbered"), ATTACHMENT_STYLES, f"{source}: attachment_style"
         ),
         "mcq_instructions": str(pick("mcq_instructions", "")),
-        "answer_contract": answer_contract,
-        "judge": judge,
-        "pass_threshold": float(threshold),
+        "answer_contract": one_of(
+            pick("answer_contract", "letters"), ANSWER_CONTRACTS, f"{source}: answer_contract"
+        ),
+        "judge": _judge_settings(data, base, source),
+        "pass_threshold": threshold(pick("pass_threshold", 0.5), source),
+        "scoring": one_of(pick("scoring", "clipped"), SCORINGS, f"{source}: scoring"),
+        "on_partial_judge_failure": one_of(
+            pick("on_partial_judge_failure", "error"),
+            PARTIAL_FAILURE_MODES,
+            f"{source}: on_partial_judge_failure",
+        ),
         "inject_attachments": bool(pick("inject_attachments", True)),
     }
     content = {k: v for k, v in values.items() if k != "judge"}
-    content["judge"] = {name: getattr(judge, name) for name in JudgeSettings.__dataclass_fields__}
-    return Policy(**values, source=source, sha256=_content_hash(content))
+    content["judge"] = {n: getattr(values["judge"], n) for n in JudgeSettings.__dataclass_fields__}
+    prompt = {name: values[name] for name in GENERATION_FIELDS}
+    return Policy(
+        **values,
+        source=source,
+        sha256=_content_hash(content),
+        prompt_sha256=_content_hash(prompt),
+    )
 
 
 def _read_yaml(text: str, source: str) -> Mapping[str, Any]:

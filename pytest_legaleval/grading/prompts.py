@@ -2,7 +2,12 @@
 
 All message turns are kept in order, ``context`` is kept also when ``messages`` is present,
 MCQ choices are listed with their ids, and attachment text is injected where the policy's
-scaffold says. The policy adds its system prompt (if any) before the record's own turns.
+scaffold says. The policy adds its system prompt (if any) before the record's own turns,
+and its further user turns (``extra_user_turns``) after the user turn.
+
+The record's own text reaches the model byte for byte: only the policy's framing is laid
+out (a template line whose placeholders are all empty is dropped, runs of blank lines in
+the framing become one, the framing is trimmed); values are put in afterwards, untouched.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from string import Template
 
-from pytest_legaleval.grading.attachments import AttachmentText, record_attachments
+from pytest_legaleval.grading.attachments import record_attachments
 from pytest_legaleval.grading.policies import Policy, PolicyBook
 from pytest_legaleval.records import Record
 
@@ -21,11 +26,13 @@ __all__ = [
     "TEMPLATE_VERSION",
     "build_messages",
     "default_policy",
+    "render",
     "template_version",
     "user_fields",
+    "user_turns",
 ]
 
-PROMPT_CODE_VERSION = "p2"
+PROMPT_CODE_VERSION = "p3"
 """Changes when the way prompts are assembled changes (not the policy texts)."""
 
 CONTEXT_HEADER = "Context:"
@@ -33,7 +40,10 @@ CHOICES_HEADER = "Options:"
 ATTACHMENTS_HEADER = "Attachments:"
 NONE = "(none)"
 
+FILES_HEADER = "==== Attached files content: ===="
+
 _BLANK_RUNS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
+_SLOT = re.compile("\x00([0-9]+)\x00")
 
 
 @lru_cache(maxsize=1)
@@ -51,11 +61,18 @@ TEMPLATE_VERSION = template_version(default_policy())
 """The default policy's template version (what records without ``policy_id`` use)."""
 
 
-def _attachments_text(items: list[AttachmentText], inject: bool) -> str:
+def _attachments_text(record: Record, policy: Policy) -> str:
+    items = record_attachments(record)
+    if not items:
+        return ""
     parts = []
-    for number, item in enumerate(items, 1):
-        head = f"[{number}] {item.title}"
-        parts.append(f"{head}\n{item.text}" if inject and item.text else head)
+    for number, (given, item) in enumerate(zip(record.attachments, items, strict=True), 1):
+        text = item.text if policy.inject_attachments else ""
+        if policy.attachment_style == "files":
+            head = f"File: {given.path} ({given.kind})" if given.kind else f"File: {given.path}"
+        else:
+            head = f"[{number}] {item.title}"
+        parts.append(f"{head}\n{text}" if text else head)
     return "\n\n".join(parts)
 
 
@@ -64,30 +81,106 @@ def _task_domain(metadata: Mapping[str, object]) -> str:
         value = metadata.get(key)
         if isinstance(value, str) and value:
             return value
-    return "(not specified)"
+    return ""
 
 
 def user_fields(record: Record, policy: Policy) -> dict[str, str]:
     """The values of the user template's placeholders for ``record``."""
-    choices = "\n".join(f"{choice.id}) {choice.text}" for choice in record.choices)
-    attachments = _attachments_text(record_attachments(record), policy.inject_attachments)
-    instructions = policy.mcq_instructions if record.choices else ""
+    choices = "\n".join(
+        _fill_line(policy.choice_format, id=c.id, text=c.text) for c in record.choices
+    )
+    attachments = _attachments_text(record, policy)
+    if not attachments:
+        attachments_block = ""
+    elif policy.attachment_style == "files":
+        attachments_block = f"{FILES_HEADER}\n\n{attachments}"
+    else:
+        attachments_block = f"{ATTACHMENTS_HEADER}\n{attachments}"
+    domain = _task_domain(record.metadata)
     return {
         "prompt": record.prompt,
         "context_block": f"{CONTEXT_HEADER}\n{record.context}" if record.context else "",
         "context": record.context or NONE,
         "choices_block": f"{CHOICES_HEADER}\n{choices}" if choices else "",
         "choices": choices or NONE,
-        "attachments_block": f"{ATTACHMENTS_HEADER}\n{attachments}" if attachments else "",
+        "attachments_block": attachments_block,
         "attachments": attachments or NONE,
-        "answer_instructions": instructions,
-        "task_domain": _task_domain(record.metadata),
+        "answer_instructions": policy.mcq_instructions if record.choices else "",
+        "task_domain": domain or "(not specified)",
+        "domain_block": f"Domain: {domain}" if domain else "",
     }
 
 
-def _user_turn(record: Record, policy: Policy) -> str:
-    text = Template(policy.user_template).substitute(user_fields(record, policy))
-    return _BLANK_RUNS.sub("\n\n", text).strip()
+Line = tuple[tuple[str, ...], tuple[str, ...]]
+"""A template line: its literal pieces and the placeholder after each but the last."""
+
+
+@lru_cache(maxsize=256)
+def _template_lines(template: str) -> tuple[Line, ...]:
+    out = []
+    for line in template.split("\n"):
+        texts, names, pos = [""], [], 0
+        for match in Template.pattern.finditer(line):
+            texts[-1] += line[pos : match.start()]
+            pos = match.end()
+            if match.group("escaped") is not None:
+                texts[-1] += "$"
+                continue
+            name = match.group("named") or match.group("braced")
+            if name is None:  # policies are checked when loaded; a caller's template may not be
+                raise ValueError(f"invalid placeholder in template line {line!r}")
+            names.append(name)
+            texts.append("")
+        texts[-1] += line[pos:]
+        out.append((tuple(texts), tuple(names)))
+    return tuple(out)
+
+
+def _fill_line(template: str, **values: str) -> str:
+    """A one-line template filled in (choice lines: called per option, so compiled once)."""
+    ((texts, names),) = _template_lines(template)
+    parts = [texts[0]]
+    for name, text in zip(names, texts[1:], strict=True):
+        parts.append(values[name])
+        parts.append(text)
+    return "".join(parts)
+
+
+def render(template: str, values: Mapping[str, str]) -> str:
+    """Fill ``template``; lay out its own text only, never the values.
+
+    A template line holding nothing but placeholders whose values are all empty is
+    dropped; runs of blank lines in what remains become one; the result is trimmed. The
+    values are put in last, as they are (a prompt's own blank lines stay).
+    """
+    names = list(values)
+    slot = {name: f"\x00{i}\x00" if values[name] else "" for i, name in enumerate(names)}
+    kept = []
+    for texts, placeholders in _template_lines(template):
+        if not placeholders:
+            kept.append(texts[0])
+            continue
+        parts = [texts[0]]
+        for name, text in zip(placeholders, texts[1:], strict=True):
+            parts.append(slot[name])
+            parts.append(text)
+        filled = "".join(parts)
+        if filled.strip():
+            kept.append(filled)
+    framed = _BLANK_RUNS.sub("\n\n", "\n".join(kept)).strip()
+    return _SLOT.sub(lambda m: values[names[int(m.group(1))]], framed)
+
+
+def user_turns(record: Record, policy: Policy) -> list[str]:
+    """The user messages the policy builds for ``record``.
+
+    Its user turn, then the policy's further turns; turns that come out empty are left out.
+    """
+    fields = user_fields(record, policy)
+    main = policy.mcq_user_template if record.choices and policy.mcq_user_template else None
+    turns = [render(main or policy.user_template, fields)]
+    turns.extend(render(t, fields) for t in policy.extra_user_turns)
+    return [turn for turn in turns if turn]
 
 
 def build_messages(
@@ -103,9 +196,9 @@ def build_messages(
 
     Returns:
         The policy's system prompt (if any), the ``messages`` turns as given, then (when
-        given) the earlier assistant answer, then the final user turn built from the
-        policy's scaffold with context, prompt, choices and attachments. A last given user
-        turn that holds exactly the prompt is not sent twice.
+        given) the earlier assistant answer, then the user turn built from the policy's
+        scaffold with context, prompt, choices and attachments, then the policy's further
+        user turns. A last given user turn that holds exactly the prompt is not sent twice.
 
     """
     policy = policy or default_policy()
@@ -118,5 +211,5 @@ def build_messages(
         messages.pop()  # rebuilt below with its context, choices and attachments
     if previous_response is not None:
         messages.append({"role": "assistant", "content": previous_response})
-    messages.append({"role": "user", "content": _user_turn(record, policy)})
+    messages.extend({"role": "user", "content": turn} for turn in user_turns(record, policy))
     return messages

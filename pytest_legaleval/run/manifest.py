@@ -11,8 +11,8 @@ from importlib import metadata
 from typing import Any
 
 from pytest_legaleval.formats import DatasetInfo
+from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.run.artifacts import ARTIFACTS, dataset_entry
-from pytest_legaleval.settings import Settings
 
 __all__ = [
     "RUN_STATES",

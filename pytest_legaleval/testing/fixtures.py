@@ -7,6 +7,9 @@ Example::
         client = openai.OpenAI(base_url=mock_openai.base_url, api_key="x", max_retries=0)
         ...
 
+    def test_no_reply_stops_a_run(hostile_openai):
+        hostile_openai.add_hostile("lone_surrogate", match="record-3")
+
     def test_two_endpoints(mock_openai_factory):
         fast = mock_openai_factory()
         slow = mock_openai_factory(latency=0.2, models=["slow-model"])
@@ -22,9 +25,13 @@ import pytest
 if TYPE_CHECKING:
     # The server is imported when a test asks for it: this module is loaded as a plugin
     # by every pytest process, and the server module (asyncio, http.server) is ~12 ms.
-    from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
+    from pytest_legaleval.testing.mock_openai import (
+        HostileOpenAIServer,
+        MockConfig,
+        MockOpenAIServer,
+    )
 
-__all__ = ["MockOpenAIFactory", "mock_openai", "mock_openai_factory"]
+__all__ = ["MockOpenAIFactory", "hostile_openai", "mock_openai", "mock_openai_factory"]
 
 MockOpenAIFactory = Callable[..., "MockOpenAIServer"]
 """``factory(config: MockConfig | None = None, **config_fields) -> MockOpenAIServer``."""
@@ -44,6 +51,23 @@ def mock_openai() -> Iterator[MockOpenAIServer]:
     from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
     with MockOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def hostile_openai() -> Iterator[HostileOpenAIServer]:
+    """Serve a started mock endpoint in hostile mode (byte-level replies) for one test.
+
+    It answers like ``mock_openai`` until the test adds hostile rules with
+    ``hostile_openai.add_hostile(kind, match=...)``.
+
+    Yields:
+        The running server.
+
+    """
+    from pytest_legaleval.testing.mock_openai import HostileOpenAIServer
+
+    with HostileOpenAIServer() as server:
         yield server
 
 

@@ -1,4 +1,7 @@
-"""Hypothesis strategies for datasets: valid rows, records and documents, and mutations.
+"""Hypothesis strategies for datasets (valid rows, records, documents, mutations) and replies.
+
+The hostile endpoint replies (``completion_bodies``, ``hostile_bodies``,
+``hostile_responses`` …) live in :mod:`.reply_strategies` and are re-exported here.
 
 Every strategy is public and composable, and draws reprs such as
 ``legal_eval_rows(task_type='mcq')``. Generated text is NFC and free of U+0000 and
@@ -23,6 +26,14 @@ from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
 
+from pytest_legaleval.testing.reply_strategies import (
+    completion_bodies,
+    hostile_bodies,
+    hostile_reply_text,
+    hostile_responses,
+    token_counts,
+    usage_blocks,
+)
 from pytest_legaleval.validation.checks import format_path
 
 __all__ = [
@@ -30,13 +41,19 @@ __all__ = [
     "LEGAL_EVAL_TASK_TYPES",
     "Mutation",
     "clean_text",
+    "completion_bodies",
     "contract_documents",
     "contract_record_mutations",
     "contract_records",
+    "hostile_bodies",
+    "hostile_reply_text",
+    "hostile_responses",
     "hostile_text",
     "json_values",
     "legal_eval_mutations",
     "legal_eval_rows",
+    "token_counts",
+    "usage_blocks",
 ]
 
 LEGAL_EVAL_TASK_TYPES = ("mcq", "reference_qa", "rubric_qa")

@@ -75,7 +75,7 @@ def _rubric(record_id: str, **extra: Any) -> dict[str, Any]:
             {"id": "c2", "title": "CRIT-NOTICE", "weight": 1},
             {"id": "c3", "title": "CRIT-INVENTED-CASE", "weight": -2},
         ],
-        "metadata": {"policy_id": "prbench_v1"},
+        "metadata": {"policy_id": "default"},
     }
     row.update(extra)
     return row
@@ -136,7 +136,7 @@ def test_judged_session_grades_reference_and_rubric_records(
         pytester.path / "data.jsonl",
         [
             _reference("good"),
-            _reference("bad", metadata={"policy_id": "lexam_oq_v1"}),
+            _reference("bad", metadata={"policy_id": "lexam"}),
             _rubric("r1"),
         ],
     )
@@ -154,7 +154,7 @@ def test_judged_session_grades_reference_and_rubric_records(
     judge = good["judge"]
     assert judge["models"] == ["openai/judge"] and len(judge["template_sha256"]) == 64
     assert judge["params"]["temperature"] == 0.0
-    assert rows["bad"]["policy_id"] == "lexam_oq_v1"
+    assert rows["bad"]["policy_id"] == "lexam"
     rubric = rows["r1"]
     # (3 met - 0 penalty) / (3 + 1) = 0.75
     assert rubric["score"] == pytest.approx(0.75) and rubric["passed"] is True
@@ -318,7 +318,7 @@ def test_json_answer_contract_uses_the_form_the_endpoint_accepts(
         "prompt": "Which court decides?",
         "choices": [{"id": "A", "text": "Cantonal"}, {"id": "B", "text": "Federal"}],
         "correct_choice_ids": ["B"],
-        "metadata": {"policy_id": "lexam_mcq_v1"},
+        "metadata": {"policy_id": "lexam"},
     }
     data = write_jsonl(pytester.path / "data.jsonl", [row])
     result = pytester.runpytest(

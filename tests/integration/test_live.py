@@ -132,9 +132,57 @@ def test_latency_budget_fails_slow_answers(
             }
         )
     )
-    result = pytester.runpytest(*_args(server, doc))
+    # A reference record without a judge is generated only when asked to.
+    result = pytester.runpytest(*_args(server, doc, "--generate-ungraded"))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*latency_exceeded*expected.max_latency_ms=50*"])
+
+
+def _judged_doc(path: Path) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "dataset_id": "ungraded",
+                "dataset_version": "1",
+                "schema_version": "1.0",
+                "records": [
+                    {
+                        "record_id": "ref",
+                        "input": {"prompt": "ref-q"},
+                        "reference": {"answer": "a"},
+                    },
+                    {
+                        "record_id": "crit",
+                        "input": {"prompt": "crit-q"},
+                        "expected": {"required_criteria": ["accuracy"]},
+                    },
+                ],
+            }
+        )
+    )
+    return path
+
+
+def test_without_a_judge_judged_records_are_skipped_before_any_call(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    doc = _judged_doc(pytester.path / "doc.json")
+    result = pytester.runpytest(*_args(server, doc))
+    result.assert_outcomes(skipped=2)
+    assert server.stats()["requests"] == 0
+    lines = read_jsonl(run_dirs(pytester.path / "runs")[0] / "predictions.jsonl")
+    assert {(line["reason"], line["model_response"]) for line in lines} == {("needs_judge", None)}
+
+
+def test_generate_ungraded_pays_for_the_answers_and_keeps_them(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    doc = _judged_doc(pytester.path / "doc.json")
+    result = pytester.runpytest(*_args(server, doc, "--generate-ungraded"))
+    result.assert_outcomes(skipped=2)
+    assert server.stats()["requests"] == 2
+    lines = read_jsonl(run_dirs(pytester.path / "runs")[0] / "predictions.jsonl")
+    assert all(line["reason"] == "needs_judge" and line["model_response"] for line in lines)
 
 
 def test_a_429_storm_slows_the_run_without_failing_records(
@@ -301,7 +349,7 @@ import threading
 
 import pytest
 
-from pytest_legaleval.warmup import ENGINE_MODULE, ENGINE_THREAD
+from pytest_legaleval.pytest.tricks import ENGINE_MODULE, ENGINE_THREAD
 
 
 def _role(config):

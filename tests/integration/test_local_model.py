@@ -29,7 +29,7 @@ SMOKE = DATA / "local_model" / "lexam_smoke.jsonl"
 # workerinput, stopping -- is the real code.
 FAKE_CONFTEST = """
 import functools, sys
-from pytest_legaleval import local_model
+from pytest_legaleval.engine import local_model
 
 SCRIPT = (
     "import os, sys; open(sys.argv[1], 'a').write(f'{{os.getpid()}}\\\\n'); "
@@ -45,7 +45,7 @@ local_model.LocalModels = functools.partial(local_model.LocalModels, command_for
 
 MISSING_CONFTEST = """
 import functools
-from pytest_legaleval import local_model
+from pytest_legaleval.engine import local_model
 
 local_model.LocalModels = functools.partial(local_model.LocalModels, find_spec=lambda name: None)
 """

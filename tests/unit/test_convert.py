@@ -7,8 +7,8 @@ import openpyxl
 import pytest
 
 from pytest_legaleval.cli import main
-from pytest_legaleval.datasets.convert import ConversionFailed, convert
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.importers.convert import ConversionFailed, convert
 
 REPO = Path(__file__).resolve().parents[2]
 MAPPINGS = REPO / "examples" / "mappings"

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.engine import (
+    CachedRow,
     Engine,
     EngineSettings,
     GenerationRequest,
@@ -267,3 +268,87 @@ def test_unusable_cache_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="result cache"):
         engine.start()
     engine.close()
+
+
+def _row(key: str, text: str, **kw: Any) -> CachedRow:
+    fields: dict[str, Any] = {
+        "cache_key": key,
+        "text": text,
+        "finish_reason": "stop",
+        "input_tokens": 1,
+        "output_tokens": 1,
+        "latency_ms": 1.0,
+        "model": "openai/m",
+        "created_at": "2025-01-01T00:00:00.000Z",
+    }
+    fields.update(kw)
+    return CachedRow(**fields)
+
+
+def test_the_writer_survives_rows_sqlite_refuses_and_keeps_the_good_ones(
+    tmp_path: Path,
+) -> None:
+    cache = ResultCache(str(tmp_path / "c.sqlite"))
+    released: list[str] = []
+    rows = [
+        _row("good-1", "fine"),
+        _row("surrogate", "Answer: A \ud83d"),  # UnicodeEncodeError, not sqlite3.Error
+        _row("overflow", "x", input_tokens=10**30),  # OverflowError
+        _row("good-2", "also fine"),
+    ]
+    # Queued together so they land in one batch, which then fails as a whole.
+    for row in rows:
+        cache.put(row, lambda key=row.cache_key: released.append(key))
+    cache.close()
+    assert sorted(released) == sorted(r.cache_key for r in rows)  # nobody left waiting
+    assert cache.write_errors == 2
+    stored = ResultCache(str(tmp_path / "c.sqlite"))
+    assert set(stored.get_many(r.cache_key for r in rows)) == {"good-1", "good-2"}
+    stored.close()
+
+
+def test_a_put_after_the_writer_died_is_released_at_once(tmp_path: Path) -> None:
+    cache = ResultCache(str(tmp_path / "c.sqlite"))
+    cache._queue.put(None)  # stops the writer as close() would, without closing the cache
+    cache._writer.join(5)
+    released: list[int] = []
+    cache.put(_row("k", "t"), lambda: released.append(1))
+    assert released == [1]
+    cache.close()
+
+
+def test_the_cache_file_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "cache.sqlite"
+    cache = ResultCache(str(path))
+    cache.put(_row("k", "t"), lambda: None)
+    cache.close()
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    for sidecar in path.parent.iterdir():
+        assert sidecar.stat().st_mode & 0o077 == 0, sidecar.name
+
+
+def test_scrub_changes_what_is_stored_not_what_the_caller_gets(
+    server: MockOpenAIServer, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache.sqlite"
+    server.add_reply("echo-me", "token sk-canary-123 and a name, Jane Roe")
+    server.add_reply("scrub-fails", "sk-canary-123 again")
+
+    def scrub(text: str) -> str:
+        if "again" in text:
+            raise RuntimeError("redactor bug")
+        return text.replace("sk-canary-123", "[secret]")
+
+    with Engine(settings_for(server.base_url, cache), scrub=scrub) as engine:
+        first = engine.submit(request("echo-me")).result(timeout=10)
+        failed = engine.submit(request("scrub-fails")).result(timeout=10)
+        assert engine.stats()["cache_write_errors"] == 1
+    assert first.text == "token sk-canary-123 and a name, Jane Roe"  # raw for grading
+    assert failed.ok and failed.text == "sk-canary-123 again"
+    assert b"sk-canary-123" not in cache.read_bytes()
+    with Engine(settings_for(server.base_url, cache)) as engine:
+        hit = engine.submit(request("echo-me")).result(timeout=10)
+        miss = engine.submit(request("scrub-fails")).result(timeout=10)
+    assert hit.cached and hit.text == "token [secret] and a name, Jane Roe"  # PII intact
+    assert not miss.cached  # never stored unscrubbed

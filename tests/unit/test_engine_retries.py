@@ -113,7 +113,6 @@ def test_per_model_defaults_fill_unset_params(server: MockOpenAIServer) -> None:
         ("503", "service_unavailable", 503),
         ("429", "rate_limited", 429),
         ("reset", "connection_error", None),
-        ("malformed", "invalid_response", None),
     ],
 )
 def test_transient_faults_are_retried(
@@ -128,6 +127,16 @@ def test_transient_faults_are_retried(
     assert server.count_for("flaky-record") == 3
     assert result.first_attempt_at == result.attempts[0].started_at
     assert result.last_attempt_at == result.attempts[2].started_at
+
+
+@pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
+def test_a_malformed_body_is_not_retried(server: MockOpenAIServer, transport: str) -> None:
+    # Dataset Contract §3.2: only transient errors are retried; a garbled 200 is not one.
+    server.add_fault("malformed", match="garbled-record", times=2)
+    result = run_one(server, "garbled-record", transport=transport)
+    assert result.error_code == "invalid_response"
+    assert [a.error_code for a in result.attempts] == ["invalid_response"]
+    assert server.count_for("garbled-record") == 1
 
 
 @pytest.mark.parametrize("transport", ["httpx", "aiohttp"])

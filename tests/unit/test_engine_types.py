@@ -211,7 +211,7 @@ def test_content_filter_400_is_permanent() -> None:
     [
         (TimeoutError(), "timeout", True),
         (ConnectionResetError(), "connection_error", True),
-        (json.JSONDecodeError("bad", "x", 0), "invalid_response", True),
+        (json.JSONDecodeError("bad", "x", 0), "invalid_response", False),
         (ProviderError("content_filter", "withheld"), "content_filter", False),
         (ProviderError("rate_limited", "slow down", retry_after_s=2.0), "rate_limited", True),
         (asyncio.CancelledError(), "cancelled", False),

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.formats import DatasetStream, RejectedRecord, load_dataset
+from pytest_legaleval.pipeline.selection import select, selected_count
+from pytest_legaleval.pipeline.settings import Shard
 from pytest_legaleval.records import Record
-from pytest_legaleval.selection import select, selected_count
-from pytest_legaleval.settings import Shard
 from pytest_legaleval.validation import AllRecordsRejected
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

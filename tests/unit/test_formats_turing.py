@@ -10,7 +10,7 @@ import pytest
 from pytest_legaleval.errors import DatasetRejected, ResponsesError
 from pytest_legaleval.formats import detect_format, load_dataset
 from pytest_legaleval.formats.turing import benchmark_record_id
-from pytest_legaleval.responses import load_responses
+from pytest_legaleval.pipeline.responses import load_responses
 from pytest_legaleval.validation import schema_validator
 
 REPO = Path(__file__).resolve().parents[2]

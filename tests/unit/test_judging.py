@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.engine import Engine, EngineSettings, RetryPolicy
+from pytest_legaleval.grading.panel import JudgeOutcome, JudgePanel, judged_grade
 from pytest_legaleval.grading.policies import PolicyBook
-from pytest_legaleval.judging import JudgeOutcome, JudgePanel, apply_judgment
 from pytest_legaleval.records import Criterion, Record
 from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
 
@@ -74,17 +74,17 @@ def _ref(score: float, rationale: str = "fine") -> str:
 def test_reference_verdict_with_provenance(server: MockOpenAIServer) -> None:
     server.add_reply("culpa in contrahendo", _ref(0.84, "same conclusion"))
     with _engine(server) as engine:
-        outcome = _judge(engine, REFERENCE, policy="lexam_oq_v1")
+        outcome = _judge(engine, REFERENCE, policy="lexam")
     assert outcome.error is None
     assert outcome.score == 0.8  # LEXam: tenths
     summary = outcome.summary
-    assert summary["models"] == [JUDGE] and summary["kind"] == "reference"
-    assert len(summary["template_sha256"]) == 64
-    assert summary["params"]["temperature"] == 0.0
-    assert summary["params"]["structured_output"] == {JUDGE: "json_schema"}
-    (verdict,) = summary["verdicts"]
-    assert verdict["calls"] == 1 and verdict["rationale"] == "same conclusion"
-    assert verdict["input_tokens"] and verdict["output_tokens"]
+    assert summary.models == (JUDGE,) and summary.kind == "reference"
+    assert len(summary.template_sha256) == 64
+    assert summary.params["temperature"] == 0.0
+    assert summary.params["structured_output"] == {JUDGE: "json_schema"}
+    (verdict,) = summary.verdicts
+    assert verdict.calls == 1 and verdict.rationale == "same conclusion"
+    assert verdict.input_tokens and verdict.output_tokens
     body = server.last_request()
     assert body["temperature"] == 0.0
     assert body["response_format"]["type"] == "json_schema"
@@ -99,7 +99,7 @@ def test_garbage_twice_then_valid_json_is_re_asked_with_the_error(
     with _engine(server) as engine:
         outcome = _judge(engine, REFERENCE)
     assert outcome.error is None and outcome.score == 1.0
-    assert outcome.summary["verdicts"][0]["calls"] == 3
+    assert outcome.summary.verdicts[0].calls == 3
     last = server.last_request()["messages"]
     assert last[-1]["role"] == "user" and "no JSON object found" in last[-1]["content"]
     assert last[-2] == {"role": "assistant", "content": "I would say it is mostly right."}
@@ -113,13 +113,12 @@ def test_a_judge_that_never_answers_validly_is_a_judge_error_not_a_zero(
         outcome = _judge(engine, REFERENCE, reasks=2)
     assert outcome.score is None
     assert outcome.error is not None and "no usable reply after 3 calls" in outcome.error
-    verdict = outcome.summary["verdicts"][0]
-    assert verdict["raw"] == '{"score": "excellent"}' and verdict["score"] is None
-    result: dict[str, Any] = {"details": {}}
-    apply_judgment(result, outcome, BOOK.get("default"), REFERENCE)
-    assert result["outcome"] == "error" and result["reason"] == "judge_error"
-    assert result["passed"] is None and result["score"] is None
-    assert "excellent" in result["explanation"]
+    verdict = outcome.summary.verdicts[0]
+    assert verdict.raw == '{"score": "excellent"}' and verdict.score is None
+    grade = judged_grade(outcome, BOOK.get("default"), {})
+    assert grade.outcome == "error" and grade.reason == "judge_error"
+    assert grade.passed is None and grade.score is None
+    assert "excellent" in grade.explanation
 
 
 def test_a_truncated_judge_reply_is_a_judge_error(server: MockOpenAIServer) -> None:
@@ -127,7 +126,7 @@ def test_a_truncated_judge_reply_is_a_judge_error(server: MockOpenAIServer) -> N
     with _engine(server) as engine:
         outcome = _judge(engine, REFERENCE, reasks=1)
     assert outcome.error is not None and "token limit" in outcome.error
-    assert outcome.summary["verdicts"][0]["calls"] == 2
+    assert outcome.summary.verdicts[0].calls == 2
 
 
 def test_a_failing_judge_endpoint_is_a_judge_error(server: MockOpenAIServer) -> None:
@@ -147,7 +146,7 @@ def test_two_judges_disagreeing_are_averaged_and_both_kept(server: MockOpenAISer
     with _engine(server) as engine:
         outcome = _judge(engine, REFERENCE, models=(JUDGE, "openai/judge-b"))
     assert outcome.score == pytest.approx(0.6)
-    scores = {v["model"]: v["score"] for v in outcome.summary["verdicts"]}
+    scores = {v.model: v.score for v in outcome.summary.verdicts}
     assert scores == {JUDGE: 1.0, "openai/judge-b": 0.2}
     assert "A agrees" in outcome.rationale and "B disagrees" in outcome.rationale
 
@@ -161,7 +160,7 @@ def test_one_failed_judge_of_two_makes_the_item_a_judge_error(server: MockOpenAI
         outcome = _judge(engine, REFERENCE, models=(JUDGE, "openai/judge-b"), reasks=0)
     assert outcome.score is None
     assert outcome.error is not None and outcome.error.startswith("openai/judge-b:")
-    assert outcome.summary["verdicts"][0]["score"] == 1.0  # the good verdict is still kept
+    assert outcome.summary.verdicts[0].score == 1.0  # the good verdict is still kept
 
 
 def test_rubric_with_a_penalty_scores_by_weight(server: MockOpenAIServer) -> None:
@@ -177,10 +176,9 @@ def test_rubric_with_a_penalty_scores_by_weight(server: MockOpenAIServer) -> Non
     assert outcome.score == 0.0
     assert [c["met"] for c in outcome.criteria] == [1.0, 0.0, 1.0]
     assert [c["weight"] for c in outcome.criteria] == [1.0, 1.0, -2.0]
-    result: dict[str, Any] = {"details": {}}
-    apply_judgment(result, outcome, BOOK.get("default"), record)
-    assert result["reason"] == "below_threshold" and result["passed"] is False
-    assert "not met: c2" in result["explanation"] and "penalties: p1" in result["explanation"]
+    grade = judged_grade(outcome, BOOK.get("default"), {})
+    assert grade.reason == "below_threshold" and grade.passed is False
+    assert "not met: c2" in grade.explanation and "penalties: p1" in grade.explanation
 
 
 def test_a_rubric_is_judged_concurrently(server: MockOpenAIServer) -> None:
@@ -227,7 +225,7 @@ def test_structured_output_falls_back_to_what_the_endpoint_accepts(
     with _engine(server, retry=RetryPolicy.scaled(0.001)) as engine:
         outcome = _judge(engine, REFERENCE)
     assert outcome.error is None
-    assert outcome.summary["params"]["structured_output"] == {JUDGE: "json_object_schema"}
+    assert outcome.summary.params["structured_output"] == {JUDGE: "json_object_schema"}
     body = server.last_request()
     assert body["response_format"]["type"] == "json_object"
     assert body["response_format"]["schema"]["required"] == ["score", "rationale"]
@@ -243,4 +241,4 @@ def test_judging_again_pays_nothing_twice(server: MockOpenAIServer, tmp_path: Pa
         second = _judge(engine, REFERENCE)
     assert server.stats()["requests"] == calls  # probe, garbage and re-ask all cached
     assert second.score == first.score == 0.9
-    assert second.summary["verdicts"][0]["cached"] is True
+    assert second.summary.verdicts[0].cached is True

@@ -16,11 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_legaleval import local_model
-from pytest_legaleval.engine import Engine, EngineSettings, GenerationRequest
-from pytest_legaleval.engine.providers import LocalProvider, default_registry
-from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.local_model import (
+from pytest_legaleval.engine import Engine, EngineSettings, GenerationRequest, local_model
+from pytest_legaleval.engine.local_model import (
     INSTALL_HINT,
     LOCAL_API_KEY_ENV,
     LocalModelError,
@@ -31,9 +28,10 @@ from pytest_legaleval.local_model import (
     local_model_names,
     locate_gguf,
     server_command,
-    with_local_urls,
 )
-from pytest_legaleval.settings import Settings
+from pytest_legaleval.engine.providers import LocalProvider, default_registry
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.pipeline.settings import Settings, with_local_urls
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
 from ..processes import alive, wait_until
@@ -368,7 +366,7 @@ def test_a_killed_parent_takes_its_server_along(fake: Path, state: Path) -> None
     parent = textwrap.dedent(
         f"""
         import sys, time
-        from pytest_legaleval.local_model import LocalModelServer
+        from pytest_legaleval.engine.local_model import LocalModelServer
         server = LocalModelServer(
             lambda port: [sys.executable, {str(fake)!r}, str(port), "normal", {str(state)!r}]
         )

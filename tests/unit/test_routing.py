@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 
 from pytest_legaleval.engine import default_registry
+from pytest_legaleval.engine.routing import (
+    BUILTIN_PROVIDERS,
+    check_models,
+    per_model,
+    split_model,
+)
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.routing import BUILTIN_PROVIDERS, check_models, per_model, split_model
-from pytest_legaleval.settings import Settings
+from pytest_legaleval.pipeline.settings import Settings
 
 KEY = "LEGALEVAL_TEST_ROUTING_KEY"
 

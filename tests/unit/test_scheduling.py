@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from pytest_legaleval.scheduling import WINDOW, RoundRobinScheduling, own_indices
+from pytest_legaleval.pytest.scheduling import WINDOW, RoundRobinScheduling, own_indices
 
 
 class FakeNode:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.scheduling import skipped_up_front
+from pytest_legaleval.pytest.scheduling import skipped_up_front
 
 _MODULE = """
 import pytest

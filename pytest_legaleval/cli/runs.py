@@ -1,0 +1,90 @@
+"""``legaleval report``, ``compare`` and ``merge``: tools that read finished run directories."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pytest_legaleval.report import write_report
+
+    target = write_report(args.run_dir, args.out)
+    print(target)
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from pytest_legaleval.metrics.compare import comparison, render
+    from pytest_legaleval.metrics.runfiles import load_run
+
+    data = comparison(load_run(args.run_a), load_run(args.run_b), alpha=args.alpha)
+    text = render(data, args.format)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from pytest_legaleval.run.merge import MergeError, merge_runs
+
+    try:
+        result = merge_runs(args.run_dirs, args.out, run_id=args.run_id)
+    except MergeError as exc:
+        print(f"legaleval merge: {exc}", file=sys.stderr)
+        return 1
+    print(result)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``report``, ``compare`` and ``merge`` subcommands."""
+    report = subparsers.add_parser(
+        "report",
+        help="write a self-contained HTML report of a run directory",
+        description="One HTML file with inline CSS, JS and SVG (opens offline): summary, "
+        "slices, score and latency histograms, a filterable per-record table with the "
+        "grader's explanation, and the failures.",
+    )
+    report.add_argument("run_dir", metavar="RUN_DIR")
+    report.add_argument(
+        "--out", metavar="FILE", help="output file (default: RUN_DIR.html beside the run)"
+    )
+    report.set_defaults(func=_cmd_report)
+
+    compare = subparsers.add_parser(
+        "compare",
+        help="compare two runs: metric deltas, per-slice deltas, flipped records",
+        description="RUN_A is the reference (e.g. main), RUN_B the candidate; deltas are "
+        "B - A. Paired items give McNemar's exact p-value and a paired bootstrap interval "
+        "of the mean-score difference.",
+    )
+    compare.add_argument("run_a", metavar="RUN_A")
+    compare.add_argument("run_b", metavar="RUN_B")
+    compare.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    compare.add_argument(
+        "--alpha", type=float, default=0.05, help="1 - confidence of the intervals (0.05)"
+    )
+    compare.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    compare.set_defaults(func=_cmd_compare)
+
+    merge = subparsers.add_parser(
+        "merge",
+        help="join the run directories of --shard K/N runs into one run",
+        description="Checks that the shards share dataset and configuration, do not "
+        "overlap and cover the dataset (else lists what is missing), then writes a merged "
+        "run directory whose metrics equal an unsharded run's. Exit 1 when the shards do "
+        "not fit together.",
+    )
+    merge.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    merge.add_argument(
+        "--out", required=True, metavar="DIR", help="the merged run directory to create"
+    )
+    merge.add_argument("--run-id", help="run id of the merged run (default: DIR's name)")
+    merge.set_defaults(func=_cmd_merge)

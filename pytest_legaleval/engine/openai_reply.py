@@ -1,0 +1,77 @@
+"""Reading an OpenAI chat completion body, and keeping the key out of what quotes it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.parse
+
+from pytest_legaleval.engine.retry import ProviderError
+from pytest_legaleval.engine.sanitize import token_count
+from pytest_legaleval.engine.types import RawCompletion
+
+__all__ = ["DUMMY_KEY", "parse_completion", "scrub_key"]
+
+DUMMY_KEY = "not-needed"
+"""The key sent to servers that need none (the SDK insists on one); no secret to scrub."""
+
+
+def parse_completion(body: bytes) -> RawCompletion:
+    """The completion in ``body``; ``ValueError`` when it is none (``invalid_response``).
+
+    Token counts are checked by ``token_count`` (see ``engine.sanitize``); the text is
+    repaired by the engine for every provider.
+    """
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raise ValueError("response body is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise ValueError("response body is not a JSON object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("response has no choices")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ValueError("response choice has no message")
+    finish_reason = choice.get("finish_reason")
+    if finish_reason == "content_filter":
+        raise ProviderError("content_filter", "response withheld by the content filter")
+    content = message.get("content")
+    if content is None:
+        content = message.get("refusal") or ""
+    if not isinstance(content, str):
+        raise ValueError("response message content is not a string")
+    usage = data.get("usage")
+    warnings: list[str] = []
+    input_tokens = output_tokens = None
+    if isinstance(usage, dict):
+        input_tokens = token_count(usage.get("prompt_tokens"), "usage.prompt_tokens", warnings)
+        output_tokens = token_count(
+            usage.get("completion_tokens"), "usage.completion_tokens", warnings
+        )
+    elif usage is not None:
+        warnings.append(f"usage dropped: not an object ({type(usage).__name__})")
+    return RawCompletion(
+        text=content,
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        warnings=tuple(warnings),
+    )
+
+
+def scrub_key(message: str, api_key: str) -> str:
+    """``message`` without ``api_key`` as sent, URL-encoded or base64-encoded."""
+    if not api_key or api_key == DUMMY_KEY:
+        return message
+    forms = {api_key, urllib.parse.quote(api_key, safe=""), urllib.parse.quote_plus(api_key)}
+    encoded = api_key.encode()
+    forms |= {base64.b64encode(encoded).decode(), base64.urlsafe_b64encode(encoded).decode()}
+    for form in sorted(forms, key=len, reverse=True):
+        message = message.replace(form, "***")
+        stripped = form.rstrip("=")
+        if stripped != form:
+            message = message.replace(stripped, "***")
+    return message

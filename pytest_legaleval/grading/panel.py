@@ -1,0 +1,414 @@
+"""The judge panel: asks every judge model every question of an item, concurrently.
+
+Runs as coroutines on the engine's loop, so judge calls share the engine's cache, retries
+and rate limits, and use its ``judge`` pool (their own concurrency): judging one item
+overlaps generating the next ones, and the criteria of a rubric are asked all at once.
+
+A reply that does not parse or validate is sent back to the judge with the problem
+(``reasks`` times); a reply cut off by the token limit counts as unparseable. A judge that
+never gives a usable reply, or whose call fails after the engine's retries, makes the item
+a ``judge_error`` (an error outcome with the raw reply kept) — never a wrong answer or 0.
+The item's score is the mean over all configured judges; it exists only if every judge
+gave one (a score that depends on which judge happened to fail would not be comparable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_legaleval.engine import Attempt, Engine, GenerationParams, GenerationRequest
+from pytest_legaleval.engine.capabilities import StructuredOutput, structured_params
+from pytest_legaleval.grading.base import Grade
+from pytest_legaleval.grading.judge import (
+    JudgeTask,
+    build_tasks,
+    criteria_ratings,
+    criteria_score,
+    judge_kind,
+    judge_template_sha256,
+    parse_reply,
+    round_to_step,
+    rubric_score,
+    semantic_problem,
+)
+from pytest_legaleval.grading.policies import Policy
+from pytest_legaleval.records import JudgeSummary, JudgeVerdict, Record
+
+__all__ = ["JUDGE_SYSTEM_PROMPT", "JudgeOutcome", "JudgePanel", "judged_grade"]
+
+_ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
+
+JUDGE_SYSTEM_PROMPT = (
+    "You are a careful, impartial grader of answers to legal tasks. Grade only what you "
+    "are asked, follow the reply format exactly, and reply with the JSON object alone."
+)
+
+
+@dataclass(slots=True)
+class _Asked:
+    """The outcome of one judge question (after re-asks)."""
+
+    value: dict[str, Any] | None = None
+    error: str | None = None
+    raw: str | None = None
+    cancelled: bool = False
+    calls: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float = 0.0
+    all_cached: bool = True
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    """Every network attempt of every call (re-asks included), for attempt_logs.jsonl."""
+
+
+@dataclass(slots=True)
+class JudgeOutcome:
+    """What judging one item produced."""
+
+    summary: JudgeSummary
+    score: float | None
+    error: str | None
+    """``None``, or why the item is a judge error."""
+    cancelled: bool
+    criteria: list[dict[str, Any]] = field(default_factory=list)
+    """Rubric: per criterion ``id``, ``title``, ``weight``, ``met`` (share of judges),
+    ``rationale``. Criteria records: ``id``, ``rating`` (mean), ``score``, ``rationale``."""
+    rationale: str = ""
+
+
+def _add(total: int | None, value: int | None) -> int | None:
+    if value is None:
+        return total
+    return (total or 0) + value
+
+
+class JudgePanel:
+    """Every judge model of the session, with its parameters."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        models: Sequence[str],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        reasks: int = 2,
+    ) -> None:
+        self.engine = engine
+        self.models = tuple(models)
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.reasks = reasks
+        self.structured = StructuredOutput(engine)
+
+    def params(self) -> dict[str, Any]:
+        """The judge parameters recorded with every judged result."""
+        modes = {m: self.structured.known(m) for m in self.models}
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "reasks": self.reasks,
+            "structured_output": modes,
+        }
+
+    async def _ask(self, model: str, task: JudgeTask, template_sha: str, record: Record) -> _Asked:
+        mode = await self.structured.mode(model)
+        params = GenerationParams(
+            temperature=self.temperature,
+            max_new_tokens=self.max_tokens,
+            **structured_params(mode, task.schema),
+        )
+        messages: list[dict[str, str]] = [
+            {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
+            {"role": "user", "content": task.prompt},
+        ]
+        asked = _Asked()
+        for _ in range(1 + self.reasks):
+            request = GenerationRequest(
+                model=model,
+                messages=tuple(messages),
+                params=params,
+                template_version=f"judge:{template_sha[:16]}",
+                purpose="judge",
+            )
+            result = await self.engine.agenerate(request)
+            asked.calls += 1
+            for attempt in result.attempts:
+                asked.attempts.append(
+                    {
+                        "judge_question": task.key,
+                        "judge_call": asked.calls,
+                        **{name: getattr(attempt, name) for name in _ATTEMPT_FIELDS},
+                    }
+                )
+            asked.all_cached = asked.all_cached and result.cached
+            asked.input_tokens = _add(asked.input_tokens, result.input_tokens)
+            asked.output_tokens = _add(asked.output_tokens, result.output_tokens)
+            asked.latency_ms += result.latency_ms or 0.0
+            if not result.ok:
+                asked.cancelled = result.error_code == "cancelled"
+                asked.error = (
+                    f"judge call failed ({result.error_code}): {result.error_message}".rstrip(": ")
+                )
+                return asked
+            text = result.text or ""
+            parsed = parse_reply(text, task.schema, finish_reason=result.finish_reason)
+            problem = parsed.error
+            if parsed.value is not None:
+                record_problem = semantic_problem(task, parsed.value, record)
+                if record_problem is None:
+                    asked.value = parsed.value
+                    asked.error = asked.raw = None
+                    return asked
+                problem = record_problem
+            asked.error, asked.raw = problem, text
+            messages.append({"role": "assistant", "content": text})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": f"That reply could not be used: {problem}. Reply again with only "
+                    "the JSON object, in exactly the required format, and keep it short.",
+                }
+            )
+        asked.error = f"no usable reply after {asked.calls} calls: {asked.error}"
+        return asked
+
+    async def judge(self, record: Record, answer: str, policy: Policy) -> JudgeOutcome:
+        """Ask every judge every question of ``record`` and aggregate."""
+        kind = judge_kind(record)
+        if kind is None:
+            raise ValueError(f"{record.task_type} records are not judged")
+        tasks = build_tasks(record, answer, policy)
+        template_sha = judge_template_sha256(policy, kind)
+        asked = await asyncio.gather(
+            *(self._ask(m, t, template_sha, record) for m in self.models for t in tasks)
+        )
+        per_model = [asked[i * len(tasks) : (i + 1) * len(tasks)] for i in range(len(self.models))]
+        verdicts = [
+            self._verdict(model, kind, record, policy, tasks, results)
+            for model, results in zip(self.models, per_model, strict=True)
+        ]
+        scores = [v.score for v in verdicts]
+        failed = [v for v in verdicts if v.error is not None]
+        cancelled = any(a.cancelled for a in asked)
+        score = None if failed or not scores else sum(s or 0.0 for s in scores) / len(scores)
+        summary = JudgeSummary(
+            models=self.models,
+            params=self.params(),
+            template_sha256=template_sha,
+            kind=kind,
+            score=score,
+            verdicts=tuple(verdicts),
+        )
+        error = "; ".join(f"{v.model}: {v.error}" for v in failed) or None
+        if error is not None:
+            return JudgeOutcome(summary, score, error, cancelled)
+        return JudgeOutcome(
+            summary,
+            score,
+            None,
+            cancelled,
+            criteria=self._criteria(kind, record, verdicts),
+            rationale=" | ".join(v.rationale for v in verdicts if v.rationale),
+        )
+
+    def _verdict(
+        self,
+        model: str,
+        kind: str,
+        record: Record,
+        policy: Policy,
+        tasks: Sequence[JudgeTask],
+        results: Sequence[_Asked],
+    ) -> JudgeVerdict:
+        input_tokens: int | None = None
+        output_tokens: int | None = None
+        for a in results:
+            input_tokens = _add(input_tokens, a.input_tokens)
+            output_tokens = _add(output_tokens, a.output_tokens)
+        common: dict[str, Any] = {
+            "calls": sum(a.calls for a in results),
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "latency_ms": sum(a.latency_ms for a in results),
+            "cached": all(a.all_cached for a in results),
+            "attempts": tuple(attempt for a in results for attempt in a.attempts),
+        }
+        errors = [(t, a) for t, a in zip(tasks, results, strict=True) if a.value is None]
+        if errors:
+            task, first = errors[0]
+            where = f"criterion {task.key!r}: " if kind == "rubric" else ""
+            failed: tuple[dict[str, Any], ...] = ()
+            if kind == "rubric":
+                failed = tuple(
+                    {"id": t.key, "error": a.error, "raw": a.raw}
+                    for t, a in zip(tasks, results, strict=True)
+                    if a.value is None
+                )
+            return JudgeVerdict(
+                model, None, criteria=failed, error=f"{where}{first.error}", raw=first.raw, **common
+            )
+        values = [a.value for a in results if a.value is not None]
+        if kind == "reference":
+            value = values[0]
+            verdict_of = (
+                ({"id": "verdict", "verdict": value["verdict"]},) if "verdict" in value else ()
+            )
+            return JudgeVerdict(
+                model,
+                round_to_step(float(value["score"]), policy.judge.reference_step),
+                rationale=str(value.get("rationale", "")),
+                criteria=verdict_of,
+                **common,
+            )
+        if kind == "criteria":
+            ratings = criteria_ratings(values[0], record)
+            low, high = policy.judge.scale_min, policy.judge.scale_max
+            rated = tuple(
+                {**item, "score": (item["rating"] - low) / (high - low)} for item in ratings
+            )
+            return JudgeVerdict(
+                model,
+                criteria_score([r["rating"] for r in ratings], low, high),
+                criteria=rated,
+                **common,
+            )
+        criteria = []
+        pairs = []
+        for task, value in zip(tasks, values, strict=True):
+            met = bool(value["met"]) if "met" in value else value["result"] == 1
+            reason = str(value.get("rationale", value.get("reason", "")))
+            weight = task.criterion.weight if task.criterion else 1.0
+            criteria.append({"id": task.key, "met": met, "score": float(met), "rationale": reason})
+            pairs.append((weight, float(met)))
+        return JudgeVerdict(model, rubric_score(pairs), criteria=tuple(criteria), **common)
+
+    @staticmethod
+    def _criteria(
+        kind: str, record: Record, verdicts: Sequence[JudgeVerdict]
+    ) -> list[dict[str, Any]]:
+        if kind == "rubric":
+            out = []
+            for i, criterion in enumerate(record.rubric):
+                mets = [float(v.criteria[i]["met"]) for v in verdicts]
+                out.append(
+                    {
+                        "id": criterion.id,
+                        "title": criterion.title,
+                        "weight": criterion.weight,
+                        "met": sum(mets) / len(mets),
+                        "rationale": verdicts[0].criteria[i]["rationale"],
+                    }
+                )
+            return out
+        if kind == "criteria":
+            out = []
+            for i, name in enumerate(record.required_criteria):
+                ratings = [v.criteria[i]["rating"] for v in verdicts]
+                scores = [v.criteria[i]["score"] for v in verdicts]
+                out.append(
+                    {
+                        "id": name,
+                        "rating": sum(ratings) / len(ratings),
+                        "score": sum(scores) / len(scores),
+                        "rationale": verdicts[0].criteria[i]["rationale"],
+                    }
+                )
+            return out
+        return []
+
+
+def _excerpt(text: str | None, limit: int = 300) -> str:
+    if not text:
+        return ""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _explain(kind: str, outcome: JudgeOutcome, threshold: float, passed: bool) -> str:
+    score = outcome.score or 0.0
+    relation = ">=" if passed else "<"
+    head = f"judge score {score:.2f} {relation} threshold {threshold:.2f}"
+    if kind == "rubric":
+        unmet = [c for c in outcome.criteria if c["weight"] > 0 and c["met"] < 1]
+        penalties = [c for c in outcome.criteria if c["weight"] < 0 and c["met"] > 0]
+        parts = [head]
+        if unmet:
+            parts.append(
+                "not met: "
+                + "; ".join(f"{c['id']} {c['title']!r} (w={c['weight']:g})" for c in unmet)
+            )
+        if penalties:
+            parts.append(
+                "penalties: "
+                + "; ".join(f"{c['id']} {c['title']!r} (w={c['weight']:g})" for c in penalties)
+            )
+        return ". ".join(parts)
+    if kind == "criteria":
+        ratings = ", ".join(f"{c['id']} {c['rating']:g}" for c in outcome.criteria)
+        return f"{head}. ratings: {ratings}"
+    return f"{head}. {_excerpt(outcome.rationale, 600)}".rstrip(". ")
+
+
+def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, Any]) -> Grade:
+    """The grade of a judged answer: the panel's verdict under the policy's pass rule.
+
+    ``details`` are the grader's own (lexical scores, the citation check); the threshold
+    and, with a verdict, the per-criterion results are added.
+    """
+    kind = outcome.summary.kind
+    grader = f"judge:{kind}"
+    details = {**details, "threshold": policy.pass_threshold}
+    if outcome.cancelled:
+        return Grade(
+            "error",
+            None,
+            None,
+            "cancelled",
+            "the run was cancelled while the judge was being asked",
+            grader,
+            details,
+            outcome.summary,
+        )
+    if outcome.error is not None:
+        raws = [v.raw for v in outcome.summary.verdicts if v.raw]
+        shown = f" (raw reply: {_excerpt(raws[0])!r})" if raws else ""
+        return Grade(
+            "error",
+            None,
+            None,
+            "judge_error",
+            f"the judge gave no usable verdict — {outcome.error}{shown}",
+            grader,
+            details,
+            outcome.summary,
+        )
+    score = outcome.score if outcome.score is not None else 0.0
+    passed = score >= policy.pass_threshold
+    details["criteria"] = outcome.criteria
+    reason = "correct" if passed else "below_threshold"
+    explanation = _explain(kind, outcome, policy.pass_threshold, passed)
+    citations = details.get("citations")
+    if isinstance(citations, dict) and not citations["passed"]:
+        problems = []
+        if citations["unknown"]:
+            problems.append(f"cites contexts that do not exist: {citations['unknown']}")
+        if citations["missing"]:
+            problems.append(f"does not cite required contexts: {citations['missing']}")
+        explanation += ". Citations: " + "; ".join(problems)
+        if passed:
+            passed, reason = False, "citation_error"
+    return Grade(
+        "passed" if passed else "failed",
+        passed,
+        score,
+        reason,
+        explanation,
+        grader,
+        details,
+        outcome.summary,
+    )

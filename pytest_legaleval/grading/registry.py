@@ -1,0 +1,79 @@
+"""Which grader grades a record: by policy id first, then by task type.
+
+The built-in graders are registered by :func:`default_registry`; users add or replace
+graders through the ``pytest_legaleval_register_graders`` hook (``pytest/hookspecs.py``)
+or, outside pytest, by calling :meth:`GraderRegistry.register`.
+"""
+
+from __future__ import annotations
+
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.grading.base import Grader
+from pytest_legaleval.records import TASK_TYPES, Record
+
+__all__ = ["GraderRegistry", "default_registry"]
+
+
+class GraderRegistry:
+    """Graders by task type and by policy id (a policy's grader wins)."""
+
+    def __init__(self) -> None:
+        self._by_task: dict[str, Grader] = {}
+        self._by_policy: dict[str, Grader] = {}
+
+    def register(
+        self, grader: Grader, *, task_type: str | None = None, policy_id: str | None = None
+    ) -> None:
+        """Grade records of ``task_type`` (or of ``policy_id``) with ``grader``.
+
+        A later registration for the same key replaces the earlier one (this is how a user
+        replaces a built-in grader).
+
+        Raises:
+            ConfigError: neither or both keys given, an unknown task type, or an object
+                that is not a ``Grader``.
+
+        """
+        if (task_type is None) == (policy_id is None):
+            raise ConfigError("register a grader for exactly one of task_type= or policy_id=")
+        if not isinstance(grader, Grader):
+            raise ConfigError(
+                f"Expected a Grader (name, needs_judge, grade(request)) but got "
+                f"{grader!r} ({type(grader).__name__})"
+            )
+        if task_type is not None:
+            if task_type not in TASK_TYPES:
+                raise ConfigError(
+                    f"Unknown task_type {task_type!r}; accepted: {', '.join(TASK_TYPES)}"
+                )
+            self._by_task[task_type] = grader
+        else:
+            assert policy_id is not None
+            self._by_policy[policy_id] = grader
+
+    def for_record(self, record: Record, policy_id: str | None = None) -> Grader:
+        """The grader of ``record`` under the policy ``policy_id`` (default: its own).
+
+        Raises:
+            ConfigError: no grader is registered for its policy or task type.
+
+        """
+        key = policy_id if policy_id is not None else record.policy_id
+        if key is not None and key in self._by_policy:
+            return self._by_policy[key]
+        grader = self._by_task.get(record.task_type)
+        if grader is None:
+            raise ConfigError(f"no grader is registered for task type {record.task_type!r}")
+        return grader
+
+
+def default_registry() -> GraderRegistry:
+    """The built-in graders: MCQ letter extraction, and the LLM judge for the rest."""
+    from pytest_legaleval.grading.graders import JudgeGrader, McqGrader
+
+    registry = GraderRegistry()
+    registry.register(McqGrader(), task_type="mcq")
+    judge = JudgeGrader()
+    for task_type in ("reference_qa", "rubric_qa", "criteria"):
+        registry.register(judge, task_type=task_type)
+    return registry

@@ -1,0 +1,140 @@
+"""``apex``: APEX-v1-extended (Mercor; professional tasks with rubrics) as ``rubric_qa``.
+
+Layout sources: the dataset card of mercor/APEX-v1-extended on Hugging Face (CC-BY-4.0;
+files under ``data/``) names no columns; the columns are read from the row LBR keeps
+(DidroPlatform/EU-Legal-Benchmark, ``data/curated/apexv1_legal_europe.jsonl``, read by its
+``src/data/build_for_eval.py``): ``Task ID``, ``Domain``, ``Prompt``, ``Rubric JSON`` (a
+JSON object: criterion name → ``description``, ``sources``, ``justification``, and
+``weight`` where given) and ``File Attachments`` (one relative path to the task's
+document). Only that one row's layout could be read; a file with other columns fails
+with the missing column named instead of being guessed at.
+
+Each criterion keeps its name as id, its description as title, its justification as
+description and its weight; the attachment is kept with kind ``pdf`` or ``file``.
+Id ``apexv1:<Task ID>``; policy ``apexv1_extended_v1``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_legaleval.importers.base import (
+    Importer,
+    ImportOptions,
+    RowError,
+    SourceRow,
+    expand_files,
+    new_record,
+    short_hash,
+)
+from pytest_legaleval.importers.readers import read_table
+
+__all__ = ["IMPORTER", "attachments", "record", "rubric"]
+
+LICENCE = "CC-BY-4.0"
+
+
+def rubric(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The criteria of ``Rubric JSON``, in its order.
+
+    Raises:
+        RowError: the column is missing or is not a JSON object.
+
+    """
+    if "Rubric JSON" not in row:
+        raise RowError("no 'Rubric JSON' column (APEX layout: Task ID, Prompt, Rubric JSON …)")
+    raw = row["Rubric JSON"]
+    parsed: object = {}
+    if isinstance(raw, str) and raw.strip():
+        try:
+            parsed = json.loads(raw)
+        except ValueError as exc:
+            raise RowError(f"Rubric JSON is not JSON: {exc}") from None
+    elif isinstance(raw, dict):
+        parsed = raw
+    if not isinstance(parsed, dict):
+        raise RowError("Rubric JSON is not a JSON object of criteria")
+    criteria: list[dict[str, Any]] = []
+    for key, value in parsed.items():
+        if not isinstance(value, dict):
+            continue
+        criterion: dict[str, Any] = {
+            "id": str(key).strip() or f"criterion_{len(criteria) + 1}",
+            "title": str(value.get("description") or key).strip(),
+        }
+        justification = value.get("justification")
+        if isinstance(justification, str) and justification.strip():
+            criterion["description"] = justification.strip()
+        weight = value.get("weight")
+        if isinstance(weight, int | float) and not isinstance(weight, bool):
+            criterion["weight"] = float(weight)
+        criteria.append(criterion)
+    return criteria
+
+
+def attachments(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The task's document, as the record's attachment."""
+    raw = row.get("File Attachments")
+    if not (isinstance(raw, str) and raw.strip()):
+        return []
+    path = raw.strip()
+    return [{"path": path, "kind": "pdf" if path.lower().endswith(".pdf") else "file"}]
+
+
+def task_id(row: Mapping[str, Any]) -> str:
+    """``Task ID``, else a hash of the prompt (or of the whole row)."""
+    if row.get("Task ID"):
+        return str(row["Task ID"])
+    prompt = str(row.get("Prompt", "")).strip()
+    return short_hash(prompt or json.dumps(dict(row), sort_keys=True, default=str))
+
+
+def record(row: Mapping[str, Any], metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``rubric_qa`` record of one APEX task (``metadata`` replaces ours when given).
+
+    Raises:
+        RowError: no rubric column, or a rubric that is not a JSON object.
+
+    """
+    prompt = str(row.get("Prompt", "")).strip()
+    criteria = rubric(row)
+    meta = dict(metadata) if metadata is not None else {
+        "policy_id": "apexv1_extended_v1",
+        "domain": row.get("Domain"),
+        "source_task_id": row.get("Task ID"),
+        "license": LICENCE,
+    }  # fmt: skip
+    out = new_record(f"apexv1:{task_id(row)}", "apexv1", "rubric_qa", prompt, metadata=meta)
+    found = attachments(row)
+    if found:
+        out["attachments"] = found
+    out["rubric"] = criteria
+    return out
+
+
+def files(paths: Sequence[Path]) -> list[Path]:
+    """The APEX data files among ``paths``."""
+    return expand_files(paths, (".jsonl", ".json", ".parquet", ".csv"), "APEX")
+
+
+def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
+    """One row per task, files in order."""
+    for path in files(paths):
+        for position, row in enumerate(read_table(path), start=1):
+            where = f"{path.name} row {position}"
+            try:
+                yield SourceRow(where, None, record=record(row))
+            except RowError as exc:
+                yield SourceRow(where, None, error=str(exc))
+
+
+IMPORTER = Importer(
+    name="apex",
+    what="APEX-v1-extended tasks: prompt, weighted rubric, attached document",
+    version=1,
+    files=files,
+    rows=rows,
+)

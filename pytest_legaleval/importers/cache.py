@@ -1,0 +1,94 @@
+"""``--dataset SOURCE:PATH``: an import run on demand and kept by content hash.
+
+``--dataset lexam:data/MCQs_test.xlsx`` imports the file as ``legaleval import lexam``
+would and hands the loader the resulting JSONL, so a run needs no intermediate file. The
+result is kept under ``.legaleval/imports/`` (relative to the working directory, like the
+response cache) as ``<source>-<key>.jsonl``, where the key hashes the source name, the
+importers' own code and every input file's name and bytes: the same inputs are imported
+once, a changed input or importer is imported again. Writes go through a temporary file
+and an atomic rename, so xdist workers resolving the same argument at once are safe.
+
+An import with a failed row is an error here (the message names the first failure and the
+command that lists them all): a run must not quietly evaluate fewer records than the
+source has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.importers.base import ImportOptions
+from pytest_legaleval.importers.registry import IMPORTER_NAMES, get_importer
+from pytest_legaleval.importers.writer import write_records
+
+__all__ = ["IMPORT_CACHE_DIR", "cache_key", "resolve_import", "split_import_arg"]
+
+IMPORT_CACHE_DIR = Path(".legaleval") / "imports"
+_CHUNK = 1 << 20
+
+
+def split_import_arg(given: str) -> tuple[str, str] | None:
+    """``("lexam", "data/x.xlsx")`` for ``"lexam:data/x.xlsx"``; ``None`` for a plain path.
+
+    A path that exists as written is a plain path even if it looks like ``name:rest``.
+    """
+    name, colon, rest = given.partition(":")
+    if not colon or not rest or name not in IMPORTER_NAMES or Path(given).exists():
+        return None
+    return name, rest
+
+
+def _digest_file(digest: hashlib._Hash, path: Path) -> None:
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+
+
+def cache_key(source: str, inputs: list[Path], root: Path) -> str:
+    """The content hash of an import: source, importer code, input names and bytes."""
+    digest = hashlib.sha256(f"{source}\0".encode())
+    for code in sorted(Path(__file__).parent.glob("*.py")):
+        _digest_file(digest, code)
+    for path in inputs:
+        try:
+            name = path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            name = path.name
+        digest.update(f"\0{name}\0".encode("utf-8", "surrogatepass"))
+        _digest_file(digest, path)
+    return digest.hexdigest()[:32]
+
+
+def resolve_import(source: str, path: str | Path, cache_dir: Path | None = None) -> Path:
+    """The JSONL file of ``source`` imported from ``path``, importing it when not cached.
+
+    Raises:
+        ConfigError: an unknown source, a missing path, an unreadable input, a missing
+            reader extra, or an import in which some row failed.
+
+    """
+    given = Path(path)
+    if not given.exists():
+        raise ConfigError(f"--dataset {source}:{path}: no such file or directory")
+    importer = get_importer(source)
+    root = given if given.is_dir() else given.parent
+    target = (
+        cache_dir or IMPORT_CACHE_DIR
+    ) / f"{source}-{cache_key(source, importer.files([given]), root)}.jsonl"
+    if target.is_file():
+        return target
+    summary = write_records(importer.rows([given], ImportOptions()), target, force=True)
+    if summary.failed:
+        target.unlink(missing_ok=True)
+        first = summary.failures[0]
+        raise ConfigError(
+            f"--dataset {source}:{path}: {summary.failed} of {summary.read} row(s) failed to "
+            f"import (first: {first.where}: {first.reason}); "
+            f"`legaleval import {source} {path} --out FILE.jsonl` lists them"
+        )
+    if summary.written == 0:
+        target.unlink(missing_ok=True)
+        raise ConfigError(f"--dataset {source}:{path}: the import found no rows")
+    return target

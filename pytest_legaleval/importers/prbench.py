@@ -1,0 +1,197 @@
+"""``prbench``: PRBench (professional reasoning, legal and finance) as ``rubric_qa``.
+
+Layout sources: the dataset card of ScaleAI/PRBench on Hugging Face (CC-BY-4.0, Parquet;
+its ``dataset_info`` lists the columns and types below), the rows LBR keeps
+(DidroPlatform/EU-Legal-Benchmark, ``data/curated/prbench_legal_hard_europe.jsonl``, read
+by its ``src/data/build_for_eval.py``), and the benchmark's own code (scaleapi/PRBench,
+``util.py``, ``criteria.py``). A row is one conversation: ``task`` (its id), ``turns``,
+``prompt_0`` … ``prompt_9`` and ``response_0`` … ``response_8`` (empty turns are null),
+``reference_texts_0`` … ``reference_texts_9`` (lists of documents given with that turn),
+``rubric`` (criteria with ``id``, ``title`` and ``annotations``: ``weight_class``, one
+``<class>_weight`` per class, ``criteria_description``, ``criteria_category``), and
+``field``, ``topic``, ``expert``, ``scratchpad``, ``decision_type``, ``economic_pathway``,
+``canary``. JSONL, JSON or Parquet.
+
+Every turn is kept in ``messages``: each prompt as a user turn, with its reference texts
+put before it as ``Reference Text i:`` blocks (as PRBench's ``process_reference_texts``
+does), each response as an assistant turn; the last user turn is also the ``prompt``.
+Criterion ids, titles, descriptions and weights are kept (negative weights are
+penalties). Id ``prbench:<task>``; policy ``prbench_v1``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_legaleval.importers.base import (
+    Importer,
+    ImportOptions,
+    RowError,
+    SourceRow,
+    expand_files,
+    new_record,
+    short_hash,
+)
+from pytest_legaleval.importers.readers import read_table
+
+__all__ = ["IMPORTER", "conversation", "rubric"]
+
+TURNS = 10
+_TRAILING_NUMBER = re.compile(r"(\d+)$")
+# PRBench's own code (criteria.py) reads the weight named by the criterion's
+# ``weight_class``; LBR takes the first weight present in this order. They differ: 140 of
+# the 721 criteria LBR curated carry two weights (a "critically detrimental" criterion with
+# critically_detrimental_weight -8.0 and critically_important_weight 8.0), where LBR's
+# order scores a penalty as a reward. ``prbench`` follows PRBench; ``lbr`` keeps LBR's order.
+WEIGHT_KEYS = (
+    "critically_important_weight",
+    "important_weight",
+    "slightly_important_weight",
+    "detrimental_weight",
+    "slightly_detrimental_weight",
+    "critically_detrimental_weight",
+)
+_METADATA_FIELDS = (
+    "topic", "field", "expert", "category", "decision_type", "economic_pathway",
+    "classified_countries", "scratchpad",
+)  # fmt: skip
+
+
+def conversation(row: Mapping[str, Any]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """The row's turns as ``messages`` and as LBR's ``source_turns``.
+
+    Raises:
+        RowError: a prompt or response that is not text, or no user turn at all.
+
+    """
+    references: dict[int, list[str]] = {i: [] for i in range(TURNS)}
+    for key, value in row.items():
+        match = _TRAILING_NUMBER.search(str(key))
+        if "reference" not in str(key).lower() or not match or not isinstance(value, list):
+            continue
+        turn = int(match.group(1))
+        if turn < TURNS:
+            references[turn].extend(v.strip() for v in value if isinstance(v, str) and v.strip())
+    messages: list[dict[str, str]] = []
+    turns: list[dict[str, Any]] = []
+    for turn in range(TURNS):
+        prompt, response = row.get(f"prompt_{turn}"), row.get(f"response_{turn}")
+        for name, value in ((f"prompt_{turn}", prompt), (f"response_{turn}", response)):
+            if value is not None and not isinstance(value, str):
+                raise RowError(f"{name} is {type(value).__name__}, not text")
+        prompt_text, response_text = (prompt or "").strip(), (response or "").strip()
+        turns.append(
+            {
+                "turn": turn,
+                "prompt": prompt_text,
+                "response": response_text,
+                "reference_texts": references[turn],
+            }
+        )
+        if prompt_text:
+            blocks = [f"Reference Text {i}:\n{ref}" for i, ref in enumerate(references[turn])]
+            messages.append({"role": "user", "content": "\n\n".join([*blocks, prompt_text])})
+        if response_text:
+            messages.append({"role": "assistant", "content": response_text})
+    if not any(m["role"] == "user" for m in messages):
+        raise RowError("no user turn: prompt_0 … prompt_9 are all empty")
+    return messages, turns
+
+
+def _weight(annotations: Mapping[str, Any], lbr_order: bool) -> float | None:
+    if not lbr_order:
+        weight_class = annotations.get("weight_class")
+        if isinstance(weight_class, str):
+            value = annotations.get(weight_class.replace(" ", "_") + "_weight")
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return float(value)
+    for key in WEIGHT_KEYS:
+        value = annotations.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def rubric(row: Mapping[str, Any], *, lbr_order: bool = False) -> list[dict[str, Any]]:
+    """The row's criteria: id, title, description and weight of each."""
+    items = row.get("rubric")
+    if isinstance(items, str):  # a JSON text column in CSV-like exports
+        try:
+            items = json.loads(items)
+        except ValueError:
+            raise RowError("rubric is text that is not JSON") from None
+    criteria: list[dict[str, Any]] = []
+    for position, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict):
+            continue
+        criterion: dict[str, Any] = {
+            "id": str(item.get("id") or f"criterion_{position + 1}"),
+            "title": str(item.get("title") or f"Criterion {position + 1}").strip(),
+        }
+        annotations = item.get("annotations")
+        if isinstance(annotations, dict):
+            description = annotations.get("criteria_description")
+            if isinstance(description, str) and description.strip():
+                criterion["description"] = description.strip()
+            weight = _weight(annotations, lbr_order)
+            if weight is not None:
+                criterion["weight"] = weight
+        criteria.append(criterion)
+    return criteria
+
+
+def task_id(row: Mapping[str, Any]) -> str:
+    """The row's source id: ``task`` (else ``id``, ``canary``, a hash of the row)."""
+    for key in ("task", "id", "canary"):
+        if row.get(key):
+            return str(row[key])
+    return short_hash(json.dumps(dict(row), sort_keys=True, ensure_ascii=False, default=str))
+
+
+def record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``rubric_qa`` record of one PRBench conversation.
+
+    Raises:
+        RowError: no user turn, a non-text turn.
+
+    """
+    messages, _ = conversation(row)
+    source_id = task_id(row)
+    metadata: dict[str, Any] = {"policy_id": "prbench_v1", "source_id": source_id}
+    for key in (*_METADATA_FIELDS, "turns", "canary"):
+        if row.get(key) is not None:
+            metadata[key] = row[key]
+    prompt = [m["content"] for m in messages if m["role"] == "user"][-1]
+    out = new_record(f"prbench:{source_id}", "prbench", "rubric_qa", prompt, metadata=metadata)
+    out["messages"] = messages
+    out["rubric"] = rubric(row)
+    return out
+
+
+def files(paths: Sequence[Path]) -> list[Path]:
+    """The PRBench data files among ``paths``."""
+    return expand_files(paths, (".jsonl", ".json", ".parquet"), "PRBench")
+
+
+def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
+    """One row per conversation, files in order."""
+    for path in files(paths):
+        for position, row in enumerate(read_table(path), start=1):
+            where = f"{path.name} row {position}"
+            try:
+                yield SourceRow(where, None, record=record(row))
+            except RowError as exc:
+                yield SourceRow(where, None, error=str(exc))
+
+
+IMPORTER = Importer(
+    name="prbench",
+    what="PRBench conversations: every turn, reference texts, weighted rubric",
+    version=1,
+    files=files,
+    rows=rows,
+)

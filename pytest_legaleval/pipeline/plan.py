@@ -1,0 +1,184 @@
+"""The plan of a run: settings, the loaded dataset, the response source and the items.
+
+Every process of a run (a single pytest process, an xdist controller and its workers, a
+service worker) builds the same items from the same inputs in the same order, so an
+item's index means the same everywhere. Nothing here knows pytest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_legaleval.errors import DatasetRejected
+from pytest_legaleval.formats import LoadResult, RejectedRecord, load_dataset
+from pytest_legaleval.grading.policies import PolicyBook
+from pytest_legaleval.grading.registry import default_registry
+from pytest_legaleval.pipeline.grading_plan import GradingPlan
+from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
+from pytest_legaleval.pipeline.selection import select
+from pytest_legaleval.pipeline.settings import Settings
+from pytest_legaleval.records import EvalResult, Record
+from pytest_legaleval.run.ids import new_request_id
+
+if TYPE_CHECKING:
+    from pytest_legaleval.pipeline.evaluator import LiveEvaluator
+
+__all__ = ["ItemSpec", "RunPlan"]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemSpec:
+    """One test item: an entry (valid or rejected record) and the model that answers it."""
+
+    entry: Record | RejectedRecord
+    model: str
+    item_id: str
+    index: int
+    """Position in :attr:`RunPlan.items` (the same in every process)."""
+
+    def provenance(self) -> dict[str, Any]:
+        """What the run recorder needs to know about a result's record, besides the result.
+
+        It travels on the test report, so the recorder (on an xdist controller, which never
+        collects) needs no copy of the dataset.
+        """
+        entry = self.entry
+        assert isinstance(entry, Record)
+        return {
+            "index": self.index,
+            "dataset_version": entry.dataset_version,
+            "tags": list(entry.tags),
+            "metadata": dict(entry.metadata),
+            "source_index": entry.source.index,
+        }
+
+    def rejection(self) -> dict[str, Any]:
+        """What the run recorder and the gates need to know about an invalid record's item."""
+        entry = self.entry
+        assert isinstance(entry, RejectedRecord)
+        return {
+            "index": self.index,
+            "model": self.model,
+            "record_id": entry.record_id,
+            "dataset": entry.dataset,
+            "source_stem": Path(entry.source.path).stem,
+            "source_index": entry.source.index,
+            "errors": [error.to_dict() for error in entry.errors],
+        }
+
+
+class RunPlan:
+    """Everything one process knows about the run it takes part in."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.request_id = new_request_id()
+        self.responses: ResponseTable | None = (
+            load_responses(settings.responses) if settings.responses else None
+        )
+        self.conversation: ResponseTable | None = (
+            load_responses(settings.conversation_from, "--conversation-from")
+            if settings.conversation_from
+            else None
+        )
+        self.live: LiveEvaluator | None = None
+        self.graders = default_registry()
+        """The graders of this run; the pytest layer lets users' hooks add theirs."""
+        self.warn_policies = True
+        """Warn about unknown policy ids (one xdist worker does, not every one)."""
+        self._load: LoadResult | None = None
+        self._rejection: DatasetRejected | None = None
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models of this run: from the responses file, else ``--model``."""
+        if self.responses is not None:
+            return self.responses.models or ("prefilled",)
+        return self.settings.model
+
+    def load(self) -> LoadResult:
+        """Load (once) and validate the datasets; re-raise a dataset-level rejection."""
+        if self._rejection is not None:
+            raise self._rejection
+        if self._load is None:
+            try:
+                self._load = load_dataset(list(self.settings.dataset), self.settings.dataset_format)
+            except DatasetRejected as exc:
+                self._rejection = exc
+                raise
+        return self._load
+
+    @property
+    def loaded(self) -> LoadResult | None:
+        """The dataset, if this process has loaded it (it collected the items)."""
+        return self._load
+
+    @property
+    def rejected(self) -> DatasetRejected | None:
+        """The dataset-level rejection, once ``load`` has failed."""
+        return self._rejection
+
+    @cached_property
+    def selected(self) -> list[Record | RejectedRecord]:
+        """Entries this run evaluates, in file order."""
+        s = self.settings
+        return select(
+            self.load().entries, shard=s.shard, sample=s.sample, seed=s.seed, limit=s.limit
+        )
+
+    @cached_property
+    def items(self) -> list[ItemSpec]:
+        """One item per selected entry and model."""
+        models = self.models
+        several = len(models) > 1
+        items: list[ItemSpec] = []
+        for entry in self.selected:
+            if isinstance(entry, Record):
+                base = f"{entry.dataset}/{entry.id}"
+            else:
+                dataset = entry.dataset or Path(entry.source.path).stem
+                where = entry.record_id or (
+                    f"line{entry.source.line}"
+                    if entry.source.line
+                    else f"index{entry.source.index}"
+                )
+                base = f"{dataset}/{where}"
+            for model in models:
+                item_id = f"{base}-{model}" if several else base
+                items.append(ItemSpec(entry, model, item_id, len(items)))
+            if self.warn_policies and isinstance(entry, Record) and entry.policy_id:
+                self.policies.for_record(entry)  # warns (once per id) about unknown policies
+        return items
+
+    @cached_property
+    def policies(self) -> PolicyBook:
+        """The built-in policies and those of ``--policy-dir``."""
+        return PolicyBook(self.settings.policy_dir)
+
+    @cached_property
+    def grading(self) -> GradingPlan:
+        """The run's policies and graders (built-in, and those added with :attr:`graders`)."""
+        return GradingPlan(self.policies, self.graders)
+
+    def evaluate(self, spec: ItemSpec) -> EvalResult:
+        """The graded result of one item (pre-computed responses are graded here)."""
+        record = spec.entry
+        assert isinstance(record, Record), "rejected records never reach evaluation"
+        if self.responses is not None and self.live is None:
+            value = self.grading.prefilled(record, spec.model, self.responses, None)
+            if inspect.isawaitable(value):  # a user's grader that awaits: on its own loop
+                return asyncio.run(_awaited(value))
+            return value
+        if self.live is None:
+            raise RuntimeError("live evaluation was not started for this process")
+        return self.live.evaluate(record, spec.model)
+
+
+async def _awaited(value: Awaitable[EvalResult]) -> EvalResult:
+    return await value

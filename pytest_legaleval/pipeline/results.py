@@ -1,0 +1,265 @@
+"""An item's ``EvalResult``, built once from what the item produced.
+
+A graded answer (:func:`graded_result`), a failed generation (:func:`generation_failed`),
+or an item that never got an answer (missing response, invalid record, cancelled,
+skipped, crashed). Each builder returns a complete, frozen result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_legaleval.engine.types import Attempt, GenerationResult
+from pytest_legaleval.grading.base import Grade
+from pytest_legaleval.records import EvalResult, Record
+
+__all__ = [
+    "PolicyTag",
+    "cancelled_result",
+    "generation_failed",
+    "graded_result",
+    "missing_response_result",
+    "record_error_result",
+    "skipped_result",
+    "unfinished_result",
+]
+
+PolicyTag = tuple[str, str]
+"""A policy's ``(id, sha256)``."""
+
+_ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
+
+
+def _never_answered(
+    record: Record,
+    model: str,
+    *,
+    outcome: str,
+    reason: str,
+    explanation: str,
+    source: str = "none",
+    passed: bool | None = None,
+    score: float | None = None,
+    details: Mapping[str, Any] | None = None,
+    policy: PolicyTag | None = None,
+) -> EvalResult:
+    return EvalResult(
+        record_id=record.id,
+        dataset=record.dataset,
+        task_type=record.task_type,
+        model=model,
+        source=source,
+        outcome=outcome,  # type: ignore[arg-type]
+        passed=passed,
+        score=score,
+        reason=reason,
+        explanation=explanation,
+        details=dict(details or {}),
+        record_sha256=record.sha256,
+        policy_id=policy[0] if policy else None,
+        policy_sha256=policy[1] if policy else None,
+    )
+
+
+def _generation_fields(generation: GenerationResult | None) -> dict[str, Any]:
+    if generation is None:
+        return {}
+    return {
+        "latency_ms": generation.latency_ms,
+        "input_tokens": generation.input_tokens,
+        "output_tokens": generation.output_tokens,
+        "total_tokens": generation.total_tokens,
+        "first_attempt_at": generation.first_attempt_at,
+        "last_attempt_at": generation.last_attempt_at,
+        # Attempt holds only scalars: a flat copy is what asdict would give, without its
+        # deep copies.
+        "attempts": tuple({f: getattr(a, f) for f in _ATTEMPT_FIELDS} for a in generation.attempts),
+    }
+
+
+def _generation_details(
+    generation: GenerationResult | None, template_version: str | None
+) -> dict[str, Any]:
+    if generation is None:
+        return {}
+    return {
+        "cached": generation.cached,
+        "cache_key": generation.cache_key,
+        "finish_reason": generation.finish_reason,
+        "template_version": template_version,
+    }
+
+
+def graded_result(
+    record: Record,
+    model: str,
+    answer: str,
+    grade: Grade,
+    *,
+    source: str,
+    policy: PolicyTag | None,
+    generation: GenerationResult | None = None,
+    template_version: str | None = None,
+    max_latency_ms: int | None = None,
+    warnings: Sequence[str] = (),
+) -> EvalResult:
+    """The result of a graded answer (``generation`` when it was generated now).
+
+    An answer slower than the record's ``expected.max_latency_ms`` fails with reason
+    ``latency_exceeded`` whatever its grade (the grade stays in the explanation).
+    """
+    outcome, passed, score = grade.outcome, grade.passed, grade.score
+    reason, explanation = grade.reason, grade.explanation
+    if generation is not None and generation.latency_exceeded:
+        outcome, passed, reason = "failed", False, "latency_exceeded"
+        explanation = (
+            f"answer took {generation.latency_ms:.0f} ms, more than "
+            f"expected.max_latency_ms={max_latency_ms} (graded: {grade.reason})"
+        )
+    details = {**grade.details, **_generation_details(generation, template_version)}
+    if warnings:
+        details["attachment_warnings"] = list(warnings)
+    return EvalResult(
+        record_id=record.id,
+        dataset=record.dataset,
+        task_type=record.task_type,
+        model=model,
+        source=source,
+        outcome=outcome,
+        passed=passed,
+        score=score,
+        reason=reason,
+        explanation=explanation,
+        response=answer,
+        grader=grade.grader,
+        details=details,
+        record_sha256=record.sha256,
+        policy_id=policy[0] if policy else None,
+        policy_sha256=policy[1] if policy else None,
+        judge=grade.judge,
+        **_generation_fields(generation),
+    )
+
+
+def generation_failed(
+    record: Record,
+    model: str,
+    generation: GenerationResult,
+    *,
+    policy: PolicyTag | None,
+    template_version: str | None = None,
+    warnings: Sequence[str] = (),
+) -> EvalResult:
+    """The result of an item whose generation failed after the engine's retries."""
+    code = generation.error_code or "unknown"
+    reason = code if code in ("timeout", "cancelled") else f"generation_error:{code}"
+    tries = len(generation.attempts)
+    details = _generation_details(generation, template_version)
+    if warnings:
+        details["attachment_warnings"] = list(warnings)
+    return dataclasses.replace(
+        _never_answered(
+            record,
+            model,
+            outcome="error",
+            reason=reason,
+            explanation=f"{generation.error_message or code} after {tries} "
+            f"attempt{'s' if tries != 1 else ''}",
+            source="live",
+            details=details,
+            policy=policy,
+        ),
+        **_generation_fields(generation),
+    )
+
+
+def missing_response_result(
+    record: Record, model: str, responses_path: str, policy: PolicyTag | None = None
+) -> EvalResult:
+    """The result of a selected record that has no response: a failure, never a skip."""
+    return _never_answered(
+        record,
+        model,
+        outcome="failed",
+        reason="missing_response",
+        explanation=f"no response for record {record.id!r} and model {model!r} in {responses_path}",
+        source="prefilled",
+        passed=False,
+        score=0.0,
+        policy=policy,
+    )
+
+
+def record_error_result(
+    record: Record, model: str, errors: list[dict[str, Any]], policy: PolicyTag
+) -> EvalResult:
+    """The result of an item whose record cannot be asked (e.g. a missing attachment file).
+
+    The record passed validation, but this machine cannot build its prompt; the item is an
+    error with reason ``invalid_record`` and the contract's ``record_errors`` entries, and
+    nothing is sent to the model.
+    """
+    return _never_answered(
+        record,
+        model,
+        outcome="error",
+        reason="invalid_record",
+        explanation="; ".join(f"{e['path']}: {e['message']}" for e in errors),
+        details={"record_errors": errors},
+        policy=policy,
+    )
+
+
+def skipped_result(record: Record, model: str, grade: Grade, policy: PolicyTag) -> EvalResult:
+    """The result of an item skipped before any call (a grader that needs a judge, none set)."""
+    return _never_answered(
+        record,
+        model,
+        outcome=grade.outcome,
+        reason=grade.reason,
+        explanation=grade.explanation,
+        details=grade.details,
+        policy=policy,
+    )
+
+
+def cancelled_result(record: Record, model: str, policy: PolicyTag | None = None) -> EvalResult:
+    """The result of an item that never finished because the run was cancelled."""
+    return _never_answered(
+        record,
+        model,
+        outcome="error",
+        reason="cancelled",
+        explanation="the run was cancelled before this item finished",
+        policy=policy,
+    )
+
+
+def unfinished_result(
+    record: Record, model: str, outcome: str, message: str, policy: PolicyTag | None = None
+) -> EvalResult:
+    """The result of an item that ended without one (its grade never reached the recorder).
+
+    ``outcome`` is pytest's: ``skipped`` (a skip mark or ``pytest.skip`` in a fixture, counted
+    with the skipped records) or ``failed`` (a fixture errored before the evaluation, or the
+    xdist worker running the item crashed: an ``evaluation_error``). ``message`` says why.
+    """
+    if outcome == "skipped":
+        return _never_answered(
+            record,
+            model,
+            outcome="skipped",
+            reason="skipped",
+            explanation=f"pytest skipped the item: {message}",
+            policy=policy,
+        )
+    return _never_answered(
+        record,
+        model,
+        outcome="error",
+        reason="evaluation_error",
+        explanation=f"the item ended without a result: {message}",
+        policy=policy,
+    )

@@ -1,0 +1,137 @@
+"""The ``record`` and ``evaluation`` fixtures, and what a suite's test sees of a result.
+
+A suite is a plain test module that asks for ``record`` (the dataset record of the item;
+an invalid record errors here with its ``record_errors``) and ``evaluation`` (the graded
+answer of the item's model). ``Evaluation.check()`` applies the default pass rule.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_legaleval.formats import RejectedRecord
+from pytest_legaleval.pipeline.plan import ItemSpec
+from pytest_legaleval.pipeline.results import record_error_result
+from pytest_legaleval.pytest.state import STATE_KEY
+from pytest_legaleval.records import EvalResult, Record
+
+__all__ = ["INVALID_KEY", "RESULT_KEY", "Evaluation", "RecordFailed", "evaluation", "record"]
+
+RESULT_KEY = pytest.StashKey[EvalResult]()
+"""An item's result, put on its report by the plugin's ``makereport``."""
+INVALID_KEY = pytest.StashKey[ItemSpec]()
+"""The item of an invalid record."""
+
+
+class RecordFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """A record that failed its grader: reported with the grader's reasons, no traceback."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg, pytrace=False)
+
+
+class Evaluation:
+    """The ``evaluation`` fixture's value: the graded answer of one item.
+
+    Use ``evaluation.check()`` for the default pass rule, or assert on ``passed``,
+    ``score``, ``response`` and ``explanation`` in your own suites.
+    """
+
+    def __init__(self, record: Record, result: EvalResult) -> None:
+        self.record = record
+        self.result = result
+
+    @property
+    def model(self) -> str:
+        """The model (or response-file label) that answered."""
+        return self.result.model
+
+    @property
+    def passed(self) -> bool:
+        """Whether the grader's pass rule holds."""
+        return bool(self.result.passed)
+
+    @property
+    def score(self) -> float | None:
+        """The grader's score in [0, 1], or ``None`` when ungraded."""
+        return self.result.score
+
+    @property
+    def response(self) -> str | None:
+        """The model's answer text."""
+        return self.result.response
+
+    @property
+    def reason(self) -> str:
+        """A short machine-readable reason (``wrong_answer`` …)."""
+        return self.result.reason
+
+    @property
+    def explanation(self) -> str:
+        """The grader's explanation, for people."""
+        return self.result.explanation
+
+    def check(self) -> None:
+        """Apply the default pass rule: skip ungraded items, fail with the grader's reasons."""
+        if self.result.outcome == "skipped":
+            pytest.skip(f"{self.reason}: {self.explanation}")
+        if not self.passed:
+            raise RecordFailed(f"{self.reason}: {self.explanation}")
+
+    def __repr__(self) -> str:
+        return (
+            f"Evaluation(record={self.record.id!r}, model={self.model!r}, "
+            f"passed={self.passed}, score={self.score}, reason={self.reason!r})"
+        )
+
+
+def _spec(request: pytest.FixtureRequest) -> ItemSpec:
+    spec = getattr(request, "param", None)
+    if not isinstance(spec, ItemSpec):
+        pytest.fail(
+            "the record fixture needs a dataset: pass --dataset PATH with --responses "
+            "FILE or --model PROVIDER/NAME",
+            pytrace=False,
+        )
+    return spec
+
+
+@pytest.fixture
+def record(request: pytest.FixtureRequest) -> Record:
+    """The dataset record of this test item (invalid records error here with their errors)."""
+    spec = _spec(request)
+    entry = spec.entry
+    if isinstance(entry, RejectedRecord):
+        request.node.stash[INVALID_KEY] = spec
+        errors = [error.to_dict() for error in entry.errors]
+        pytest.fail(
+            json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False), pytrace=False
+        )
+    if entry.attachments:
+        from pytest_legaleval.grading.attachments import missing_attachments
+
+        missing = missing_attachments(entry)
+        if missing:
+            errors = [error.to_dict() for error in missing]
+            # Recorded like any other result (failures.jsonl: invalid_record), not dropped.
+            policy = request.config.stash[STATE_KEY].policies.for_record(entry)
+            request.node.stash[RESULT_KEY] = record_error_result(
+                entry, spec.model, errors, (policy.id, policy.sha256)
+            )
+            pytest.fail(
+                json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False),
+                pytrace=False,
+            )
+    return entry
+
+
+@pytest.fixture
+def evaluation(request: pytest.FixtureRequest, record: Record) -> Evaluation:
+    """The graded answer of this item's model to ``record``."""
+    spec: ItemSpec = request.node.callspec.params["record"]
+    state = request.config.stash[STATE_KEY]
+    result = state.evaluate(spec)
+    request.node.stash[RESULT_KEY] = result
+    return Evaluation(record, result)
