@@ -25,7 +25,7 @@ _SLICE_METRICS = ("pass_rate", "mean_score", "error_rate")
 
 
 def _block(run: RunData) -> Mapping[str, Any]:
-    return run.summary or block_from_rows(run.predictions, len(invalid_items(run)))
+    return run.summary or block_from_rows(run.predictions, invalid_items(run))
 
 
 def _slices(run: RunData) -> dict[tuple[str, str], Mapping[str, Any]]:
@@ -36,7 +36,7 @@ def _slices(run: RunData) -> dict[tuple[str, str], Mapping[str, Any]]:
     for dimension in ("dataset", "model", "task_type"):
         for value in sorted({str(r.get(dimension)) for r in run.predictions}):
             rows = [r for r in run.predictions if str(r.get(dimension)) == value]
-            bad = sum(1 for r in invalid if str(r.get(dimension)) == value)
+            bad = [r for r in invalid if str(r.get(dimension)) == value]
             found[(dimension, value)] = block_from_rows(rows, bad)
     return found
 

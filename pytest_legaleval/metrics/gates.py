@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.counts import with_item_fields
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.stats import wilson_interval
 from pytest_legaleval.metrics.summary import MetricsAccumulator
@@ -76,49 +77,49 @@ METRICS: dict[str, MetricSpec] = {
     for spec in (
         MetricSpec(
             "pass_rate",
-            "pass_count / evaluated_records (items with a graded pass/fail verdict)",
+            "passed_items / evaluated_items (items with a graded pass/fail verdict)",
             (("pass_rate",),),
-            ("evaluated_records",),
+            ("evaluated_items",),
             (("pass_rate_ci",),),
-            ("pass_count", "evaluated_records"),
+            ("passed_items", "evaluated_items"),
         ),
         MetricSpec(
             "pass_rate_ci_low",
             "low end of the Wilson 95 % interval of pass_rate",
             (("pass_rate_ci_low",), ("pass_rate_ci", "low")),
-            ("evaluated_records",),
+            ("evaluated_items",),
         ),
         MetricSpec(
             "mean_score",
             "mean score of the graded items (seeded bootstrap 95 % interval)",
             (("mean_score",),),
-            ("scored_records",),
+            ("scored_items",),
             (("mean_score_ci",),),
         ),
         MetricSpec(
             "judge_error_rate",
-            "judge_error_count / judged_records",
+            "judge_error_count / judged_items",
             (("judge_error_rate",),),
-            ("judged_records",),
+            ("judged_items",),
             (),
-            ("judge_error_count", "judged_records"),
+            ("judge_error_count", "judged_items"),
         ),
         MetricSpec(
             "invalid_rate",
-            "invalid_records / total_records (items whose record failed validation)",
+            "invalid_items / total_items (items whose record failed validation)",
             (("invalid_rate",),),
-            ("total_records",),
+            ("total_items",),
             (),
-            ("invalid_records", "total_records"),
+            ("invalid_items", "total_items"),
         ),
         MetricSpec(
             "error_rate",
-            "error_records / valid_records (no verdict: no response, engine, judge error, "
+            "error_items / valid_items (no verdict: no response, engine, judge error, "
             "timeout, cancelled)",
             (("error_rate",),),
-            ("valid_records",),
+            ("valid_items",),
             (),
-            ("error_records", "valid_records"),
+            ("error_items", "valid_items"),
         ),
         MetricSpec(
             "p95_latency_ms",
@@ -250,17 +251,23 @@ def row_matches(row: Mapping[str, Any], conditions: Sequence[tuple[str, str]]) -
 
 def block_from_rows(
     rows: Iterable[Mapping[str, Any]],
-    invalid: int = 0,
+    invalid: int | Iterable[Mapping[str, Any]] = 0,
     prices: PriceTable | None = None,
 ) -> dict[str, Any]:
-    """The metrics block of prediction rows plus ``invalid`` invalid items.
+    """The metrics block of prediction rows plus invalid items.
 
-    The rows go through the same accumulator as the recorder's, so a computed block means
-    exactly what ``metrics_summary.json`` means.
+    ``invalid`` is one row (``dataset``, ``record_id``) per invalid item, so that an invalid
+    record under several models counts one record; a number counts that many items, each a
+    record of its own. The rows go through the same accumulator as the recorder's, so a
+    computed block means exactly what ``metrics_summary.json`` means.
     """
     acc = MetricsAccumulator(prices=prices)
-    for _ in range(invalid):
-        acc.add_invalid()
+    if isinstance(invalid, int):
+        for _ in range(invalid):
+            acc.add_invalid()
+    else:
+        for row in invalid:
+            acc.add_invalid(("invalid", str(row.get("dataset")), str(row.get("record_id"))))
     for row in rows:
         acc.add(row)
     return acc.to_dict()
@@ -347,8 +354,9 @@ def _number(value: Any) -> float | None:
 def metric_value(
     block: Mapping[str, Any], metric: str
 ) -> tuple[bool, float | None, tuple[float, float] | None, int]:
-    """``(found, value, interval, n)`` of ``metric`` in a metrics block."""
+    """``(found, value, interval, n)`` of ``metric`` in a metrics block (either vocabulary)."""
     spec = METRICS[metric]
+    block = with_item_fields(block)
     found, value = _lookup(block, spec.paths)
     _, interval = _lookup(block, spec.interval_paths)
     _, n = _lookup(block, (spec.n_path,))
@@ -399,7 +407,7 @@ def evaluate_gates(
             if block is None:
                 block = computed[gate.slice] = block_from_rows(
                     (r for r in rows if row_matches(r, gate.slice)),
-                    sum(1 for r in invalid if row_matches(r, gate.slice)),
+                    [r for r in invalid if row_matches(r, gate.slice)],
                     prices,
                 )
             given = block

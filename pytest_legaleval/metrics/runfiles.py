@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,8 +53,12 @@ class RunData:
         return str(self.manifest.get("run_id") or self.path.name)
 
 
-def load_run(path: str | Path) -> RunData:
-    """Load a run directory; a path that is not one raises ``ConfigError``."""
+def load_run(path: str | Path, *, with_predictions: bool = True) -> RunData:
+    """Load a run directory; a path that is not one raises ``ConfigError``.
+
+    Without ``with_predictions`` the predictions are left in the file (``predictions`` is
+    empty): a reader that streams ``predictions.jsonl`` itself keeps its memory flat.
+    """
     root = Path(path)
     manifest = _read_json(root / "run_manifest.json")
     if not isinstance(manifest, dict):
@@ -68,33 +72,54 @@ def load_run(path: str | Path) -> RunData:
         manifest=manifest,
         summary=summary if isinstance(summary, dict) else None,
         slices=_read_json(root / "metrics_by_slice.json"),
-        predictions=list(iter_jsonl(root / "predictions.jsonl")),
+        predictions=list(iter_jsonl(root / "predictions.jsonl")) if with_predictions else [],
         validation=list(iter_jsonl(root / "record_validation.jsonl")),
         failures=list(iter_jsonl(root / "failures.jsonl")),
     )
 
 
-def invalid_items(run: RunData) -> list[dict[str, Any]]:
-    """One row (``dataset``, ``record_id``, ``model``) per invalid item of the run.
+def invalid_items(run: RunData, predicted: Container[Any] | None = None) -> list[dict[str, Any]]:
+    """One row per invalid item of the run that has no ``predictions.jsonl`` line.
 
-    ``failures.jsonl`` lists them when it has ``invalid_record`` lines; otherwise every
-    rejected record of ``record_validation.jsonl`` counts once per model (exact for runs
-    without shard, sample or limit).
+    A row has ``dataset``, ``record_id``, ``model``, ``index``, ``item_id``, ``message`` and
+    ``line``. ``failures.jsonl`` lists them when it has ``invalid_record`` lines (``line`` is
+    the line number there); otherwise every rejected record of ``record_validation.jsonl``
+    counts once per model (exact for runs without shard, sample or limit). An item whose record was
+    valid but cannot be asked (its attachment file is missing) has a prediction line as well
+    as a failure line: it is left out, as its prediction counts it. ``predicted`` holds the
+    ``item_id`` of every prediction line (default: those of ``run.predictions``).
     """
+    if predicted is None:
+        predicted = {p.get("item_id") for p in run.predictions}
     rows = [
         {
             "dataset": f.get("dataset") or f.get("dataset_id"),
             "record_id": f.get("record_id"),
             "model": f.get("model"),
+            "index": f.get("index"),
+            "item_id": f.get("item_id"),
+            "message": f.get("message"),
+            "line": number,
         }
-        for f in run.failures
+        for number, f in enumerate(run.failures, 1)
         if "invalid_record" in (f.get("reason"), f.get("category"), f.get("taxonomy"))
+        and (f.get("item_id") is None or f.get("item_id") not in predicted)
     ]
-    if rows:
+    if rows or any(f.get("reason") == "invalid_record" for f in run.failures):
         return rows
     models = run.manifest.get("models") or [None]
     return [
-        {"dataset": v.get("dataset_id"), "record_id": v.get("record_id"), "model": model}
+        {
+            "dataset": v.get("dataset_id"),
+            "record_id": v.get("record_id"),
+            "model": model,
+            "index": v.get("index"),
+            "item_id": None,
+            "message": "; ".join(
+                str(e.get("message")) for e in v.get("errors") or [] if isinstance(e, Mapping)
+            ),
+            "line": None,
+        }
         for v in run.validation
         if v.get("status") == "rejected"
         for model in models

@@ -6,12 +6,13 @@ arrive, so ``metrics_by_slice.json`` is computed without keeping results.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_legaleval.metrics.counts import RecordIndex
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.metrics.summary import MetricsAccumulator, item_facts
 
 __all__ = ["BASE_DIMENSIONS", "MISSING", "SliceAccumulator", "metadata_value"]
 
@@ -43,17 +44,31 @@ def metadata_value(metadata: Mapping[str, Any], dotted: str) -> str:
 class SliceAccumulator:
     """``dimension -> value -> MetricsAccumulator``, grown one item at a time."""
 
-    def __init__(self, metadata_keys: Sequence[str] = (), prices: PriceTable | None = None):
+    def __init__(
+        self,
+        metadata_keys: Sequence[str] = (),
+        prices: PriceTable | None = None,
+        index: RecordIndex | None = None,
+    ):
+        """Slices by the base dimensions and ``metadata_keys``.
+
+        ``index`` numbers the records for all slices; pass the run summary's
+        (``MetricsAccumulator.records.index``) to keep one for the whole run.
+        """
         self.metadata_keys = tuple(metadata_keys)
         self.dimensions = (*BASE_DIMENSIONS, *self.metadata_keys)
         self.prices = prices
+        self.index = index if index is not None else RecordIndex()
         self.slices: dict[str, dict[str, MetricsAccumulator]] = {d: {} for d in self.dimensions}
 
     def _slice(self, dimension: str, value: str) -> MetricsAccumulator:
         by_value = self.slices[dimension]
         acc = by_value.get(value)
         if acc is None:
-            acc = by_value[value] = MetricsAccumulator(prices=self.prices)
+            # Attachment warnings are quoted in the run's summary only, counted in each slice.
+            acc = by_value[value] = MetricsAccumulator(
+                prices=self.prices, index=self.index, warning_examples=0
+            )
         return acc
 
     def _targets(
@@ -84,6 +99,7 @@ class SliceAccumulator:
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         """Count one item result in every slice it belongs to."""
+        facts = item_facts(result)
         for acc in self._targets(
             dataset=str(result.get("dataset")),
             model=str(result.get("model")),
@@ -92,14 +108,17 @@ class SliceAccumulator:
             tags=tags,
             metadata=metadata,
         ):
-            acc.add(result)
+            acc.add(result, facts)
 
-    def add_invalid(self, *, dataset: str, model: str) -> None:
-        """Count an invalid item in its dataset and model slices (only those are known)."""
+    def add_invalid(self, *, dataset: str, model: str, key: Hashable | None = None) -> None:
+        """Count an invalid item in its dataset and model slices (only those are known).
+
+        ``key`` names its record (see ``MetricsAccumulator.add_invalid``).
+        """
         for acc in self._targets(
             dataset=dataset, model=model, task_type=None, policy=None, tags=(), metadata=None
         ):
-            acc.add_invalid()
+            acc.add_invalid(key)
 
     def to_dict(
         self, *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES

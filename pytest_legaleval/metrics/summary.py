@@ -5,17 +5,39 @@ arrays (scores of graded items, latencies) — nothing else per item. The same b
 used for the whole run (``metrics_summary.json``) and for every slice
 (``metrics_by_slice.json``); ``schemas/metrics_summary.schema.json`` documents each field.
 
-Units: every count is of *items* (record × model); with one model an item is a record.
+Counts follow one vocabulary (``metrics/counts.py``): ``*_items`` fields count items (record
+× model), ``*_records`` fields count distinct records with the Dataset Contract §3.3 meaning.
+Rates are of items. The classification of one item lives in ``metrics/items.py``
+(re-exported here).
 """
 
 from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_legaleval.metrics.counts import (
+    CANCELLED,
+    CATEGORIES,
+    JUDGED,
+    SCORED,
+    WARNED,
+    RecordIndex,
+    RecordTally,
+    flag_of,
+)
+from pytest_legaleval.metrics.items import (
+    FAILURE_TYPES,
+    ItemFacts,
+    attachment_warnings,
+    failure_type,
+    item_category,
+    item_facts,
+    record_key,
+)
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.stats import (
     BOOTSTRAP_RESAMPLES,
@@ -29,33 +51,16 @@ from pytest_legaleval.metrics.stats import (
 __all__ = [
     "FAILURE_TYPES",
     "MAX_CRITERIA",
+    "WARNING_EXAMPLES",
+    "ItemFacts",
     "MetricsAccumulator",
+    "attachment_warnings",
     "failure_type",
+    "item_category",
+    "item_facts",
+    "record_key",
     "wilson_interval",
 ]
-
-FAILURE_TYPES: tuple[str, ...] = (
-    "invalid_record",
-    "missing_response",
-    "generation_error:<code>",
-    "timeout",
-    "judge_error",
-    "latency_exceeded",
-    "cancelled",
-    "evaluation_error",
-)
-"""The taxonomy of permanent failures (``failures.jsonl``'s ``failure_type``)."""
-
-_NAMED_FAILURES = frozenset(
-    {
-        "invalid_record",  # a valid record this machine cannot ask (missing attachment file)
-        "missing_response",
-        "timeout",
-        "judge_error",
-        "latency_exceeded",
-        "cancelled",
-    }
-)
 
 MAX_CRITERIA = 200
 """Distinct rubric criterion ids tracked per block; more are counted, not listed (rubric ids
@@ -65,19 +70,8 @@ _QUANTILES = (("min", 0.0), ("p05", 0.05), ("p25", 0.25), ("p50", 0.5), ("p75", 
               ("p95", 0.95), ("max", 1.0))  # fmt: skip
 
 
-def failure_type(result: Mapping[str, Any]) -> str | None:
-    """The permanent-failure label of an item result, or ``None`` for a graded outcome.
-
-    A wrong answer is a graded outcome, not a failure. Failures are items that did not get a
-    trustworthy verdict: no response, a generation error after the retries, a timeout, a
-    judge that could not be parsed, a broken latency budget, a cancelled run.
-    """
-    reason = str(result.get("reason") or "")
-    if reason in _NAMED_FAILURES or reason.startswith("generation_error:"):
-        return reason
-    if result.get("outcome") == "error":
-        return "evaluation_error"
-    return None
+WARNING_EXAMPLES = 5
+"""Attachment warnings quoted per block (``attachment_warnings``); all are counted."""
 
 
 def _rate(numerator: int, denominator: int) -> float | None:
@@ -97,15 +91,16 @@ class MetricsAccumulator:
     """Counts, sums and two float arrays that grow one item result at a time."""
 
     prices: PriceTable | None = None
-    total: int = 0
-    invalid: int = 0
-    passed: int = 0
-    failed: int = 0
-    skipped: int = 0
-    errors: int = 0
+    index: RecordIndex | None = None
+    """Shared by the accumulators of one run (``SliceAccumulator``); a private one if None."""
+    warning_examples: int = WARNING_EXAMPLES
+    items: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
     cancelled: int = 0
     judged: int = 0
     judge_errors: int = 0
+    warned: int = 0
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    records: RecordTally = field(init=False)
     reasons: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     scores: array[float] = field(default_factory=lambda: array("d"))
@@ -123,43 +118,68 @@ class MetricsAccumulator:
     criteria: dict[str, _Criterion] = field(default_factory=dict)
     criteria_dropped: int = 0
 
+    def __post_init__(self) -> None:
+        self.records = RecordTally(self.index if self.index is not None else RecordIndex())
+
     # -- input ---------------------------------------------------------------------------
 
-    def add_invalid(self) -> None:
-        """Count an item whose record failed validation."""
-        self.total += 1
-        self.invalid += 1
+    def add_invalid(self, key: Hashable | None = None) -> None:
+        """Count an item whose record failed validation.
+
+        ``key`` names the record, so that its items under several models count one record;
+        without it the item counts as a record of its own.
+        """
+        self.items["invalid"] += 1
+        self.records.mark(key, flag_of("invalid"))
         self._bump(self.reasons, "invalid_record")
         self._bump(self.failures, "invalid_record")
 
-    def add(self, result: Mapping[str, Any]) -> None:
-        """Count one item result (an ``EvalResult``)."""
-        self.total += 1
+    def add(self, result: Mapping[str, Any], facts: ItemFacts | None = None) -> None:
+        """Count one item result (an ``EvalResult`` or a ``predictions.jsonl`` line).
+
+        ``facts`` are :func:`item_facts` of ``result``, when the caller has them already (a
+        slice accumulator counts one item in several blocks).
+        """
+        facts = facts if facts is not None else item_facts(result)
         self._bump(self.reasons, str(result.get("reason") or ""))
-        failure = failure_type(result)
-        outcome = result.get("outcome")
+        failure, category = facts.failure, facts.category
+        self.items[category] += 1
+        flags = flag_of(category)
         if failure is not None:
-            self.errors += 1
             self.cancelled += failure == "cancelled"
+            flags |= CANCELLED if failure == "cancelled" else 0
             self._bump(self.failures, failure)
-        elif outcome == "skipped":
-            self.skipped += 1
-        elif outcome == "passed":
-            self.passed += 1
-        else:
-            self.failed += 1
-        if failure is None and outcome in ("passed", "failed"):
+        if category in ("passed", "failed"):
             score = result.get("score")
             if isinstance(score, int | float) and math.isfinite(score):
                 self.scores.append(float(score))
+                flags |= SCORED
         latency = result.get("latency_ms")
         if isinstance(latency, int | float) and math.isfinite(latency):
             self.latencies.append(float(latency))
         self._add_usage(result)
-        self._add_judge(result, failure == "judge_error")
+        if self._add_judge(result, failure == "judge_error"):
+            flags |= JUDGED
         criteria = (result.get("details") or {}).get("criteria")
         if isinstance(criteria, list):
             self._add_criteria(criteria)
+        if facts.warnings:
+            flags |= WARNED
+            self._add_warnings(result, facts)
+        self.records.mark(facts.key, flags)
+
+    def _add_warnings(self, result: Mapping[str, Any], facts: ItemFacts) -> None:
+        self.warned += 1
+        if len(self.warnings) < self.warning_examples:
+            dataset, record_id = facts.key
+            self.warnings.append(
+                {
+                    "dataset": dataset,
+                    "record_id": record_id,
+                    "model": result.get("model"),
+                    "warnings": facts.warnings,
+                }
+            )
 
     @staticmethod
     def _bump(counter: dict[str, int], key: str) -> None:
@@ -187,10 +207,10 @@ class MetricsAccumulator:
         else:
             self.cost_generation += cost
 
-    def _add_judge(self, result: Mapping[str, Any], judge_error: bool) -> None:
+    def _add_judge(self, result: Mapping[str, Any], judge_error: bool) -> bool:
         judge = result.get("judge")
         if judge is None and not judge_error:
-            return
+            return False
         self.judged += 1
         self.judge_errors += judge_error
         for verdict in (judge or {}).get("verdicts") or []:
@@ -201,6 +221,7 @@ class MetricsAccumulator:
             self.tokens["judge_input"] += tokens_in or 0
             self.tokens["judge_output"] += tokens_out or 0
             self._price(str(verdict.get("model")), tokens_in, tokens_out, judge=True)
+        return True
 
     def _add_criteria(self, criteria: list[Any]) -> None:
         for entry in criteria:
@@ -222,14 +243,31 @@ class MetricsAccumulator:
     # -- output --------------------------------------------------------------------------
 
     @property
-    def evaluated(self) -> int:
-        """Items that got a graded pass/fail verdict."""
-        return self.passed + self.failed
+    def total(self) -> int:
+        """Items counted."""
+        return sum(self.items.values())
 
     @property
-    def failed_records(self) -> int:
-        """Items that failed permanently (invalid records included)."""
-        return self.errors + self.invalid
+    def evaluated(self) -> int:
+        """Items that got a graded pass/fail verdict."""
+        return self.items["passed"] + self.items["failed"]
+
+    def _item_fields(self) -> dict[str, int]:
+        items = self.items
+        return {
+            "total_items": self.total,
+            "valid_items": self.total - items["invalid"],
+            "invalid_items": items["invalid"],
+            "evaluated_items": self.evaluated,
+            "passed_items": items["passed"],
+            "failed_items": items["failed"],
+            "error_items": items["error"],
+            "skipped_items": items["skipped"],
+            "cancelled_items": self.cancelled,
+            "scored_items": len(self.scores),
+            "judged_items": self.judged,
+            "attachment_warning_items": self.warned,
+        }
 
     def _cost(self) -> dict[str, Any]:
         known = self.prices is not None and not self.unpriced and self.usage_items > 0
@@ -246,25 +284,21 @@ class MetricsAccumulator:
         self, *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES
     ) -> dict[str, Any]:
         """The block's JSON body (see ``metrics_summary.schema.json``)."""
-        wilson = wilson_interval(self.passed, self.evaluated)
+        passed, failed = self.items["passed"], self.items["failed"]
+        wilson = wilson_interval(passed, self.evaluated)
         scores = sorted(self.scores)
         boot = bootstrap_mean_interval(scores, seed=seed, resamples=resamples)
         latencies = sorted(self.latencies)
-        valid = self.total - self.invalid
+        items = self._item_fields()
+        records = self.records.to_dict()
         cost = self._cost()
         block: dict[str, Any] = {
-            "total_records": self.total,
-            "valid_records": valid,
-            "invalid_records": self.invalid,
-            "evaluated_records": self.evaluated,
-            "failed_records": self.failed_records,
-            "error_records": self.errors,
-            "skipped_records": self.skipped,
-            "cancelled_records": self.cancelled,
-            "pass_count": self.passed,
-            "fail_count": self.failed,
-            "pass_rate": _rate(self.passed, self.evaluated),
-            "fail_rate": _rate(self.failed, self.evaluated),
+            **records,
+            **items,
+            "pass_count": passed,
+            "fail_count": failed,
+            "pass_rate": _rate(passed, self.evaluated),
+            "fail_rate": _rate(failed, self.evaluated),
             "pass_rate_ci": (
                 {"low": wilson[0], "high": wilson[1], "method": "wilson", "confidence": 0.95}
                 if wilson
@@ -272,7 +306,6 @@ class MetricsAccumulator:
             ),
             "pass_rate_ci_low": wilson[0] if wilson else None,
             "pass_rate_ci_high": wilson[1] if wilson else None,
-            "scored_records": len(scores),
             "mean_score": math.fsum(scores) / len(scores) if scores else None,
             "mean_score_ci": boot.to_dict() if boot else None,
             "mean_score_ci_low": boot.low if boot else None,
@@ -304,11 +337,10 @@ class MetricsAccumulator:
             "judge_output_tokens": self.tokens["judge_output"] if self.judge_usage_items else None,
             "cost_usd": cost["total_usd"],
             "cost": cost,
-            "judged_records": self.judged,
             "judge_error_count": self.judge_errors,
             "judge_error_rate": _rate(self.judge_errors, self.judged),
-            "invalid_rate": _rate(self.invalid, self.total),
-            "error_rate": _rate(self.errors, valid),
+            "invalid_rate": _rate(items["invalid_items"], items["total_items"]),
+            "error_rate": _rate(items["error_items"], items["valid_items"]),
             "criteria": {
                 cid: {
                     "title": c.title,
@@ -321,5 +353,6 @@ class MetricsAccumulator:
             "criteria_dropped": self.criteria_dropped,
             "outcomes_by_reason": dict(sorted(self.reasons.items())),
             "failures_by_type": dict(sorted(self.failures.items())),
+            "attachment_warnings": list(self.warnings),
         }
         return block

@@ -1,32 +1,53 @@
-"""One self-contained HTML file per run: inline CSS, JS and SVG; every value escaped.
+"""One self-contained HTML file per run: inline CSS, JS, SVG and data; every value escaped.
 
-The page fetches nothing (a Content-Security-Policy forbids it), so it opens offline, from
-a CI artifact or an e-mail attachment. Per-record rows are rendered as escaped HTML; the
-script only reads ``data-`` attributes to filter and count them, so no record text ever
-reaches a script context.
+The page fetches nothing (a Content-Security-Policy forbids it), so it opens offline, from a
+CI artifact or an e-mail attachment. The summary, the per-model columns, the slices and the
+charts are rendered here as escaped HTML. The items (one row per record × model, with their
+text previews) travel as JSON in a ``<script type="application/json">`` element, written so
+that no text can end the element (:func:`~pytest_legaleval.report.data.script_json`); the
+script builds their rows with ``textContent`` only, never as markup.
+
+Every count on the page comes from one computation (:func:`~pytest_legaleval.report.data.
+collect`), with the names of the metrics files: records, items, passed, failed, errors,
+skipped, invalid.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from html import escape
 from importlib.resources import files
 from typing import Any
 
-from pytest_legaleval.metrics.gates import block_from_rows
-from pytest_legaleval.metrics.runfiles import RunData, invalid_items, slice_entries
+from pytest_legaleval.metrics.counts import Counts, counts_of
+from pytest_legaleval.metrics.runfiles import RunData, slice_entries
+from pytest_legaleval.report.data import ORDER, ReportData, collect
 from pytest_legaleval.report.svg import bar_chart, bins_for
+from pytest_legaleval.report.texts import script_json
 
-__all__ = ["MAX_TEXT", "render_report"]
+__all__ = ["LABELS", "MAX_SLICE_ROWS", "render_report"]
 
-MAX_TEXT = 1500
-"""Characters of a response or explanation shown per record (the rest is cut, marked)."""
+MAX_SLICE_ROWS = 100
+"""Values shown per slice dimension (a tag or metadata key can have thousands)."""
 
+LABELS = {"failed": "failed", "error": "errors", "invalid": "invalid", "passed": "passed",
+          "skipped": "skipped"}  # fmt: skip
+"""How the page names each item category (the metrics files' ``*_items`` names)."""
+
+_HELP = {
+    "records": "distinct records, however many models answered them",
+    "items": "one record asked of one model",
+    "failed": "graded wrong: a wrong answer, a score below the threshold, or no answer found",
+    "errors": "no verdict because of the engine or the judge (judge_error, generation_error, "
+    "timeout, cancelled, missing_response, evaluation_error)",
+    "invalid": "the record cannot be asked (failed validation, attachment missing)",
+    "skipped": "not evaluated on purpose (a skip mark, no judge)",
+    "passed": "graded at or above the pass rule",
+}
 _CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
     "img-src data:; base-uri 'none'; form-action 'none'"
 )
-_SLICE_DIMENSIONS = ("dataset", "model", "task_type")
 
 
 def _asset(name: str) -> str:
@@ -35,13 +56,6 @@ def _asset(name: str) -> str:
 
 def _e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
-
-
-def _cut(value: Any) -> str:
-    text = "" if value is None else str(value)
-    if len(text) > MAX_TEXT:
-        return text[:MAX_TEXT] + f" … [{len(text) - MAX_TEXT} more characters]"
-    return text
 
 
 def _pct(value: Any) -> str:
@@ -62,223 +76,303 @@ def _num(value: Any, digits: int = 3) -> str:
 
 def _interval(block: Mapping[str, Any], key: str, pct: bool) -> str:
     ci = block.get(key)
-    if isinstance(ci, Mapping):
-        low, high = ci.get("low"), ci.get("high")
-    elif isinstance(ci, list | tuple) and len(ci) == 2:
-        low, high = ci
-    else:
+    if not isinstance(ci, Mapping):
         return ""
     fmt = _pct if pct else _num
-    return f'<span class="ci">95% CI {fmt(low)}–{fmt(high)}</span>'
+    return f"{fmt(ci.get('low'))}–{fmt(ci.get('high'))}"
 
 
-def _card(label: str, value: str, extra: str = "", key: str = "") -> str:
+def _card(label: str, value: str, key: str, note: str = "", help_text: str = "") -> str:
+    title = f' title="{_e(help_text)}"' if help_text else ""
+    extra = f'<div class="note">{note}</div>' if note else ""
     return (
-        f'<div class="card" data-metric="{_e(key or label)}"><div class="label">{_e(label)}</div>'
+        f'<div class="card" data-metric="{_e(key)}"{title}><div class="label">{_e(label)}</div>'
         f'<div class="value">{value}</div>{extra}</div>'
     )
 
 
-def _summary_cards(block: Mapping[str, Any]) -> str:
-    latency_block = block.get("latency_ms")
-    latency: Mapping[str, Any] = latency_block if isinstance(latency_block, Mapping) else {}
-    cost = block.get("cost_usd")
+def _summary_cards(data: ReportData, run: RunData) -> str:
+    block = data.summary
+    counts = counts_of(block)
+    pass_ci, score_ci = (
+        _interval(block, "pass_rate_ci", True),
+        _interval(block, "mean_score_ci", False),
+    )
+    records_note = (
+        f"{_num(block.get('evaluated_records'))} evaluated · "
+        f"{_num(block.get('failed_records'))} failed · {_num(block.get('skipped_records'))} "
+        "skipped"
+    )
     cards = [
-        _card(
-            "pass rate",
-            _pct(block.get("pass_rate")),
-            _interval(block, "pass_rate_ci", True),
-            "pass_rate",
-        ),
-        _card(
-            "mean score",
-            _num(block.get("mean_score")),
-            _interval(block, "mean_score_ci", False),
-            "mean_score",
-        ),
-        _card("evaluated", _num(block.get("evaluated_records")), key="evaluated_records"),
-        _card("passed", _num(block.get("pass_count")), key="pass_count"),
-        _card("failed", _num(block.get("fail_count")), key="fail_count"),
-        _card("errors", _num(block.get("failed_records")), key="failed_records"),
-        _card("skipped", _num(block.get("skipped_records")), key="skipped_records"),
-        _card(
-            "p50 / p95 latency (ms)",
-            f"{_num(latency.get('p50'), 0)} / {_num(latency.get('p95'), 0)}",
-            key="latency",
-        ),
-        _card("tokens", _num(block.get("total_tokens")), key="total_tokens"),
-        _card("cost (USD)", _num(cost, 4) if cost is not None else "unknown", key="cost_usd"),
-    ]
-    return '<div class="cards">' + "".join(cards) + "</div>"
+        _card("pass rate", _pct(block.get("pass_rate")), "pass_rate",
+              f"95% CI {pass_ci}" if pass_ci else "", "passed / (passed + failed) items"),
+        _card("mean score", _num(block.get("mean_score")), "mean_score",
+              f"95% CI {score_ci}" if score_ci else ""),
+        _card("records", _num(counts.records), "records", records_note,
+              _HELP["records"] + "; a record failed when any of its items is an error or "
+              "invalid (Dataset Contract §3.3)"),
+        _card("items", _num(counts.items), "items", "", _HELP["items"]),
+    ]  # fmt: skip
+    for category in ORDER:
+        label = LABELS[category]
+        cards.append(_card(label, _num(_count(counts, category)), label, "", _HELP[label]))
+    if counts.attachment_warnings:
+        cards.append(
+            _card("attachment warnings", _num(counts.attachment_warnings), "attachment_warnings",
+                  "items whose attachment gave no or cut text")
+        )  # fmt: skip
+    latency = block.get("latency_ms")
+    if isinstance(latency, Mapping):
+        cards.append(
+            _card("p50 / p95 latency (ms)",
+                  f"{_num(latency.get('p50'), 0)} / {_num(latency.get('p95'), 0)}", "latency")
+        )  # fmt: skip
+    if block.get("total_tokens") is not None:
+        cards.append(_card("tokens", _num(block.get("total_tokens")), "total_tokens"))
+    cost = (run.summary or {}).get("cost_usd")
+    if cost is not None or block.get("total_tokens") is not None:
+        shown = _num(cost, 4) if isinstance(cost, int | float) else "unknown"
+        cards.append(_card("cost (USD)", shown, "cost_usd"))
+    return '<div class="cards">' + "".join(cards) + "</div>" + _mismatch(data, run)
 
 
-def _slice_rows(run: RunData) -> list[tuple[str, str, Mapping[str, Any]]]:
-    entries = list(slice_entries(run.slices))
-    if entries:
-        return entries
-    invalid = invalid_items(run)
-    out: list[tuple[str, str, Mapping[str, Any]]] = []
-    for dimension in _SLICE_DIMENSIONS:
-        values = sorted({str(row.get(dimension)) for row in run.predictions})
-        if len(values) < 2 and dimension != "dataset":
-            continue
-        for value in values:
-            rows = [r for r in run.predictions if str(r.get(dimension)) == value]
-            bad = sum(1 for r in invalid if str(r.get(dimension)) == value)
-            out.append((dimension, value, block_from_rows(rows, bad)))
-    return out
-
-
-def _slice_table(run: RunData) -> str:
-    head = (
-        "<tr><th>slice</th><th>value</th><th>items</th><th>evaluated</th><th>pass rate</th>"
-        "<th>95% CI</th><th>mean score</th><th>errors</th><th>p95 ms</th></tr>"
-    )
-    body = []
-    for dimension, value, block in _slice_rows(run):
-        ci = block.get("pass_rate_ci")
-        ci_text = (
-            f"{_pct(ci.get('low'))}–{_pct(ci.get('high'))}" if isinstance(ci, Mapping) else "–"
-        )
-        body.append(
-            f'<tr data-slice="{_e(dimension)}"><td>{_e(dimension)}</td><td>{_e(value)}</td>'
-            f"<td>{_num(block.get('total_records'))}</td>"
-            f"<td>{_num(block.get('evaluated_records'))}</td>"
-            f"<td>{_pct(block.get('pass_rate'))}</td><td>{ci_text}</td>"
-            f"<td>{_num(block.get('mean_score'))}</td>"
-            f"<td>{_num(block.get('failed_records'))}</td>"
-            f"<td>{_num(block.get('p95_latency_ms'), 0)}</td></tr>"
-        )
-    if not body:
-        return '<p class="empty">no slices</p>'
-    return f'<table class="slices"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
-
-
-def _numbers(rows: Iterable[Mapping[str, Any]], key: str) -> list[float]:
-    out = []
-    for row in rows:
-        value = row.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            out.append(float(value))
-    return out
-
-
-def _charts(run: RunData) -> str:
-    scores = _numbers(
-        (r for r in run.predictions if r.get("outcome") in ("passed", "failed")), "score"
-    )
-    latencies = _numbers(run.predictions, "latency_ms")
-    edges, counts = bins_for(scores, 10, 0.0, 1.0)
-    score_svg = bar_chart(edges, counts, "score distribution")
-    edges, counts = bins_for(latencies, 12, 0.0)
-    latency_svg = bar_chart(edges, counts, "latency distribution (ms)")
+def _mismatch(data: ReportData, run: RunData) -> str:
+    """A visible note when metrics_summary.json counts otherwise than the items here."""
+    if not run.summary:
+        return ""
+    written, here = counts_of(run.summary), counts_of(data.summary)
+    fields = ("items", "passed", "failed", "errors", "skipped", "invalid")
+    differ = [f for f in fields if getattr(written, f) != getattr(here, f)]
+    if not differ:
+        return ""
+    said = ", ".join(f"{f} {getattr(written, f)}" for f in differ)
     return (
-        f'<div class="charts"><figure id="score-histogram">{score_svg}'
-        "<figcaption>scores of graded items</figcaption></figure>"
-        f'<figure id="latency-histogram">{latency_svg}'
-        "<figcaption>latency per item (ms)</figcaption></figure></div>"
+        f'<p class="warning" id="count-mismatch">metrics_summary.json says {_e(said)}; this page '
+        "counts the items of predictions.jsonl and failures.jsonl.</p>"
     )
 
 
-def _record_rows(predictions: Sequence[Mapping[str, Any]]) -> str:
-    rows = []
-    for row in predictions:
-        outcome = str(row.get("outcome") or "")
-        reason = str(row.get("reason") or "")
-        search = " ".join(
-            str(row.get(k) or "") for k in ("record_id", "dataset", "model", "reason")
-        ).lower()
-        response = row.get("response") if "response" in row else row.get("model_response")
-        rows.append(
-            f'<tr class="rec {_e(outcome)}" data-outcome="{_e(outcome)}" '
-            f'data-search="{_e(search)}">'
-            f"<td class=id>{_e(row.get('record_id'))}</td><td>{_e(row.get('dataset'))}</td>"
-            f"<td>{_e(row.get('model'))}</td><td class=outcome>{_e(outcome)}</td>"
-            f"<td class=num>{_num(row.get('score'))}</td><td>{_e(reason)}</td>"
-            f"<td class=num>{_num(row.get('latency_ms'), 0)}</td>"
-            f'<td class=expl><div class="explanation">{_e(_cut(row.get("explanation")))}</div>'
-            f"<details><summary>response</summary><pre>{_e(_cut(response))}</pre></details>"
-            "</td></tr>"
+def _blocks_by(data: ReportData, dimension: str) -> dict[str, Mapping[str, Any]]:
+    found = data.slices.get("slices", {}).get(dimension, {})
+    return found if isinstance(found, dict) else {}
+
+
+def _model_columns(data: ReportData) -> str:
+    """The per-model summary rows of the matrix head: one column per model."""
+    blocks = _blocks_by(data, "model")
+    rows: list[tuple[str, str, list[str]]] = []
+    pass_cells, score_cells, count_cells, warn_cells, p95_cells = [], [], [], [], []
+    for model in data.models:
+        block = blocks.get(model, {})
+        counts = counts_of(block) if block else None
+        ci = _interval(block, "pass_rate_ci", True)
+        pass_cells.append(
+            f"{_pct(block.get('pass_rate'))}" + (f' <span class="ci">[{ci}]</span>' if ci else "")
         )
-    return "".join(rows)
+        score_cells.append(_num(block.get("mean_score")))
+        count_cells.append(
+            " · ".join(
+                f'<span class="c-{c}" title="{LABELS[c]}">{_num(_count(counts, c))}</span>'
+                for c in ORDER
+            )
+            if counts
+            else "–"
+        )
+        warn_cells.append(_num(counts.attachment_warnings) if counts else "–")
+        p95_cells.append(_num(block.get("p95_latency_ms"), 0))
+    rows.append(("pass rate [95% CI]", "pass_rate", pass_cells))
+    rows.append(("mean score", "mean_score", score_cells))
+    order = " · ".join(LABELS[c] for c in ORDER)
+    rows.append((order, "counts", count_cells))
+    if any(c not in ("–", "0") for c in warn_cells):
+        rows.append(("attachment warnings", "attachment_warnings", warn_cells))
+    if data.has_latency:
+        rows.append(("p95 latency (ms)", "p95_latency_ms", p95_cells))
+    return "".join(
+        f'<tr class="model-summary" data-metric="{key}"><th colspan="3">{_e(label)}</th>'
+        + "".join(f'<td data-model="{i}">{cell}</td>' for i, cell in enumerate(cells))
+        + "</tr>"
+        for label, key, cells in rows
+    )
 
 
-def _records(run: RunData) -> str:
-    outcomes = sorted({str(r.get("outcome")) for r in run.predictions})
-    options = "".join(f'<option value="{_e(o)}">{_e(o)}</option>' for o in outcomes)
+def _count(counts: Counts, category: str) -> int:
+    return int(getattr(counts, {"error": "errors"}.get(category, category)))
+
+
+def _matrix(data: ReportData) -> str:
+    if len(data.models) < 2:
+        return ""
+    heads = "".join(f'<th data-model="{i}">{_e(m)}</th>' for i, m in enumerate(data.models))
     return (
+        '<section id="models"><h2>models side by side</h2>'
+        '<p class="hint">One row per record, one column per model: ✓ passed or ✗ failed with '
+        "the score, or why there is no verdict; click a cell for the item. Rows where the "
+        "models disagree (one passes, another fails) are highlighted and come first.</p>"
+        '<div class="filters"><label>record <input id="matrix-filter" type="search" '
+        'placeholder="record id or dataset"></label> <label><input id="matrix-disagree" '
+        'type="checkbox"> only disagreements</label> <span id="matrix-count" '
+        'aria-live="polite"></span></div>'
+        '<div class="scroll"><table id="matrix"><thead><tr><th>record</th><th>dataset</th>'
+        f'<th title="models that disagree">≠</th>{heads}</tr>{_model_columns(data)}</thead>'
+        '<tbody></tbody></table></div><button type="button" class="more" id="matrix-more" '
+        "hidden>show more</button></section>"
+    )
+
+
+def _items(data: ReportData, run: RunData) -> str:
+    options = "".join(f'<option value="{c}">{LABELS[c]}</option>' for c in ORDER)
+    models = "".join(f'<option value="{i}">{_e(m)}</option>' for i, m in enumerate(data.models))
+    where = run.path / "predictions.jsonl"
+    return (
+        f'<section id="items"><h2>items ({len(data.rows):,})</h2>'
+        '<p class="hint">Failures and errors first, then the rest; click a column to sort, '
+        "a row to open its detail (response, judge's reasons per criterion, warnings). "
+        f"Texts are previews (up to {data.preview:,} characters for failures and errors, "
+        f"{data.preview // 4:,} for the rest); the full texts are in "
+        f'<code id="predictions-path">{_e(where)}</code>, at the line each item names.</p>'
         '<div class="filters"><label>filter <input id="record-filter" type="search" '
         'placeholder="record id, dataset, model or reason"></label> '
         f'<label>outcome <select id="outcome-filter"><option value="">all</option>{options}'
-        '</select></label> <span id="shown-count" aria-live="polite"></span>'
+        "</select></label> "
+        f'<label>model <select id="model-filter"><option value="">all</option>{models}'
+        '</select></label> <span id="shown-count" aria-live="polite"></span> '
         '<span id="outcome-counts"></span></div>'
-        '<table id="records"><thead><tr><th>record</th><th>dataset</th><th>model</th>'
-        "<th>outcome</th><th>score</th><th>reason</th><th>latency ms</th>"
-        f"<th>grader's explanation</th></tr></thead><tbody>{_record_rows(run.predictions)}"
-        "</tbody></table>"
-    )
-
-
-def _failures(run: RunData) -> str:
-    graded = [r for r in run.predictions if r.get("outcome") == "failed"]
-    parts = []
-    if run.failures:
-        rows = "".join(
-            f"<tr><td>{_e(f.get('record_id'))}</td><td>{_e(f.get('model'))}</td>"
-            f"<td>{_e(f.get('failure_type') or f.get('reason'))}</td>"
-            f"<td>{_e(_cut(f.get('message') or f.get('explanation')))}</td></tr>"
-            for f in run.failures
-        )
-        parts.append(
-            f"<h3>permanent failures ({len(run.failures)})</h3><table id=failures><thead>"
-            "<tr><th>record</th><th>model</th><th>type</th><th>message</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>"
-        )
-    parts.append(
-        f"<h3>failed records ({len(graded)})</h3>"
+        '<table id="records"><thead><tr><th data-key="record">record</th>'
+        '<th data-key="dataset">dataset</th><th data-key="model">model</th>'
+        '<th data-key="outcome">outcome</th><th data-key="score">score</th>'
+        '<th data-key="reason">reason</th>'
+        + ('<th data-key="latency">latency ms</th>' if data.has_latency else "")
         + (
-            "<ul id=failed-records>"
-            + "".join(
-                f"<li><b>{_e(r.get('record_id'))}</b> ({_e(r.get('model'))}): "
-                f"{_e(r.get('reason'))} — {_e(_cut(r.get('explanation')))}</li>"
-                for r in graded
-            )
-            + "</ul>"
-            if graded
-            else '<p class="empty">none</p>'
+            '<th data-key="warnings" title="attachment warnings">attachments</th>'
+            if data.has_warnings
+            else ""
         )
+        + '<th data-key="summary">explanation</th></tr></thead><tbody></tbody></table>'
+        '<button type="button" class="more" id="records-more" hidden>show more</button>'
+        "</section>"
     )
-    return "".join(parts)
+
+
+def _slice_table(data: ReportData) -> str:
+    head = (
+        "<tr><th>slice</th><th>value</th><th>records</th><th>items</th>"
+        + "".join(f"<th>{LABELS[c]}</th>" for c in ORDER)
+        + "<th>pass rate [95% CI]</th><th>mean score</th>"
+        + ("<th>p95 ms</th>" if data.has_latency else "")
+        + "</tr>"
+    )
+    body, shown, hidden = [], dict[str, int](), 0
+    for dimension, value, block in slice_entries(data.slices):
+        shown[dimension] = shown.get(dimension, 0) + 1
+        if shown[dimension] > MAX_SLICE_ROWS:
+            hidden += 1
+            continue
+        counts = counts_of(block)
+        ci = _interval(block, "pass_rate_ci", True)
+        body.append(
+            f'<tr data-slice="{_e(dimension)}"><td>{_e(dimension)}</td><td>{_e(value)}</td>'
+            f"<td class=num>{_num(counts.records)}</td><td class=num>{_num(counts.items)}</td>"
+            + "".join(f"<td class=num>{_num(_count(counts, c))}</td>" for c in ORDER)
+            + f"<td>{_pct(block.get('pass_rate'))}{f' [{ci}]' if ci else ''}</td>"
+            f"<td class=num>{_num(block.get('mean_score'))}</td>"
+            + (
+                f"<td class=num>{_num(block.get('p95_latency_ms'), 0)}</td>"
+                if data.has_latency
+                else ""
+            )
+            + "</tr>"
+        )
+    if not body:
+        return '<p class="empty">no slices</p>'
+    more = (
+        f'<p class="hint">{hidden:,} more slice values are in metrics_by_slice.json.</p>'
+        if hidden
+        else ""
+    )
+    return (
+        f'<table class="slices"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>' + more
+    )
+
+
+def _charts(data: ReportData) -> str:
+    """Histograms of what the run has; a chart without values is left out with its caption."""
+    figures = []
+    if data.has_scores:
+        edges, counts = bins_for(list(data.scores), 10, 0.0, 1.0)
+        figures.append(
+            f'<figure id="score-histogram">{bar_chart(edges, counts, "score distribution")}'
+            "<figcaption>scores of graded items</figcaption></figure>"
+        )
+    if data.has_latency:
+        edges, counts = bins_for(list(data.latencies), 12, 0.0)
+        svg = bar_chart(edges, counts, "latency distribution (ms)")
+        figures.append(
+            f'<figure id="latency-histogram">{svg}'
+            "<figcaption>latency per item (ms)</figcaption></figure>"
+        )
+    if not figures:
+        return ""
+    return (
+        '<section id="distributions"><h2>distributions</h2>'
+        f'<div class="charts">{"".join(figures)}</div></section>'
+    )
+
+
+def _payload(data: ReportData) -> dict[str, Any]:
+    return {
+        "categories": list(ORDER),
+        "labels": LABELS,
+        "models": data.models,
+        "records": data.records,
+        "datasets": data.datasets,
+        "reasons": data.reasons,
+        "criteria": data.criteria,
+        "judges": data.judges,
+        "rows": data.rows,
+        "details": data.details,
+        "preview": data.preview,
+        "columns": {"latency": data.has_latency, "warnings": data.has_warnings},
+        "files": ["predictions.jsonl", "failures.jsonl", "record_validation.jsonl"],
+    }
 
 
 def render_report(run: RunData) -> str:
     """The complete HTML document of one run."""
+    data = collect(run)
     manifest = run.manifest
-    block = run.summary or block_from_rows(run.predictions, len(invalid_items(run)))
     datasets = ", ".join(
         f"{d.get('dataset_id')} {d.get('dataset_version') or ''}".strip()
         for d in manifest.get("datasets") or []
         if isinstance(d, Mapping)
     )
-    models = ", ".join(str(m) for m in manifest.get("models") or [])
     meta = (
         f"<dl class=meta><dt>status</dt><dd id=run-status>{_e(manifest.get('status'))}</dd>"
-        f"<dt>datasets</dt><dd>{_e(datasets)}</dd><dt>models</dt><dd>{_e(models)}</dd>"
+        f"<dt>datasets</dt><dd>{_e(datasets)}</dd>"
+        f"<dt>models</dt><dd>{_e(', '.join(data.models))}</dd>"
         f"<dt>created</dt><dd>{_e(manifest.get('created_at'))}</dd>"
-        f"<dt>completed</dt><dd>{_e(manifest.get('completed_at'))}</dd></dl>"
+        f"<dt>completed</dt><dd>{_e(manifest.get('completed_at'))}</dd>"
+        f"<dt>run directory</dt><dd><code>{_e(run.path)}</code></dd></dl>"
     )
+    nav = ['<a href="#summary">summary</a>', '<a href="#items">items</a>']
+    if len(data.models) > 1:
+        nav.append('<a href="#models">models side by side</a>')
+    nav.append('<a href="#slices">slices</a>')
+    charts = _charts(data)
+    if charts:
+        nav.append('<a href="#distributions">distributions</a>')
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>legaleval report {_e(run.run_id)}</title>"
         f"<style>{_asset('report.css')}</style></head><body>"
-        f"<header><h1>legaleval run <code id=run-id>{_e(run.run_id)}</code></h1>{meta}</header>"
-        f"<section id=summary><h2>summary</h2>{_summary_cards(block)}</section>"
-        f"<section id=slices><h2>slices</h2>{_slice_table(run)}</section>"
-        f"<section id=distributions><h2>distributions</h2>{_charts(run)}</section>"
-        f"<section id=per-record><h2>records ({len(run.predictions)})</h2>{_records(run)}"
-        "</section>"
-        f"<section id=failure-list><h2>failures</h2>{_failures(run)}</section>"
+        f"<header><h1>legaleval run <code id=run-id>{_e(run.run_id)}</code></h1>{meta}"
+        f"<nav>{' · '.join(nav)}</nav></header>"
+        f"<section id=summary><h2>summary</h2>{_summary_cards(data, run)}</section>"
+        f"{_items(data, run)}{_matrix(data)}"
+        f"<section id=slices><h2>slices</h2>{_slice_table(data)}</section>{charts}"
+        '<script type="application/json" id="report-data">'
+        f"{script_json(_payload(data))}</script>"
         f"<script>{_asset('report.js')}</script></body></html>\n"
     )

@@ -1,17 +1,25 @@
-"""The terminal summary: a compact table of the run and its slices, with intervals."""
+"""The terminal summary: a compact table of the run and its slices, with intervals.
+
+Its columns use the count vocabulary of ``metrics/counts.py`` (the metrics files' and the
+HTML report's): records, items (record × model), passed, failed, errors, skipped, invalid.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_ROWS_PER_DIMENSION", "summary_lines"]
+from pytest_legaleval.metrics.counts import counts_of
+
+__all__ = ["MAX_ROWS_PER_DIMENSION", "MAX_WARNING_LINES", "summary_lines"]
 
 MAX_ROWS_PER_DIMENSION = 8
 """Slices shown per dimension; the rest are in ``metrics_by_slice.json``."""
+MAX_WARNING_LINES = 5
+"""Attachment warnings quoted under the table; all are counted."""
 
-_HEADER = ("slice", "items", "pass", "fail", "err", "skip", "pass rate [95% CI]",
-           "mean score [95% CI]", "p95 ms")  # fmt: skip
+_HEADER = ("slice", "records", "items", "passed", "failed", "errors", "skipped", "invalid",
+           "pass rate [95% CI]", "mean score [95% CI]", "p95 ms")  # fmt: skip
 
 
 def _pct(value: float | None) -> str:
@@ -32,27 +40,50 @@ def _ci(block: Mapping[str, Any], key: str, fmt: str) -> str:
 
 def _row(name: str, block: Mapping[str, Any]) -> tuple[str, ...]:
     p95 = block.get("p95_latency_ms")
+    counts = counts_of(block)
     return (
         name,
-        str(block["total_records"]),
-        str(block["pass_count"]),
-        str(block["fail_count"]),
-        str(block["failed_records"]),
-        str(block["skipped_records"]),
+        "-" if counts.records is None else str(counts.records),
+        str(counts.items),
+        str(counts.passed),
+        str(counts.failed),
+        str(counts.errors),
+        str(counts.skipped),
+        str(counts.invalid),
         _ci(block, "pass_rate", "%"),
         _ci(block, "mean_score", "f"),
         "-" if p95 is None else f"{p95:.0f}",
     )
 
 
+def _warning_lines(summary: Mapping[str, Any]) -> list[str]:
+    count = counts_of(summary).attachment_warnings
+    if not count:
+        return []
+    examples = summary.get("attachment_warnings") or []
+    lines = [f"attachment warnings: {count} item{'s' if count != 1 else ''}"]
+    for example in examples[:MAX_WARNING_LINES]:
+        text = "; ".join(str(w) for w in example.get("warnings") or [])
+        lines.append(
+            f"  {example.get('dataset')}/{example.get('record_id')} ({example.get('model')}): "
+            f"{text}"
+        )
+    if count > len(lines) - 1:
+        lines.append(f"  ({count - len(lines) + 1} more in predictions.jsonl)")
+    return lines
+
+
 def summary_lines(summary: Mapping[str, Any], by_slice: Mapping[str, Any] | None) -> list[str]:
-    """Lines of the table: the whole run, then slices of dimensions with several values."""
+    """Lines of the table: the whole run, then slices of dimensions with several values.
+
+    Attachment warnings follow the table: their count and the first few, quoted.
+    """
     rows = [_HEADER, _row("all", summary)]
     hidden = 0
     for dimension, values in ((by_slice or {}).get("slices") or {}).items():
         if len(values) < 2:
             continue
-        ranked = sorted(values.items(), key=lambda kv: (-kv[1]["total_records"], kv[0]))
+        ranked = sorted(values.items(), key=lambda kv: (-counts_of(kv[1]).items, kv[0]))
         for value, block in ranked[:MAX_ROWS_PER_DIMENSION]:
             rows.append(_row(f"{dimension}={value}", block))
         hidden += max(0, len(ranked) - MAX_ROWS_PER_DIMENSION)
@@ -65,4 +96,4 @@ def summary_lines(summary: Mapping[str, Any], by_slice: Mapping[str, Any] | None
         lines.append("  ".join(cells).rstrip())
     if hidden:
         lines.append(f"({hidden} more slices in metrics_by_slice.json)")
-    return lines
+    return lines + _warning_lines(summary)

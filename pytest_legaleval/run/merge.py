@@ -242,13 +242,15 @@ def merge_runs(
     seed: int = configured_seed if isinstance(configured_seed, int) else BOOTSTRAP_SEED
     prices = _prices(first)
     summary_acc = MetricsAccumulator(prices=prices)
-    slices_acc = SliceAccumulator(config.get("slice_by") or (), prices)
+    slices_acc = SliceAccumulator(config.get("slice_by") or (), prices, summary_acc.records.index)
     evaluators = EvaluatorLog()
     for key in expected:
         row = predictions.get(key)
         if row is None:
-            summary_acc.add_invalid()
-            slices_acc.add_invalid(dataset=invalid_dataset.get(key, key[0]), model=key[2])
+            dataset = invalid_dataset.get(key, key[0])
+            record = ("invalid", dataset, key[1])  # one record for all its models
+            summary_acc.add_invalid(record)
+            slices_acc.add_invalid(dataset=dataset, model=key[2], key=record)
             continue
         result = {**row, "response": row.get("model_response")}
         summary_acc.add(result)

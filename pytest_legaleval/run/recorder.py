@@ -88,8 +88,9 @@ class RunRecorder:
         self.prices = prices
         self.listeners = list(listeners)
         self.directory: RunDirectory | None = None
+        summary = MetricsAccumulator(prices=prices)
         self._counters = _Counters(
-            MetricsAccumulator(prices=prices), SliceAccumulator(config.slice_by, prices)
+            summary, SliceAccumulator(config.slice_by, prices, summary.records.index)
         )
         self.transitions: list[dict[str, str]] = [{"state": "queued", "at": utc_now()}]
         self.status: str | None = None
@@ -201,11 +202,10 @@ class RunRecorder:
     def record_invalid(self, rejection: Mapping[str, Any], item_id: str) -> None:
         """An invalid record's item (``ItemSpec.rejection()``)."""
         self.mark_recorded(rejection["index"])
-        model = rejection["model"]
-        self.summary.add_invalid()
-        self.slices.add_invalid(
-            dataset=rejection["dataset"] or rejection["source_stem"], model=model
-        )
+        dataset = rejection["dataset"] or rejection["source_stem"]
+        key = ("invalid", dataset, rejection["source_index"])  # one record for all its models
+        self.summary.add_invalid(key)
+        self.slices.add_invalid(dataset=dataset, model=rejection["model"], key=key)
         self._write(
             "failures.jsonl", artifacts.invalid_failure_line(self.run_id, item_id, rejection)
         )

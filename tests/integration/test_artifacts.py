@@ -202,10 +202,11 @@ def test_terminal_summary_is_a_table_with_intervals_and_slices(
     result.stdout.fnmatch_lines(
         [
             "*= legaleval =*",
-            "slice*items*pass*fail*err*skip*pass rate ?95% CI?*mean score ?95% CI?*p95 ms",
-            "all * 9 * 3 * 2 * 2 * 2 * 60.0% ?2*%–8*%? * 0.600 ?0.*–*?*",
-            "dataset=t * 7 * 3 * 2 * 2 * 0 *",
-            "tag=tort * 2 * 0 * 0 * 0 * 2 * - * - * -",
+            "slice *records *items *passed *failed *errors *skipped *invalid "
+            "*pass rate ?95% CI? *mean score ?95% CI? *p95 ms",
+            "all *9 *9 *3 *2 *1 *2 *1 *60.0% ?2*%–8*%? *0.600 ?0.*–*?*",
+            "dataset=t *7 *7 *3 *2 *1 *0 *1 *",
+            "tag=tort *2 *2 *0 *0 *0 *2 *0 *- *- *-",
             "metadata.jurisdiction=CH * 3 *",
             "status: completed_with_failures (invalid_record 1, missing_response 1)",
             "run directory: again*run_*",

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.metrics.prices import Price, PriceTable
-from pytest_legaleval.metrics.summary import MetricsAccumulator, failure_type
+from pytest_legaleval.metrics.summary import MetricsAccumulator, failure_type, item_category
 
 
 def result(
@@ -74,35 +74,38 @@ def test_failure_taxonomy(row: dict[str, Any], label: str | None) -> None:
 
 def test_denominators_add_up_and_wrong_answers_are_not_failures() -> None:
     acc = MetricsAccumulator()
-    for row in [
-        result("passed"),
-        result("passed"),
-        result("failed", "wrong_answer"),
-        result("skipped", "needs_judge"),
-        result("failed", "missing_response", score=0.0),
-        result("error", "cancelled"),
-    ]:
-        acc.add(row)
-    acc.add_invalid()
+    for i, row in enumerate(
+        [
+            result("passed"),
+            result("passed"),
+            result("failed", "wrong_answer"),
+            result("failed", "no_answer_extracted"),  # the model's fault: failed, no error
+            result("skipped", "needs_judge"),
+            result("failed", "missing_response", score=0.0),
+            result("error", "cancelled"),
+        ]
+    ):
+        acc.add({**row, "record_id": f"r{i}"})
+    acc.add_invalid(("d", "bad"))
     block = acc.to_dict(resamples=200)
-    assert block["total_records"] == 7
-    assert block["invalid_records"] == 1
-    assert block["valid_records"] == 6
-    assert (block["pass_count"], block["fail_count"]) == (2, 1)
-    assert block["evaluated_records"] == 3
-    assert block["error_records"] == 2 and block["cancelled_records"] == 1
-    assert block["failed_records"] == 3
-    assert block["skipped_records"] == 1
-    assert block["total_records"] == (
-        block["invalid_records"]
-        + block["evaluated_records"]
-        + block["error_records"]
-        + block["skipped_records"]
+    assert block["total_items"] == 8
+    assert (block["invalid_items"], block["valid_items"]) == (1, 7)
+    assert (block["passed_items"], block["failed_items"]) == (2, 2)
+    assert (block["pass_count"], block["fail_count"]) == (2, 2)
+    assert block["evaluated_items"] == 4
+    assert block["error_items"] == 2 and block["cancelled_items"] == 1
+    assert block["skipped_items"] == 1
+    assert block["total_items"] == sum(
+        block[f"{k}_items"] for k in ("passed", "failed", "error", "skipped", "invalid")
     )
-    assert block["pass_rate"] == pytest.approx(2 / 3)
-    assert block["pass_rate_ci_low"] == block["pass_rate_ci"]["low"] < 2 / 3
-    assert block["invalid_rate"] == pytest.approx(1 / 7)
-    assert block["error_rate"] == pytest.approx(2 / 6)
+    # one model: a record per item
+    assert block["total_records"] == 8
+    assert block["failed_records"] == 3  # the invalid record, the missing and the cancelled
+    assert block["evaluated_records"] == 4 and block["skipped_records"] == 1
+    assert block["pass_rate"] == pytest.approx(2 / 4)
+    assert block["pass_rate_ci_low"] == block["pass_rate_ci"]["low"] < 2 / 4
+    assert block["invalid_rate"] == pytest.approx(1 / 8)
+    assert block["error_rate"] == pytest.approx(2 / 7)
     assert block["failures_by_type"] == {
         "cancelled": 1,
         "invalid_record": 1,
@@ -110,13 +113,92 @@ def test_denominators_add_up_and_wrong_answers_are_not_failures() -> None:
     }
     assert block["outcomes_by_reason"]["wrong_answer"] == 1
     # the missing response's 0.0 is not a graded score
-    assert block["scored_records"] == 3
-    assert block["mean_score"] == pytest.approx(2 / 3)
+    assert block["scored_items"] == 4
+    assert block["mean_score"] == pytest.approx(2 / 4)
+
+
+def test_records_count_once_across_models_and_fail_when_any_item_failed() -> None:
+    """125 records x 8 models are 1000 items and 125 records (the §3.3 denominators)."""
+    acc = MetricsAccumulator()
+    models = [f"m{i}" for i in range(8)]
+    for n in range(125):
+        for model in models:
+            if n == 0 and model == "m3":
+                row = result("error", "judge_error", model=model)
+            elif n == 1:
+                row = result("skipped", "skipped", model=model)
+            elif n % 3 == 0:
+                row = result("failed", "wrong_answer", model=model)
+            else:
+                row = result("passed", model=model)
+            acc.add({**row, "record_id": f"q{n}"})
+    for _ in models:  # one invalid record, rejected once per model
+        acc.add_invalid(("invalid", "d", 7))
+    block = acc.to_dict(resamples=50)
+    assert block["total_items"] == 1008 and block["total_records"] == 126
+    assert block["invalid_items"] == 8 and block["invalid_records"] == 1
+    assert block["error_items"] == 1 and block["error_records"] == 1
+    # the record with one judge error failed (§3.3) though 7 of its items got a verdict
+    assert block["failed_records"] == 2
+    assert block["skipped_records"] == 1 and block["skipped_items"] == 8
+    assert block["evaluated_records"] == 123
+    assert block["valid_records"] == 125
+    assert block["total_records"] == (
+        block["evaluated_records"] + block["failed_records"] + block["skipped_records"]
+    )
+    wrong = sum(1 for n in range(2, 125) if n % 3 == 0) * 8 + 7  # record 0's other models
+    assert block["failed_items"] == wrong
+    assert block["passed_items"] == 1008 - 8 - 1 - 8 - wrong
+
+
+def test_records_without_a_key_each_count_once() -> None:
+    acc = MetricsAccumulator()
+    acc.add_invalid()
+    acc.add_invalid()
+    block = acc.to_dict()
+    assert (block["total_records"], block["invalid_records"], block["failed_records"]) == (2, 2, 2)
+    assert block["valid_records"] == 0
+
+
+def test_attachment_warnings_are_counted_and_quoted() -> None:
+    acc = MetricsAccumulator(warning_examples=2)
+    scan = {"attachment_warnings": ["scan.pdf: the PDF has no text layer"]}
+    for model in ("a", "b", "c"):
+        acc.add(result("passed", model=model, record_id="q1", details=scan))
+    acc.add(result("passed", record_id="q2"))
+    block = acc.to_dict()
+    assert block["attachment_warning_items"] == 3
+    assert block["attachment_warning_records"] == 1
+    assert block["attachment_warnings"] == [
+        {"dataset": "d", "record_id": "q1", "model": m, "warnings": scan["attachment_warnings"]}
+        for m in ("a", "b")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("row", "category"),
+    [
+        (result("passed"), "passed"),
+        (result("failed", "wrong_answer"), "failed"),
+        (result("failed", "no_answer_extracted"), "failed"),
+        (result("failed", "below_threshold"), "failed"),
+        (result("failed", "missing_response", score=0.0), "error"),
+        (result("error", "generation_error:bad_request"), "error"),
+        (result("error", "timeout"), "error"),
+        (result("error", "judge_error"), "error"),
+        (result("error", "cancelled"), "error"),
+        (result("error", "whatever"), "error"),
+        (result("error", "invalid_record"), "invalid"),
+        (result("skipped", "needs_judge"), "skipped"),
+    ],
+)
+def test_item_categories(row: dict[str, Any], category: str) -> None:
+    assert item_category(row) == category
 
 
 def test_empty_block_has_nulls_not_zeros() -> None:
     block = MetricsAccumulator().to_dict()
-    assert block["total_records"] == 0
+    assert block["total_records"] == 0 and block["total_items"] == 0
     for key in ("pass_rate", "pass_rate_ci", "mean_score", "mean_score_ci", "p95_latency_ms",
                 "cost_usd", "judge_error_rate", "invalid_rate", "error_rate"):  # fmt: skip
         assert block[key] is None, key
@@ -180,12 +262,12 @@ def test_judge_error_rate_counts_judged_items_only() -> None:
     acc = MetricsAccumulator()
     judge_ok = {"models": ["j"], "score": 1.0, "verdicts": [verdict("j", 10, 5)]}
     judge_bad = {"models": ["j"], "score": None, "verdicts": [verdict("j", 10, 5, "unparseable")]}
-    acc.add(result("passed", judge=judge_ok, task_type="reference_qa"))
-    acc.add(result("passed", judge=judge_ok, task_type="reference_qa"))
+    acc.add(result("passed", judge=judge_ok, task_type="reference_qa", record_id="a"))
+    acc.add(result("passed", judge=judge_ok, task_type="reference_qa", record_id="b"))
     acc.add(result("error", "judge_error", judge=judge_bad, task_type="reference_qa"))
-    acc.add(result("passed"))  # an MCQ item: never judged
+    acc.add(result("passed", record_id="mcq"))  # an MCQ item: never judged
     block = acc.to_dict()
-    assert block["judged_records"] == 3
+    assert block["judged_items"] == 3 and block["judged_records"] == 3
     assert block["judge_error_count"] == 1
     assert block["judge_error_rate"] == pytest.approx(1 / 3)
     assert block["failures_by_type"] == {"judge_error": 1}

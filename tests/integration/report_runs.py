@@ -1,0 +1,292 @@
+"""A real multi-model run that has everything a reviewer's report must show.
+
+Three models answer live through the mock server, one LLM judge grades the open and rubric
+records. The run holds passes and wrong answers on which the models disagree, a reply with
+no extractable answer, rubric records with a per-criterion verdict and long judge
+rationales, a scanned PDF attachment (``no text layer`` warning), a judge error, a
+generation error, an invalid record and a skipped record. ``reviewer_run`` drives the
+session with pytester, as the other integration tests do.
+
+``tests/data/report/run_v0`` is this run as the code of before the count vocabulary wrote
+it (kept to prove that old run directories stay readable).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_legaleval.testing.mock_openai import MockOpenAIServer, prompt_text
+
+from .conftest import mcq_row, run_dirs, write_jsonl
+
+MODELS = ("openai/alpha", "openai/beta", "openai/gamma")
+HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="alert(1)"> & "q"'
+
+# (record marker, model short name) -> the candidate's reply; "*" is every model.
+_ANSWERS: dict[tuple[str, str], str] = {
+    ("Question mq1?", "alpha"): "Answer: B",
+    ("Question mq1?", "beta"): "Answer: B",
+    ("Question mq1?", "gamma"): "Answer: C",
+    ("Question mq2?", "*"): "Answer: A",
+    ("Question mq3?", "*"): "Answer: A",
+    ("Question mq4?", "alpha"): "I cannot tell which option is right.",
+    ("Question mq4?", "*"): "The answer is (C).",
+    ("Question mq5?", "*"): f"{HOSTILE} Answer: D",
+    ("Open question ref1", "*"): "GOOD: liability for fault in negotiations.",
+    ("Open question ref1", "gamma"): "BAD: a tort of nuisance.",
+    ("Open question ref2", "*"): "GOOD: the scanned lease governs.",
+    ("Open question ref3", "beta"): "WOBBLY: perhaps.",
+    ("Open question ref3", "*"): "GOOD: it is culpa in contrahendo.",
+}
+
+_CRITERIA = {
+    "CRIT-STATUTE": ("Cites Art. 271 OR", 3),
+    "CRIT-NOTICE": ("Mentions the notice period", 1),
+    "CRIT-INVENTED": ("Invents a case", -2),
+}
+
+
+def _rubric_answer(model: str) -> str:
+    body = (
+        "# Advice to the landlord\n\n## Short answer\n\nYes, the notice is valid, "
+        "provided the statutory form is used.\n\n## Reasons\n\n"
+    )
+    if model == "alpha":
+        body += "Art. 271 OR governs abusive notices; the notice period of three months runs "
+        body += "from the next quarter day. [ALPHA]\n" + "The tenant may object. " * 40
+    elif model == "beta":
+        body += "The notice period is three months. See Smith v. Jones (invented). [BETA]\n"
+    else:
+        body += "It depends. [GAMMA]\n" + "Further analysis would be needed. " * 30
+    return body
+
+
+def _met(title: str, answer: str) -> dict[str, Any]:
+    statute = "Art. 271 OR" in answer
+    notice = "notice period" in answer
+    invented = "invented" in answer
+    met = {"CRIT-STATUTE": statute, "CRIT-NOTICE": notice, "CRIT-INVENTED": invented}[title]
+    why = (
+        f"The answer {'does' if met else 'does not'} satisfy {title}. "
+        "First, the criterion asks for a specific element. "
+        "Second, the candidate's text was read in full, including its reasons section. "
+        f"Third, {'the element is stated explicitly' if met else 'the element is absent'}; "
+        f"quoting it: {HOSTILE}"
+    )
+    return {"met": met, "rationale": why}
+
+
+def reply(body: dict[str, Any]) -> str | dict[str, Any] | None:
+    """The mock server's answer to a candidate or judge request of the review run."""
+    prompt = prompt_text(body.get("messages"))
+    model = str(body.get("model") or "").rsplit("/", 1)[-1]
+    if "met" in prompt and "CRIT-" in prompt:  # a rubric judge call: one criterion each
+        title = next(t for t in _CRITERIA if t in prompt)
+        return json.dumps(_met(title, prompt))
+    graded = re.search(r"(?:Answer to grade|Student answer):\n+(GOOD|BAD|WOBBLY)", prompt)
+    if graded:
+        return {
+            "GOOD": json.dumps({"score": 0.9, "verdict": "correct", "rationale": "matches"}),
+            "BAD": json.dumps({"score": 0.1, "verdict": "incorrect", "rationale": "nuisance"}),
+            "WOBBLY": "I think it is fine, probably.",
+        }[graded.group(1)]
+    if "Rubric task" in prompt:
+        return _rubric_answer(model)
+    if "Question mq6?" in prompt and model == "gamma":
+        return {"status": 400, "content": "this model refuses the request"}
+    for (marker, who), answer in _ANSWERS.items():
+        if marker in prompt and who == model:
+            return answer
+    for (marker, who), answer in _ANSWERS.items():
+        if marker in prompt and who == "*":
+            return answer
+    return None  # the server's default reply
+
+
+def _pdf_without_text(path: Path) -> Path:
+    """A one-page PDF whose page has no text layer (like a scan)."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        b"<< /Length 0 >>\nstream\n\nendstream",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    path.write_bytes(bytes(out))
+    return path
+
+
+def _reference(record_id: str, **extra: Any) -> dict[str, Any]:
+    row = {
+        "schema_version": "legal_eval_v1",
+        "id": record_id,
+        "dataset": "casebook",
+        "task_type": "reference_qa",
+        "prompt": f"Open question {record_id}: what is culpa in contrahendo?",
+        "reference_answers": ["Liability for fault in contract negotiations."],
+    }
+    row.update(extra)
+    return row
+
+
+def _rubric(record_id: str) -> dict[str, Any]:
+    return {
+        "schema_version": "legal_eval_v1",
+        "id": record_id,
+        "dataset": "casebook",
+        "task_type": "rubric_qa",
+        "prompt": f"Rubric task {record_id}: advise the landlord on the notice.",
+        "rubric": [
+            {"id": "statute", "title": "CRIT-STATUTE", "weight": 3},
+            {"id": "notice", "title": "CRIT-NOTICE", "weight": 1},
+            {"id": "invented", "title": "CRIT-INVENTED", "weight": -2},
+        ],
+    }
+
+
+def dataset_rows(root: Path) -> list[dict[str, Any]]:
+    """Fourteen records: six MCQ, three open, two rubric, one skipped, one invalid."""
+    (root / "docs").mkdir(exist_ok=True)
+    _pdf_without_text(root / "docs" / "scan.pdf")
+    return [
+        mcq_row("mq1", dataset="casebook"),
+        mcq_row("mq2", correct="A", dataset="casebook"),
+        mcq_row("mq3", correct="D", dataset="casebook"),
+        mcq_row("mq4", correct="C", dataset="casebook"),
+        mcq_row("mq5", correct="D", dataset="casebook"),
+        mcq_row("mq6", correct="A", dataset="casebook"),
+        _reference("ref1"),
+        _reference("ref2", attachments=[{"path": "docs/scan.pdf", "kind": "pdf"}]),
+        _reference("ref3"),
+        _rubric("rub1"),
+        _rubric("rub2"),
+        mcq_row("skipme", dataset="casebook"),
+        mcq_row("bad", dataset="casebook", choices=[{"id": "A", "text": "only"}], correct="A"),
+    ]
+
+
+SKIP_CONFTEST = """
+import pytest
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "skipme" in item.nodeid:
+            item.add_marker(pytest.mark.skip(reason="excluded by the reviewer"))
+"""
+
+
+def reviewer_run(
+    pytester: pytest.Pytester, server: MockOpenAIServer, *extra: str
+) -> tuple[Path, pytest.RunResult]:
+    """Run the review dataset with the three models; returns the run directory and result.
+
+    ``server`` answers with :func:`reply` (as candidate and as judge).
+    """
+    pytester.makeconftest(SKIP_CONFTEST)
+    data = write_jsonl(pytester.path / "review.jsonl", dataset_rows(pytester.path))
+    models = [arg for model in MODELS for arg in ("--model", model)]
+    result = pytester.runpytest(
+        "--dataset", str(data), *models, "--base-url", server.base_url,
+        "--judge-model", "openai/judge", "--judge-reasks", "0",
+        "--retry-delays", "0.01,0.02", "--run-dir", "runs", *extra,
+    )  # fmt: skip
+    (run,) = run_dirs(pytester.path / "runs")
+    return run, result
+
+
+# -- a large run, written directly (the report's reading is under test, not the session) ---
+
+_WORDS = (
+    "the tenant landlord notice period contract clause statute court held that article "
+    "liability damages breach good faith negotiation pursuant to under Swiss law obligations "
+    "however therefore the claim fails because requirement of form written consent party "
+    "remedy termination rent deposit appeal federal tribunal precedent analysis"
+).split()
+
+
+def _texts(count: int, length: int, seed: int) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for n in range(count):
+        words: list[str] = [f"## Answer {n}\n\n"]
+        size = 0
+        while size < length:
+            word = rng.choice(_WORDS)
+            words.append(word + ("\n\n" if rng.random() < 0.02 else " "))
+            size += len(words[-1])
+        out.append("".join(words))
+    return out
+
+
+def write_scale_run(
+    root: Path, *, items: int = 50_000, models: int = 8, answer_chars: int = 3000
+) -> Path:
+    """A finished run directory of ``items`` real-shaped prediction lines (no session).
+
+    A quarter of the records are rubric records (ten criteria, a judge's reason each); the
+    answers are ``answer_chars`` long; about 30 % fail, 2 % are judge errors, 1 % have an
+    attachment warning. Built from ``run_v0``'s line shapes.
+    """
+    run = root / "run_scale"
+    run.mkdir(parents=True)
+    names = [f"provider/model-{m}" for m in range(models)]
+    answers = _texts(64, answer_chars, 1)
+    reasons = _texts(16, 280, 2)
+    manifest = {"run_id": "run_scale", "status": "completed_with_failures", "models": names}
+    (run / "run_manifest.json").write_text(json.dumps(manifest))
+    with (run / "predictions.jsonl").open("w", encoding="utf-8") as out:
+        for n in range(items):
+            record, model = n // models, names[n % models]
+            rubric = record % 4 == 0
+            failed = (n * 7919) % 10 < 3
+            error = (n * 104729) % 50 == 0
+            line: dict[str, Any] = {
+                "item_id": f"test_suite.py::test_record[big/r{record}-{model}]",
+                "record_id": f"big:r{record:06d}", "dataset": "big", "dataset_id": "big",
+                "task_type": "rubric_qa" if rubric else "reference_qa", "model": model,
+                "outcome": "error" if error else ("failed" if failed else "passed"),
+                "passed": None if error else not failed,
+                "score": None if error else (0.2 if failed else 0.9),
+                "reason": "judge_error" if error else ("below_threshold" if failed else "correct"),
+                "explanation": "judge score 0.20 < threshold 0.50. " + reasons[n % 16][:200],
+                "model_response": f"[{record}/{model}] " + answers[n % 64],
+                "latency_ms": 800.0 + (n % 997), "tags": [], "metadata": {},
+                "details": {"threshold": 0.5}, "judge": None, "policy_id": "default",
+            }  # fmt: skip
+            if n % 100 == 1:
+                line["details"]["attachment_warnings"] = ["lease.pdf: cut at 100,000 characters"]
+            if rubric and not error:
+                criteria = [
+                    {"id": f"c{i}", "title": f"Criterion {i}: " + reasons[i][:60],
+                     "weight": 5.0 - i, "met": float((n + i) % 3 != 0),
+                     "rationale": reasons[(n + i) % 16]}
+                    for i in range(10)
+                ]  # fmt: skip
+                line["details"]["criteria"] = criteria
+                line["judge"] = {
+                    "models": ["judge/j"], "kind": "rubric", "score": line["score"],
+                    "verdicts": [{"model": "judge/j", "criteria": [
+                        {"id": c["id"], "met": bool(c["met"]), "rationale": c["rationale"]}
+                        for c in criteria
+                    ]}],
+                }  # fmt: skip
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    return run
