@@ -28,7 +28,8 @@ from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats.base import JSON_WHITESPACE, UTF8_BOM
 from pytest_legaleval.formats.legal_eval_v1 import parse_json_line
 from pytest_legaleval.formats.rag import RAG_QA, RAG_SUMMARIES, RagFormat, number_contexts
-from pytest_legaleval.validation.checks import canonicalize, format_path, scan_values
+from pytest_legaleval.validation.checks import Issue, canonicalize, format_path, scan_values
+from pytest_legaleval.validation.duplicates import colon_count, duplicate_key_issues
 
 __all__ = [
     "SPLIT_FIELDS",
@@ -125,11 +126,15 @@ def split_row(split: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _describe(issue: Issue) -> str:
+    return f"{format_path('', issue.parts) or 'record'} {issue.text}"
+
+
 def _problems(split: str, row: dict[str, Any], where: str) -> list[str]:
     issues = _FORMATS[split].row_issues(row)
     if not canonicalize(row).clean:
         issues.extend(scan_values(row))
-    return [f"{where}: {format_path('', i.parts) or 'record'} {i.text}" for i in issues]
+    return [f"{where}: {_describe(issue)}" for issue in issues]
 
 
 def _temporary(target: Path) -> Path:
@@ -194,8 +199,12 @@ def build_dataset(
                 raw, unreadable = parse_json_line(line)
                 task_type = raw.get("task_type") if isinstance(raw, dict) else None
                 found: list[str] = []
+                repeated = [] if unreadable else duplicate_key_issues(line, colon_count(raw))
                 if unreadable is not None:
                     found = [f"{where}: line is {unreadable}"]
+                elif repeated:
+                    # Even task_type may be the repeated key: the row cannot be routed.
+                    found = [f"{where}: {_describe(issue)}" for issue in repeated]
                 elif not isinstance(task_type, str) or not task_type:
                     found = [f"{where}: task_type must be a non-empty string"]
                 elif task_type not in SPLIT_FIELDS:

@@ -22,7 +22,6 @@ from typing import Any
 
 from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.formats.base import (
-    JSON_DECODER,
     JSON_WHITESPACE,
     UTF8_BOM,
     DatasetInfo,
@@ -31,12 +30,14 @@ from pytest_legaleval.formats.base import (
     FileScan,
     LoadContext,
     RejectedRecord,
+    decode_document,
     display_name,
 )
 from pytest_legaleval.formats.legal_eval_v1 import parse_json_line
 from pytest_legaleval.records import Message, Record, SourceRef
 from pytest_legaleval.validation import RecordError
 from pytest_legaleval.validation.checks import Issue, canonicalize, scan_values, show, usable_id
+from pytest_legaleval.validation.duplicates import duplicate_key_issues
 from pytest_legaleval.validation.record_error import issues_to_errors
 from pytest_legaleval.validation.schemas import schema_issues
 
@@ -85,13 +86,16 @@ def read_manifest(path: Path) -> dict[str, Any]:
     """Read and validate a ``manifest.json``.
 
     Raises:
-        DatasetRejected: it is not JSON or does not match ``schemas/rag_manifest``.
+        DatasetRejected: it is not JSON, repeats a key, or does not match
+            ``schemas/rag_manifest``.
 
     """
     name = display_name(path)
     try:
-        manifest = JSON_DECODER.decode(path.read_bytes().decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        manifest = decode_document(path.read_bytes().decode("utf-8-sig"), where=f"manifest {name}")
+    except DatasetRejected:
+        raise
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise DatasetRejected(f"manifest {name} is not valid JSON: {exc}") from None
     issues = schema_issues("rag_manifest", manifest)
     if issues:
@@ -277,6 +281,7 @@ class RagFormat:
         issues = self.row_issues(row)
         if not canonical.clean:
             issues.extend(scan_values(row))
+        issues.extend(duplicate_key_issues(line, canonical.colons))
         record_id = usable_id(row.get("task_id")) if isinstance(row, dict) else None
         errors = issues_to_errors(issues, index, record_id, where)
         if record_id is not None:
