@@ -165,15 +165,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if state is None:
         return
     fresh = state.loaded is None
+    failure = None
     try:
         items = state.items
     except DatasetRejected as exc:
-        pytest.fail(
-            f"dataset rejected (HTTP {exc.status}):\n{exc.envelope_json(state.request_id)}",
-            pytrace=False,
-        )
+        failure = f"dataset rejected (HTTP {exc.status}):\n{exc.envelope_json(state.request_id)}"
     except ConfigError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        failure = str(exc)
+    if failure is not None:
+        # Failing outside the except block: inside it pytest prints the caught error first,
+        # with "During handling of the above exception", before the user's message.
+        pytest.fail(failure, pytrace=False)
     if fresh:
         # The records live for the whole session: the run's collections need not re-scan them.
         tricks.freeze()

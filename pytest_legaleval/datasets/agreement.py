@@ -2,7 +2,9 @@
 
 Decisions pair up by ``id``. Per decision ``type`` and per ``(type, mode)`` the report
 gives the number of pairs, accuracy (share of equal verdicts), Cohen's kappa and the
-confusion matrix (rows: human verdicts, columns: automated verdicts, labels sorted).
+confusion matrix (rows: human verdicts, columns: automated verdicts, labels sorted), which
+the JSON report labels twice: ``confusion_axes`` names the axes, and ``confusion_by_label``
+spells every cell out as ``{human label: {automated label: count}}``.
 Verdicts compare case-insensitively with surrounding blanks removed. Automated decisions
 whose ``status`` is ``failed`` are left out and counted.
 """
@@ -18,6 +20,7 @@ from typing import Any
 from pytest_legaleval.formats.turing import read_turing_file
 
 __all__ = [
+    "CONFUSION_AXES",
     "AgreementReport",
     "GroupAgreement",
     "cohen_kappa",
@@ -25,6 +28,13 @@ __all__ = [
     "confusion_matrix",
     "load_decisions",
 ]
+
+
+CONFUSION_AXES: dict[str, str] = {
+    "rows": "human verdict",
+    "columns": "automated verdict",
+}
+"""Which axis of every confusion matrix is which (``confusion[row][column]``)."""
 
 
 def confusion_matrix(
@@ -79,7 +89,7 @@ class GroupAgreement:
     confusion: list[list[int]]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form."""
+        """JSON-safe form; ``confusion_axes`` says which axis is which."""
         return {
             "type": self.type,
             "mode": self.mode,
@@ -87,7 +97,12 @@ class GroupAgreement:
             "accuracy": self.accuracy,
             "kappa": self.kappa,
             "labels": list(self.labels),
+            "confusion_axes": dict(CONFUSION_AXES),
             "confusion": self.confusion,
+            "confusion_by_label": {
+                human: dict(zip(self.labels, row, strict=True))
+                for human, row in zip(self.labels, self.confusion, strict=True)
+            },
         }
 
 

@@ -8,6 +8,9 @@ task type stays in the offline dataset and is counted in the manifest's
 
 Splits are written to temporary files next to their targets and renamed only when the
 whole input was read without an invalid record: a failed build leaves no partial output.
+A split that receives no record is not written at all (an empty file would be a dataset
+without rows, which ``pytest --dataset`` rejects): the manifest lists it with count 0, the
+build warns, and ``check-dataset`` accepts a count of 0 without a file.
 Duplicate ``task_id`` values are not looked for here (that would hold every id in memory);
 the ``rag_qa`` / ``rag_summaries`` formats report them when the splits are loaded.
 """
@@ -28,7 +31,8 @@ from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats.base import JSON_WHITESPACE, UTF8_BOM
 from pytest_legaleval.formats.legal_eval_v1 import parse_json_line
 from pytest_legaleval.formats.rag import RAG_QA, RAG_SUMMARIES, RagFormat, number_contexts
-from pytest_legaleval.validation.checks import canonicalize, format_path, scan_values
+from pytest_legaleval.validation.checks import Issue, canonicalize, format_path, scan_values
+from pytest_legaleval.validation.duplicates import colon_count, duplicate_key_issues
 
 __all__ = [
     "SPLIT_FIELDS",
@@ -49,7 +53,7 @@ SPLIT_FIELDS: dict[str, tuple[str, ...]] = {
 """Each split's fields in the spec's order (``answer_citations`` only when present)."""
 _FORMATS: dict[str, RagFormat] = {"qa": RAG_QA, "summaries": RAG_SUMMARIES}
 _LIST_DEFAULTS = ("sources", "retrieved", "citations")
-_MAX_ERRORS_KEPT = 20
+_MAX_ERRORS_KEPT = 100
 
 
 class BuildFailed(ConfigError):
@@ -125,11 +129,15 @@ def split_row(split: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _describe(issue: Issue) -> str:
+    return f"{format_path('', issue.parts) or 'record'} {issue.text}"
+
+
 def _problems(split: str, row: dict[str, Any], where: str) -> list[str]:
     issues = _FORMATS[split].row_issues(row)
     if not canonicalize(row).clean:
         issues.extend(scan_values(row))
-    return [f"{where}: {format_path('', i.parts) or 'record'} {i.text}" for i in issues]
+    return [f"{where}: {_describe(issue)}" for issue in issues]
 
 
 def _temporary(target: Path) -> Path:
@@ -166,7 +174,8 @@ def build_dataset(
 
     Raises:
         ConfigError: a missing input, outputs that exist without ``force``, a bad version.
-        BuildFailed: invalid offline records (every problem counted, the first ones kept).
+        BuildFailed: invalid offline records; the message lists every problem (all rows,
+            all fields; the first 100, and how many more).
 
     """
     if not version.startswith("v") or not version[1:2].isdigit():
@@ -177,7 +186,7 @@ def build_dataset(
     counts = dict.fromkeys(SPLIT_FIELDS, 0)
     excluded: Counter[str] = Counter()
     problems: list[str] = []
-    invalid = read = 0
+    invalid = read = found_total = 0
     temps = {split: _temporary(target) for split, target in paths.outputs().items()}
     name = paths.offline_dataset.name
     try:
@@ -194,8 +203,12 @@ def build_dataset(
                 raw, unreadable = parse_json_line(line)
                 task_type = raw.get("task_type") if isinstance(raw, dict) else None
                 found: list[str] = []
+                repeated = [] if unreadable else duplicate_key_issues(line, colon_count(raw))
                 if unreadable is not None:
                     found = [f"{where}: line is {unreadable}"]
+                elif repeated:
+                    # Even task_type may be the repeated key: the row cannot be routed.
+                    found = [f"{where}: {_describe(issue)}" for issue in repeated]
                 elif not isinstance(task_type, str) or not task_type:
                     found = [f"{where}: task_type must be a non-empty string"]
                 elif task_type not in SPLIT_FIELDS:
@@ -212,26 +225,43 @@ def build_dataset(
                         counts[task_type] += 1
                 if found:
                     invalid += 1
+                    found_total += len(found)
                     problems.extend(found[: max(0, _MAX_ERRORS_KEPT - len(problems))])
         if invalid:
-            raise BuildFailed(
-                f"{invalid} invalid record(s) in {paths.offline_dataset}; nothing was written "
-                f"(first: {problems[0]})",
-                problems,
-                invalid,
-            )
+            raise BuildFailed(_failure(paths.offline_dataset, invalid, found_total, problems),
+                              problems, invalid)  # fmt: skip
+        warnings = []
         for split, temp in temps.items():
-            os.replace(temp, paths.outputs()[split])
+            target = paths.outputs()[split]
+            if counts[split]:
+                os.replace(temp, target)
+                continue
+            # An empty split file is a dataset `pytest --dataset DIR` must reject (a file
+            # without rows); none is written, and one left by an earlier build goes.
+            target.unlink(missing_ok=True)
+            warnings.append(
+                f"no {split} records: {manifest_path_text(target, paths.root)} was not written "
+                "(its manifest count is 0)"
+            )
     finally:
         for temp in temps.values():
             temp.unlink(missing_ok=True)
     manifest = _manifest(paths, version, limit, counts, dict(sorted(excluded.items())), now)
     _write_json(paths.manifest_output, manifest)
-    warnings = [
+    warnings.extend(
         f"unsupported task type {task_type!r}: {n} record(s) left in the offline dataset"
         for task_type, n in sorted(excluded.items())
-    ]
+    )
     return BuildResult(manifest, counts, dict(sorted(excluded.items())), read, warnings)
+
+
+def _failure(offline: Path, invalid: int, total: int, problems: list[str]) -> str:
+    """Every problem found (up to the kept ones), so one run shows what to fix."""
+    more = f"; … and {total - len(problems)} more" if total > len(problems) else ""
+    return (
+        f"{invalid} invalid record(s) in {offline}; nothing was written. "
+        f"{total} problem(s): {'; '.join(problems)}{more}"
+    )
 
 
 def _manifest(

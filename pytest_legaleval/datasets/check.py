@@ -2,7 +2,9 @@
 
 Three checks, as the dataset spec's "Validation & Regression Checks" ask:
 - every split file exists, its row count equals the manifest's ``count``, and its rows
-  pass the split's schema (the ``rag_qa`` / ``rag_summaries`` validation);
+  pass the split's schema (the ``rag_qa`` / ``rag_summaries`` validation); a split with
+  count 0 has no file (the builder writes none), and a split file without rows is an
+  alert, since ``pytest --dataset`` rejects it;
 - against a baseline manifest (an earlier build), no split lost more than ``max_drop``
   (10 % by default) of its records, and no split disappeared.
 """
@@ -15,7 +17,14 @@ from typing import Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.formats.base import JSON_WHITESPACE, RejectedRecord, read_file
-from pytest_legaleval.formats.rag import RAG_QA, RAG_SUMMARIES, RagFormat, read_manifest
+from pytest_legaleval.formats.paths import PathRefused
+from pytest_legaleval.formats.rag import (
+    RAG_QA,
+    RAG_SUMMARIES,
+    RagFormat,
+    manifest_file,
+    read_manifest,
+)
 
 __all__ = ["DEFAULT_MAX_DROP", "DatasetCheck", "check_dataset", "count_rows"]
 
@@ -70,6 +79,38 @@ def _invalid_rows(split: str, path: Path) -> int | None:
     return sum(isinstance(entry, RejectedRecord) for entry in loaded.entries)
 
 
+def _check_split(
+    result: DatasetCheck, split: str, entry: dict[str, Any], manifest_path: Path, root: Path
+) -> None:
+    try:
+        path = manifest_file(manifest_path, entry["path"], extra_roots=(root,))
+    except PathRefused as exc:
+        result.alert(f"{split}: {exc}")
+        return
+    expected = entry["count"]
+    if not path.is_file():
+        if expected == 0:
+            result.ok(f"{split}: 0 rows and no file, as the manifest says")
+        else:
+            result.alert(f"{split}: {path} is missing")
+        return
+    rows = count_rows(path)
+    if rows == 0:
+        # What pytest --dataset rejects must not pass here (the builder writes no such file).
+        result.alert(
+            f"{split}: {path} has no rows, and `pytest --dataset` rejects a split file "
+            "without rows; delete it or rebuild with `legaleval build-dataset --force`"
+        )
+        return
+    if rows != expected:
+        result.alert(f"{split}: {rows} rows in {path}, manifest says {expected}")
+    else:
+        result.ok(f"{split}: {rows} rows, as the manifest says")
+    invalid = _invalid_rows(split, path)
+    if invalid:
+        result.alert(f"{split}: {invalid} invalid row(s); run legaleval validate {path}")
+
+
 def check_dataset(
     manifest_path: Path,
     root: Path,
@@ -81,7 +122,10 @@ def check_dataset(
 
     Args:
         manifest_path: the current ``manifest.json``.
-        root: the project root that relative split paths are resolved against.
+        root: the project root. Split paths resolve from the manifest's folder and the
+            folders above it first (see :func:`~pytest_legaleval.formats.rag.manifest_file`),
+            so the working directory does not matter; ``root`` is searched after them and is
+            the one folder besides the manifest's that a split may lie in.
         baseline_path: an earlier manifest to compare counts with.
         max_drop: the largest tolerated relative drop of a split's count (0.10 = 10 %).
 
@@ -94,18 +138,7 @@ def check_dataset(
     manifest = _manifest(manifest_path, "manifest")
     result = DatasetCheck()
     for split, entry in manifest["splits"].items():
-        path = root / entry["path"]
-        if not path.is_file():
-            result.alert(f"{split}: {path} is missing")
-            continue
-        rows = count_rows(path)
-        if rows != entry["count"]:
-            result.alert(f"{split}: {rows} rows in {path}, manifest says {entry['count']}")
-        else:
-            result.ok(f"{split}: {rows} rows, as the manifest says")
-        invalid = _invalid_rows(split, path)
-        if invalid:
-            result.alert(f"{split}: {invalid} invalid row(s); run legaleval validate {path}")
+        _check_split(result, split, entry, manifest_path, root)
     if baseline_path is not None:
         baseline = _manifest(baseline_path, "baseline manifest")
         for split, entry in baseline["splits"].items():

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.formats.safe_yaml import load_yaml
 
 __all__ = ["DEFAULTS", "DatasetConfig", "find_project_root", "load_dataset_config"]
 
@@ -82,9 +81,10 @@ def load_dataset_config(path: Path | None) -> DatasetConfig:
         if not path.is_file():
             raise ConfigError(f"--config {path}: no such file")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config {path} is not valid YAML: {exc}") from None
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config {path} cannot be read: {exc}") from None
+        data = load_yaml(text, source=f"config {path}")
         declared = data.get("project_root") if isinstance(data, dict) else None
         if declared is not None and not isinstance(declared, str):
             raise ConfigError(f"config {path}: project_root must be a string")

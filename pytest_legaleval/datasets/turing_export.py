@@ -3,10 +3,12 @@
 Each judged prediction (a ``predictions.jsonl`` row with a ``judge`` summary) becomes one
 decision per judge model: ``type`` ``critique`` (the judge acts as a critic deciding
 whether the answer is correct), ``mode`` the judge kind (``reference``, ``rubric``,
-``criteria``), ``verdict`` ``correct`` / ``incorrect`` from the item's pass rule, and the
-judge's rationale as ``reasoning``. A judge error is a decision with ``status: failed``
-and the raw reply, so ``legaleval agreement`` leaves it out instead of counting it wrong.
-Programmatically graded rows (MCQ) have no judge and are not exported.
+``criteria``), ``verdict`` ``correct`` / ``incorrect`` from the item's pass rule, the
+model's answer (``model_response``, as ``predictions.jsonl`` stores it) as ``answer`` and
+the judge's rationale as ``reasoning`` — for a rubric or criteria judge, which reasons per
+criterion, one line per criterion with its verdict. A judge error is a decision with
+``status: failed`` and the raw reply, so ``legaleval agreement`` leaves it out instead of
+counting it wrong. Programmatically graded rows (MCQ) have no judge and are not exported.
 """
 
 from __future__ import annotations
@@ -29,6 +31,35 @@ def _decision_id(row: Mapping[str, Any], repeated: bool) -> str:
     return f"{record_id}@{row['model']}" if repeated else record_id
 
 
+def _answer(row: Mapping[str, Any]) -> str:
+    # predictions.jsonl stores the reply as model_response; an in-memory result as response.
+    value = row.get("model_response", row.get("response"))
+    return value if isinstance(value, str) else ""
+
+
+def _criterion_line(criterion: Mapping[str, Any]) -> str:
+    name = str(criterion.get("id", "?"))
+    if "met" in criterion:
+        verdict = "met" if criterion["met"] else "not met"
+    elif "rating" in criterion:
+        verdict = f"rating {criterion['rating']}"
+    elif "verdict" in criterion:
+        verdict = str(criterion["verdict"])
+    else:
+        verdict = "no verdict"
+    rationale = str(criterion.get("rationale") or "").strip()
+    return f"{name}: {verdict}" + (f" — {rationale}" if rationale else "")
+
+
+def _reasoning(verdict: Mapping[str, Any]) -> str:
+    """The judge's rationale; per-criterion judges give one line per criterion."""
+    rationale = str(verdict.get("rationale") or "").strip()
+    if rationale:
+        return rationale
+    criteria = verdict.get("criteria") or []
+    return "\n".join(_criterion_line(c) for c in criteria if isinstance(c, Mapping))
+
+
 def automated_evaluation_from_predictions(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Build ``{"decisions": [...]}`` from prediction rows (see the module docstring).
 
@@ -47,9 +78,9 @@ def automated_evaluation_from_predictions(rows: Iterable[Mapping[str, Any]]) -> 
                 "type": "critique",
                 "mode": str(judge.get("kind") or "reference"),
                 "answer_model": str(row["model"]),
-                "answer": row.get("response") or "",
+                "answer": _answer(row),
                 "verdict": "correct" if row.get("passed") else "incorrect",
-                "reasoning": str(verdict.get("rationale") or ""),
+                "reasoning": _reasoning(verdict),
                 "judge_model": str(verdict.get("model", "")),
                 "status": "failed" if failed else "succeeded",
             }

@@ -11,6 +11,7 @@ from typing import Protocol
 from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.records import Record, SourceRef
 from pytest_legaleval.validation import AllRecordsRejected, RecordError
+from pytest_legaleval.validation.duplicates import reject_duplicate_keys
 
 __all__ = [
     "JSON_DECODER",
@@ -25,6 +26,7 @@ __all__ = [
     "LoadContext",
     "LoadResult",
     "RejectedRecord",
+    "decode_document",
     "display_name",
     "drain",
     "read_file",
@@ -42,6 +44,36 @@ def _reject_constant(name: str) -> object:
 JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 """Strict JSON: Python's ``NaN``/``Infinity`` extensions are errors. One shared instance,
 because ``json.loads`` with an argument builds a new decoder per call."""
+
+
+def decode_document(text: str, *, where: str) -> object:
+    """Parse one whole JSON document strictly (as :data:`JSON_DECODER`) and refuse repeated keys.
+
+    A document is parsed once, so the repeats are noticed during that parse (a hook that
+    compares each object's size with its number of members) rather than by counting
+    colons, which would need a second serialization of the whole document.
+
+    Raises:
+        ValueError: not JSON (``json.JSONDecodeError``) or a ``NaN``/``Infinity``.
+        RecursionError: nested too deeply to parse.
+        DatasetRejected: some object repeats a key (HTTP 400, naming it).
+
+    """
+    repeated = False
+
+    def pairs_hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        nonlocal repeated
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            repeated = True
+        return obj
+
+    value = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=pairs_hook).decode(
+        text
+    )
+    if repeated:
+        reject_duplicate_keys(text, where=where)
+    return value
 
 
 def display_name(path: Path) -> str:

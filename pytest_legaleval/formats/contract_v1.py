@@ -12,12 +12,12 @@ from typing import Any
 
 from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.formats.base import (
-    JSON_DECODER,
     UTF8_BOM,
     DatasetInfo,
     FileScan,
     LoadContext,
     RejectedRecord,
+    decode_document,
     display_name,
 )
 from pytest_legaleval.records import Record, SourceRef
@@ -63,7 +63,9 @@ def _read_document(path: Path) -> tuple[object, int, str]:
     payload_bytes = len(data)
     del data
     try:
-        document = JSON_DECODER.decode(text)
+        document = decode_document(text, where=name)
+    except DatasetRejected:
+        raise  # a repeated key: already the 400 it should be
     except json.JSONDecodeError as exc:
         raise DatasetRejected(
             f"payload is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} "
@@ -115,6 +117,9 @@ def _record(
 
 def scan(path: Path, context: LoadContext) -> FileScan:
     """Read one contract document: size, UTF-8, JSON, then the contract's two phases.
+
+    A key repeated in any object of the document makes the whole document a 400: it is
+    one request, and which value it means is ambiguous.
 
     A UTF-8 BOM is accepted. ``record_id`` uniqueness is the contract's: within the
     document (two documents may both have a ``q_0001``). The document is one JSON value,

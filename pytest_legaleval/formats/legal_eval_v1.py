@@ -123,8 +123,9 @@ def scan(path: Path, context: LoadContext) -> FileScan:
     """Read one ``legal_eval_v1`` JSONL file, streamed row by row (see ``FileScan``).
 
     Blank lines are skipped but counted for line numbers; a UTF-8 BOM on line 1 and
-    CRLF line ends are accepted. A row that is not UTF-8 or not JSON is
-    ``invalid_encoding``; row ids already seen in this load are ``duplicate_record_id``.
+    CRLF line ends are accepted. A row that is not UTF-8 or not JSON, or that repeats a
+    key in any of its objects, is ``invalid_encoding``; row ids already seen in this load
+    are ``duplicate_record_id``.
 
     Raises:
         DatasetRejected: the file has no rows, or every row failed validation.
@@ -147,7 +148,7 @@ def scan(path: Path, context: LoadContext) -> FileScan:
             where = f"{place}{line_number}"
             row, unreadable = parse_json_line(line)
             if unreadable is None:
-                errors, sha256 = check_legal_eval_row(row, index, where=where)
+                errors, sha256 = check_legal_eval_row(row, index, where=where, raw=line)
             else:
                 message = f"line is {unreadable} ({where})"
                 errors, sha256 = (

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.formats.base import (
-    JSON_DECODER,
     JSON_WHITESPACE,
     UTF8_BOM,
     DatasetInfo,
@@ -31,12 +31,15 @@ from pytest_legaleval.formats.base import (
     FileScan,
     LoadContext,
     RejectedRecord,
+    decode_document,
     display_name,
 )
 from pytest_legaleval.formats.legal_eval_v1 import parse_json_line
+from pytest_legaleval.formats.paths import confined_path, is_within
 from pytest_legaleval.records import Message, Record, SourceRef
 from pytest_legaleval.validation import RecordError
 from pytest_legaleval.validation.checks import Issue, canonicalize, scan_values, show, usable_id
+from pytest_legaleval.validation.duplicates import duplicate_key_issues
 from pytest_legaleval.validation.record_error import issues_to_errors
 from pytest_legaleval.validation.schemas import schema_issues
 
@@ -48,6 +51,7 @@ __all__ = [
     "RAG_SUMMARIES",
     "SUMMARY_POLICY",
     "RagFormat",
+    "manifest_file",
     "number_contexts",
     "offline_dataset_name",
     "read_manifest",
@@ -85,13 +89,16 @@ def read_manifest(path: Path) -> dict[str, Any]:
     """Read and validate a ``manifest.json``.
 
     Raises:
-        DatasetRejected: it is not JSON or does not match ``schemas/rag_manifest``.
+        DatasetRejected: it is not JSON, repeats a key, or does not match
+            ``schemas/rag_manifest``.
 
     """
     name = display_name(path)
     try:
-        manifest = JSON_DECODER.decode(path.read_bytes().decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        manifest = decode_document(path.read_bytes().decode("utf-8-sig"), where=f"manifest {name}")
+    except DatasetRejected:
+        raise
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise DatasetRejected(f"manifest {name} is not valid JSON: {exc}") from None
     issues = schema_issues("rag_manifest", manifest)
     if issues:
@@ -113,6 +120,42 @@ def _manifest_split(manifest: Mapping[str, Any], split: str, file: Path) -> dict
     if len(named) > 1:
         named = [entry for name, entry in splits.items() if name == split] or named[:1]
     return dict(named[0]) if named else None
+
+
+def manifest_file(manifest: Path, name: str, extra_roots: Iterable[str | Path] = ()) -> Path:
+    """Where a file a manifest names (a split, the offline dataset) is, confined.
+
+    The name is data, so it may only lead inside the manifest's folder or ``extra_roots``
+    (see :func:`~pytest_legaleval.formats.paths.confined_path`). It is looked up, in order:
+    from the manifest's folder; from each folder above it (the builder writes paths
+    relative to the project root, which holds the manifest's folder); from each extra
+    root; and by its file name in the manifest's folder (a copied dataset folder). The
+    first that exists wins; the working directory plays no part.
+
+    Returns:
+        The file; when none exists, where the manifest's folder says it should be.
+
+    Raises:
+        PathRefused: the name leads outside the allowed folders, under ``/proc``, ``/sys``
+            or ``/dev``, or to something other than a regular file.
+
+    """
+    folder = manifest.parent
+    roots = tuple(extra_roots)
+    where = "the manifest's folder"
+    named = confined_path(name, folder, roots, where=where)
+    if named.exists() or os.path.isabs(name):
+        return named
+    allowed = [os.path.abspath(p) for p in (folder, *roots)]
+    bases = [*Path(os.path.abspath(folder)).parents, *(Path(r) for r in roots)]
+    for base in bases:
+        candidate = os.path.normpath(os.path.join(os.path.abspath(base), name))
+        if any(is_within(candidate, root) for root in allowed) and os.path.exists(candidate):
+            return confined_path(candidate, folder, roots, where=where)
+    moved = folder / Path(name).name
+    if moved.exists():
+        return confined_path(Path(name).name, folder, roots, where=where)
+    return named
 
 
 def offline_dataset_name(directory: Path) -> str | None:
@@ -277,6 +320,7 @@ class RagFormat:
         issues = self.row_issues(row)
         if not canonical.clean:
             issues.extend(scan_values(row))
+        issues.extend(duplicate_key_issues(line, canonical.colons))
         record_id = usable_id(row.get("task_id")) if isinstance(row, dict) else None
         errors = issues_to_errors(issues, index, record_id, where)
         if record_id is not None:

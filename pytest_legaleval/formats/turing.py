@@ -24,13 +24,13 @@ from typing import Any
 
 from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.formats.base import (
-    JSON_DECODER,
     UTF8_BOM,
     DatasetInfo,
     Entry,
     FileScan,
     LoadContext,
     RejectedRecord,
+    decode_document,
     display_name,
 )
 from pytest_legaleval.records import Record, SourceRef
@@ -143,11 +143,14 @@ def _read_json(path: Path) -> tuple[object, str]:
     except UnicodeDecodeError as exc:
         raise DatasetRejected(f"payload is not valid UTF-8 ({exc.reason}) ({name})") from None
     try:
-        return JSON_DECODER.decode(text), sha256
+        document = decode_document(text, where=name)
+    except DatasetRejected:
+        raise  # a repeated key: already the 400 it should be
     except ValueError as exc:
         raise DatasetRejected(f"payload is not valid JSON: {exc} ({name})") from None
     except RecursionError:
         raise DatasetRejected(f"payload is not valid JSON: nested too deeply ({name})") from None
+    return document, sha256
 
 
 def _items(kind: str, document: object, name: str) -> tuple[str, list[object]]:

@@ -34,13 +34,16 @@ while discussing it), the result is ``ambiguous`` and nothing is chosen — a wr
 worse than an honest "no answer":
 
 8. ``bare`` — the whole reply is ids: ``B``, ``b``, ``(B)``, ``B.``, ``A, C``, ``Option B``.
-9. ``leading`` — the reply opens with ids and goes on: ``B, because ...``, ``B – ...``.
-10. ``bold`` — ``**B**``, ``__B__``, ``**(B)**``, ``**B) The contract is void**``.
-11. ``verdict`` — ``B is correct.``, only if no option is called wrong anywhere in the reply
+9. ``walkthrough`` — labels of two or more different options where lines or sentences start
+   ("A. This is incorrect. B. This is incorrect. C. This is correct."): a discussion of the
+   options, so ``ambiguous``, never the first label.
+10. ``leading`` — the reply opens with ids and goes on: ``B, because ...``, ``B – ...``.
+11. ``bold`` — ``**B**``, ``__B__``, ``**(B)**``, ``**B) The contract is void**``.
+12. ``verdict`` — ``B is correct.``, only if no option is called wrong anywhere in the reply
     ("A is wrong, B is wrong, C is right" is a walk-through: ``ambiguous``).
-12. ``option_mention`` — ``Option B``, ``Antwort B``, ``choice (C)``.
-13. ``parenthesized`` — a standalone ``(B)`` (not a citation such as ``§ 3 (b)``).
-14. ``label_line`` — a line starting ``B)``, ``B.`` or ``B -`` (not ``A:``, which is the
+13. ``option_mention`` — ``Option B``, ``Antwort B``, ``choice (C)``.
+14. ``parenthesized`` — a standalone ``(B)`` (not a citation such as ``§ 3 (b)``).
+15. ``label_line`` — a line starting ``B)``, ``B.`` or ``B -`` (not ``A:``, which is the
     answer line of "Q: ... A: ..." transcripts).
 
 Guards shared by the rules keep words out: ids only count as whole tokens (not in "U.S.A.",
@@ -340,6 +343,7 @@ class _Patterns:
     paren_re: re.Pattern[str]
     label_re: re.Pattern[str]
     leading_re: re.Pattern[str]
+    walk_re: re.Pattern[str]
 
 
 def _normalize(text: str) -> str:
@@ -419,6 +423,14 @@ def _patterns(ids: tuple[str, ...]) -> _Patterns | None:
             rf"[\s>*#-]*+{id_list}[ \t]*+(?:\n|\Z|[-–—][ \t]"
             r"|,?[ \t]*+(?:because|since|as|given|weil|da|denn|car)(?![^\W_]))",
             flags,
+        ),
+        # An option label where a line or a sentence starts: "A. …", "B) …", "C: …",
+        # "D – …", also inline ("A. wrong. B. right."). See _rule_walkthrough.
+        walk_re=re.compile(
+            r"(?:^[ \t>#-]*+(?:\*[ \t]++)?|(?<=[.!?;:,])[ \t]++)(?:\*\*|__)?[(\[]?"
+            rf"(?P<list>{ident})(?:[)\]](?:\*\*|__)?(?=[ \t:.,\n]|\Z)"
+            r"|(?:\*\*|__)?[ \t]*+[.:](?=[ \t\n]|\Z)|[ \t]++[-–—][ \t])",
+            flags | re.MULTILINE,
         ),
     )
 
@@ -651,6 +663,24 @@ def _rule_bare(ctx: _Context) -> list[_Hit]:
     return [hit] if hit else []
 
 
+def _rule_walkthrough(ctx: _Context) -> list[_Hit]:
+    """Find a reply that labels several options in turn: "A. Incorrect. B. … C. Correct.".
+
+    Such a reply walks through the options; taking its first label (as ``leading`` or
+    ``label_line`` would) turns a discussion into a confident, usually wrong, answer. With
+    labels of two or more different options, every label comes back as a conflicting hit,
+    so the driver reports ``ambiguous``: the same stance as for verdict walk-throughs
+    (``_rule_verdict``). An explicit statement ("So the answer is C.") still decides, since
+    explicit rules run first.
+    """
+    hits = []
+    for m in ctx.pats.walk_re.finditer(ctx.text):
+        canonical = ctx.pats.canon.get(m.group("list").casefold())
+        if canonical is not None:
+            hits.append(_Hit(m.start("list"), m.end(), (canonical,), "walkthrough"))
+    return hits if len({hit.ids for hit in hits}) > 1 else []
+
+
 def _rule_leading(ctx: _Context) -> list[_Hit]:
     """Find ids that open the reply and go on: "B, because ...", "A and C – both ..."."""
     found = ctx.pats.leading_re.match(ctx.text)
@@ -742,6 +772,7 @@ _EXPLICIT_RULES: tuple[_Rule, ...] = (
 )
 _FORMAT_RULES: tuple[_Rule, ...] = (
     _rule_bare,
+    _rule_walkthrough,
     _rule_leading,
     _rule_bold,
     _rule_verdict,

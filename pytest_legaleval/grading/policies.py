@@ -27,9 +27,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.formats.safe_yaml import load_yaml
 from pytest_legaleval.grading.policy_format import (
     ANSWER_CONTRACTS,
     ATTACHMENT_STYLES,
@@ -47,7 +46,6 @@ from pytest_legaleval.grading.policy_format import (
     version,
 )
 from pytest_legaleval.grading.scoring import PARTIAL_FAILURE_MODES, SCORINGS, scoring_rule
-from pytest_legaleval.perf import load_yaml
 from pytest_legaleval.records import Record
 
 __all__ = [
@@ -266,12 +264,7 @@ def parse_policy(data: Mapping[str, Any], *, source: str, base: Policy | None = 
 
 
 def _read_yaml(text: str, source: str) -> Mapping[str, Any]:
-    try:
-        # libyaml when available: every process reads the built-in policies at start-up
-        # (about 10 ms with the pure-Python loader, 1 ms with libyaml).
-        data = load_yaml(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    data = load_yaml(text, source=source)
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: a policy file holds a mapping")
     return data

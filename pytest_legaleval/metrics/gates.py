@@ -70,6 +70,8 @@ class MetricSpec:
     n_path: Path
     interval_paths: tuple[Path, ...] = ()
     wilson: tuple[str, str] | None = None
+    rate: bool = False
+    """A share between 0 and 1 (a threshold outside that range is a mistake, not a gate)."""
 
 
 METRICS: dict[str, MetricSpec] = {
@@ -82,12 +84,14 @@ METRICS: dict[str, MetricSpec] = {
             ("evaluated_items",),
             (("pass_rate_ci",),),
             ("passed_items", "evaluated_items"),
+            rate=True,
         ),
         MetricSpec(
             "pass_rate_ci_low",
             "low end of the Wilson 95 % interval of pass_rate",
             (("pass_rate_ci_low",), ("pass_rate_ci", "low")),
             ("evaluated_items",),
+            rate=True,
         ),
         MetricSpec(
             "mean_score",
@@ -95,6 +99,7 @@ METRICS: dict[str, MetricSpec] = {
             (("mean_score",),),
             ("scored_items",),
             (("mean_score_ci",),),
+            rate=True,
         ),
         MetricSpec(
             "judge_error_rate",
@@ -103,6 +108,7 @@ METRICS: dict[str, MetricSpec] = {
             ("judged_items",),
             (),
             ("judge_error_count", "judged_items"),
+            rate=True,
         ),
         MetricSpec(
             "invalid_rate",
@@ -111,6 +117,7 @@ METRICS: dict[str, MetricSpec] = {
             ("total_items",),
             (),
             ("invalid_items", "total_items"),
+            rate=True,
         ),
         MetricSpec(
             "error_rate",
@@ -120,6 +127,7 @@ METRICS: dict[str, MetricSpec] = {
             ("valid_items",),
             (),
             ("error_items", "valid_items"),
+            rate=True,
         ),
         MetricSpec(
             "p95_latency_ms",
@@ -142,7 +150,7 @@ slice   := key "=" value ("," key "=" value)*
 key     := dataset | model | task_type | policy | tag | metadata.NAME
 metric  := {metrics}
 op      := >= | > | <= | < | ==
-number  := a decimal such as 0.8, or a percentage such as 80%
+number  := a decimal such as 0.8, or a percentage such as 80% (rates: 0..1 or 0%..100%)
 examples: pass_rate>=0.8   dataset=lexam:pass_rate_ci_low>=0.6
           model=openai/gpt-4.1-mini:mean_score>0.5   error_rate<=0.01""".format(
     metrics=" | ".join(METRICS)
@@ -177,8 +185,25 @@ def _usage(text: str, why: str) -> ConfigError:
     return ConfigError(f"--gate {text!r}: {why}\naccepted grammar:\n{GATE_GRAMMAR}")
 
 
+def _rate_hint(metric: str, number: str, percent: bool) -> str:
+    if percent:
+        return f"{metric} is a share between 0% and 100%, got {number}%"
+    value = float(number)
+    if 1 < value <= 100:
+        return (
+            f"{metric} is a share between 0 and 1, got {number}; "
+            f"did you mean {number}% (that is, {value / 100:g})?"
+        )
+    return f"{metric} is a share between 0 and 1 (or 0% and 100%), got {number}"
+
+
 def parse_gate(text: str) -> Gate:
-    """Parse one gate expression; a malformed one raises ``ConfigError`` with the grammar."""
+    """Parse one gate expression; a malformed one raises ``ConfigError`` with the grammar.
+
+    A rate's threshold (``pass_rate``, ``mean_score``, the error rates …) must lie in
+    [0, 1]: ``pass_rate >= 60`` can never pass, so it is refused with a hint to write
+    ``60%``.
+    """
     if not isinstance(text, str) or not text.strip():
         raise _usage(str(text), "empty expression")
     head, sep, expr = text.rpartition(":")
@@ -191,6 +216,8 @@ def parse_gate(text: str) -> Gate:
     threshold = float(match.group("number"))
     if match.group("percent"):
         threshold /= 100
+    if METRICS[metric].rate and not 0 <= threshold <= 1:
+        raise _usage(text, _rate_hint(metric, match.group("number"), bool(match.group("percent"))))
     conditions: list[tuple[str, str]] = []
     if sep:
         for part in head.split(","):

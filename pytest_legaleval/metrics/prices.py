@@ -13,10 +13,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.perf import load_yaml
+from pytest_legaleval.formats.safe_yaml import load_yaml
 
 __all__ = ["Price", "PriceTable", "load_price_table"]
 
@@ -109,7 +107,7 @@ def _document(data: Any, origin: str) -> Mapping[str, Any]:
 def builtin_table() -> PriceTable:
     """The table shipped with the package."""
     text = (files("pytest_legaleval.metrics") / "prices.yaml").read_text(encoding="utf-8")
-    data = _document(load_yaml(text), "built-in prices.yaml")
+    data = _document(load_yaml(text, source="built-in prices.yaml"), "built-in prices.yaml")
     models = _parse_models(data["models"], "built-in prices.yaml")
     return PriceTable(models, (f"builtin:{data.get('as_of', 'unknown')}",))
 
@@ -123,9 +121,10 @@ def load_price_table(path: str | Path | None = None, config_pricing: Any = None)
     if path is not None:
         origin = f"--price-table {path}"
         try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{origin}: cannot read it ({exc})") from exc
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{origin}: cannot read it ({exc})") from None
+        loaded = load_yaml(text, source=origin)
         data = _document(loaded, origin)
         table = table.merged(_parse_models(data["models"], origin), str(path))
     return table

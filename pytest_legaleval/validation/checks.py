@@ -254,6 +254,9 @@ class Canonical(NamedTuple):
     clean: bool
     """True when every string is certainly NFC without U+0000 or surrogates and every
     number is finite; False means "run :func:`scan_values` to find out"."""
+    colons: int = -1
+    """How many ``:`` the canonical JSON holds (-1 when it cannot be serialized); compared
+    with the raw text's to find repeated keys cheaply (see :mod:`.duplicates`)."""
 
 
 def canonicalize(obj: object) -> Canonical:
@@ -290,7 +293,12 @@ def canonicalize(obj: object) -> Canonical:
         clean = False
     if clean and not text.isascii():
         clean = unicodedata.is_normalized("NFC", text)
-    return Canonical(sha256=hashlib.sha256(data).hexdigest(), size=len(data), clean=clean)
+    return Canonical(
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        clean=clean,
+        colons=data.count(b":"),
+    )
 
 
 def _under(parts: PathParts, prefix: PathParts) -> bool:

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from pytest_legaleval.validation.checks import Issue, canonicalize, scan_values, show, usable_id
+from pytest_legaleval.validation.duplicates import duplicate_key_issues
 from pytest_legaleval.validation.record_error import RecordError, issues_to_errors
 from pytest_legaleval.validation.schemas import schema_issues
 
@@ -78,12 +79,14 @@ def _choice_issues(row: dict[str, object]) -> list[Issue]:
 
 
 def check_legal_eval_row(
-    row: object, index: int, *, where: str = ""
+    row: object, index: int, *, where: str = "", raw: str | bytes | None = None
 ) -> tuple[list[RecordError], str]:
     """Validate a row like :func:`validate_legal_eval_row` and also return its hash.
 
     The canonical JSON the encoding check needs is the one :func:`record_sha256` hashes,
-    so a loader that wants both serializes each row once.
+    so a loader that wants both serializes each row once. With ``raw``, the JSON text the
+    row was parsed from, a key repeated in any object of it is an ``invalid_encoding``
+    error at that object's path.
 
     Returns:
         ``(errors, sha256)``: the row's errors and ``record_sha256(row)``.
@@ -109,6 +112,8 @@ def check_legal_eval_row(
             issues.extend(_weight_issues(rubric))
     if not canonical.clean:
         issues.extend(scan_values(row))
+    if raw is not None:
+        issues.extend(duplicate_key_issues(raw, canonical.colons))
     if not issues:
         return [], canonical.sha256
     record_id = usable_id(row.get("id")) if isinstance(row, dict) else None

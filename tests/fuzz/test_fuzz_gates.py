@@ -22,12 +22,14 @@ values = st.text(
 @given(
     metric=st.sampled_from(list(METRICS)),
     op=st.sampled_from(list(OPERATORS)),
-    threshold=st.floats(min_value=0, max_value=1e6, allow_nan=False),
+    fraction=st.floats(min_value=0, max_value=1, allow_nan=False),
     conditions=st.lists(st.tuples(st.sampled_from(SLICE_KEYS), values), max_size=3),
 )
 def test_formatted_gates_parse_back(
-    metric: str, op: str, threshold: float, conditions: list[tuple[str, str]]
+    metric: str, op: str, fraction: float, conditions: list[tuple[str, str]]
 ) -> None:
+    # rates take a share in [0, 1]; latency and cost any non-negative number
+    threshold = fraction if METRICS[metric].rate else fraction * 1e6
     head = ",".join(f"{k}={v}" for k, v in conditions)
     text = f"{head}:{metric}{op}{threshold!r}" if conditions else f"{metric}{op}{threshold!r}"
     gate = parse_gate(text)
@@ -56,3 +58,19 @@ def test_mcnemar_is_symmetric_and_a_probability(b: int, c: int) -> None:
 @pytest.mark.parametrize("n", [1, 2, 10, 50])
 def test_all_flips_one_way_is_the_smallest_p(n: int) -> None:
     assert mcnemar_exact(n, 0) == pytest.approx(min(1.0, 2 / 2**n))
+
+
+@given(
+    metric=st.sampled_from([name for name, spec in METRICS.items() if spec.rate]),
+    op=st.sampled_from(list(OPERATORS)),
+    threshold=st.floats(allow_nan=False, allow_infinity=False).filter(lambda t: not 0 <= t <= 1),
+)
+def test_a_rate_threshold_outside_zero_one_is_a_usage_error(
+    metric: str, op: str, threshold: float
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_gate(f"{metric}{op}{threshold!r}")
+    message = str(info.value)
+    assert f"{metric} is a share between 0 and 1" in message and "accepted grammar" in message
+    if 1 < threshold <= 100:
+        assert f"did you mean {threshold!r}%" in message

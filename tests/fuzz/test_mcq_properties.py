@@ -127,3 +127,26 @@ def test_text_without_letters_yields_nothing(text: str, ids: list[str]) -> None:
     assert result.chosen == ()
     assert result.method == "none"
     assert result.evidence == ""
+
+
+VERDICTS = ("This is correct.", "This is incorrect.", "Wrong.", "Right.", "Not applicable here.")
+LABELS = ("{}. ", "{}) ", "{}: ", "{} - ", "({}) ", "**{}.** ")
+
+
+@SETTINGS
+@given(
+    id_sets,
+    st.data(),
+    st.sampled_from(LABELS),
+    st.sampled_from([" ", "\n", "\n\n"]),
+)
+def test_a_walk_through_of_the_options_never_yields_one_letter(
+    ids: list[str], data: st.DataObject, label: str, joiner: str
+) -> None:
+    # The reply labels at least two different options in turn, each with a verdict or a
+    # remark, and states no answer: whatever it endorses, one confident letter is wrong.
+    walked = data.draw(st.lists(st.sampled_from(ids), min_size=2, max_size=6))
+    assume(len(set(walked)) > 1)
+    parts = [label.format(i) + data.draw(st.sampled_from(VERDICTS)) for i in walked]
+    result = extract_choice_ids(joiner.join(parts), ids)
+    assert result.chosen == () and result.method == "ambiguous", (joiner.join(parts), result)

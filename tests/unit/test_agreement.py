@@ -2,12 +2,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_legaleval.cli import main
 from pytest_legaleval.datasets.agreement import cohen_kappa, compare_decisions, confusion_matrix
-from pytest_legaleval.datasets.turing_export import automated_evaluation_from_predictions
+from pytest_legaleval.datasets.turing_export import (
+    automated_evaluation_from_predictions,
+    automated_evaluation_from_run,
+)
+from pytest_legaleval.run.artifacts import prediction_line
 from pytest_legaleval.validation import schema_validator
 
 REPO = Path(__file__).resolve().parents[2]
@@ -123,3 +128,59 @@ def test_judge_results_export_as_a_valid_automated_evaluation() -> None:
     human = [{"id": "r1", "type": "critique", "mode": "reference", "verdict": "correct"}]
     report = compare_decisions(exported["decisions"], human)
     assert report.overall.accuracy == 1.0 and report.failed_automated == 1
+
+
+def _stored(result: dict[str, Any]) -> dict[str, Any]:
+    """A predictions.jsonl line, as the run directory writes it (``model_response``)."""
+    return prediction_line(
+        "run_x", f"{result['record_id']}@{result['model']}", result, "passed",
+        record=None, generation_settings={}, version="test",
+    )  # fmt: skip
+
+
+def test_a_run_directory_exports_the_answer_and_the_rubric_reasoning(tmp_path: Path) -> None:
+    rubric_verdict = {
+        "model": "judge", "score": 0.5, "rationale": "", "error": None, "raw": None,
+        "criteria": [
+            {"id": "statute", "met": True, "score": 1.0, "rationale": "cites Art. 97 OR"},
+            {"id": "notice", "met": False, "score": 0.0, "rationale": "no notice period"},
+        ],
+    }  # fmt: skip
+    reference_verdict = {"model": "judge", "score": 1.0, "rationale": "matches the key",
+                         "error": None, "raw": None}  # fmt: skip
+    results = [
+        {"record_id": "r1", "model": "m", "passed": False, "response": "Cite Art. 97 OR.",
+         "judge": {"kind": "rubric", "verdicts": [rubric_verdict]}},
+        {"record_id": "r2", "model": "m", "passed": True, "response": "The buyer.",
+         "judge": {"kind": "reference", "verdicts": [reference_verdict]}},
+    ]  # fmt: skip
+    (tmp_path / "predictions.jsonl").write_text(
+        "".join(json.dumps(_stored(r)) + "\n" for r in results), encoding="utf-8"
+    )
+    assert "response" not in _stored(results[0])  # what the run stores
+    exported = automated_evaluation_from_run(tmp_path)
+    schema_validator("turing_automated_evaluation").validate(exported)
+    rubric, reference = exported["decisions"]
+    assert (rubric["answer"], rubric["mode"]) == ("Cite Art. 97 OR.", "rubric")
+    assert rubric["reasoning"] == (
+        "statute: met — cites Art. 97 OR\nnotice: not met — no notice period"
+    )
+    assert (reference["answer"], reference["reasoning"]) == ("The buyer.", "matches the key")
+
+
+def test_the_report_says_which_axis_of_a_confusion_matrix_is_which() -> None:
+    automated = [
+        {"id": "a", "type": "critique", "verdict": "correct"},
+        {"id": "b", "type": "critique", "verdict": "correct"},
+    ]
+    human = [
+        {"id": "a", "type": "critique", "verdict": "correct"},
+        {"id": "b", "type": "critique", "verdict": "incorrect"},
+    ]
+    overall = compare_decisions(automated, human).to_dict()["overall"]
+    assert overall["confusion_axes"] == {"rows": "human verdict", "columns": "automated verdict"}
+    assert overall["confusion"] == [[1, 0], [1, 0]]
+    assert overall["confusion_by_label"] == {
+        "correct": {"correct": 1, "incorrect": 0},
+        "incorrect": {"correct": 1, "incorrect": 0},
+    }

@@ -116,3 +116,32 @@ def test_an_invalid_manifest_is_a_dataset_error(tmp_path: Path) -> None:
 def test_a_directory_skips_the_manifest_and_the_offline_dataset() -> None:
     names = [p.name for p in dataset_files([RAG])]
     assert names == ["qa_pairs.jsonl", "summaries.jsonl"]
+
+
+def test_manifest_files_resolve_from_the_manifest_never_the_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_legaleval.formats.paths import PathRefused
+    from pytest_legaleval.formats.rag import manifest_file
+
+    folder = tmp_path / "project" / "evaluation" / "datasets"
+    folder.mkdir(parents=True)
+    (folder / "qa_pairs.jsonl").write_text("{}\n")
+    manifest = folder / "manifest.json"
+    monkeypatch.chdir(tmp_path)
+    split = (folder / "qa_pairs.jsonl").resolve()
+    assert manifest_file(manifest, "qa_pairs.jsonl") == split
+    # relative to the project root, as the builder writes it
+    assert manifest_file(manifest, "evaluation/datasets/qa_pairs.jsonl") == split
+    # a copied folder: the recorded path is stale, the file name still finds it
+    assert manifest_file(manifest, "examples/rag/qa_pairs.jsonl") == split
+    assert manifest_file(manifest, str(split)) == split
+    # missing: where the manifest's folder says it should be
+    assert manifest_file(manifest, "out/none.jsonl") == (folder / "out" / "none.jsonl").resolve()
+    (tmp_path / "project" / "other.jsonl").write_text("{}\n")
+    with pytest.raises(PathRefused, match=r"'\.\.' leads outside the manifest's folder"):
+        manifest_file(manifest, "../../other.jsonl")
+    assert (
+        manifest_file(manifest, "../../other.jsonl", [tmp_path / "project"])
+        == (tmp_path / "project" / "other.jsonl").resolve()
+    )

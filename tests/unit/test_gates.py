@@ -107,6 +107,32 @@ def test_malformed_expressions_show_the_grammar(text: str, why: str) -> None:
     assert "accepted grammar" in message
 
 
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("pass_rate >= 60", "pass_rate is a share between 0 and 1, got 60; did you mean 60% "
+                            "(that is, 0.6)?"),
+        ("dataset=x:mean_score>=80", "did you mean 80%"),
+        ("error_rate<=150%", "error_rate is a share between 0% and 100%, got 150%"),
+        ("invalid_rate<-0.5", "invalid_rate is a share between 0 and 1 (or 0% and 100%), got -0.5"),
+        ("pass_rate_ci_low>=1e3", "got 1e3"),
+        ("judge_error_rate<=2", "did you mean 2%"),
+    ],
+)  # fmt: skip
+def test_a_rate_threshold_outside_zero_to_one_is_refused_at_parse_time(text: str, why: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_gate(text)
+    assert why in str(info.value) and GATE_GRAMMAR in str(info.value)
+
+
+def test_rate_bounds_and_unbounded_metrics() -> None:
+    assert parse_gate("pass_rate>=60%").threshold == pytest.approx(0.6)
+    assert parse_gate("pass_rate>=1").threshold == 1.0
+    assert parse_gate("error_rate<=0").threshold == 0.0
+    assert parse_gate("p95_latency_ms<=1500").threshold == 1500.0
+    assert parse_gate("cost_usd<250").threshold == 250.0
+
+
 def test_parse_gates_raises_on_the_first_bad_one() -> None:
     with pytest.raises(ConfigError, match="nope"):
         parse_gates(["pass_rate>=0.5", "nope>1"])

@@ -147,6 +147,18 @@ CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("I think the seller is liable. The correct answer is K.", A_P, ("K",)),
     ("The answer is a breach of contract by the seller.", ABCD, ()),
     ("A is wrong, B is wrong, C is right, D is wrong.", ABCD, ()),
+    # option-by-option walk-throughs: never the first label (issue 18), unless stated
+    (
+        "A. This is incorrect. B. This is incorrect. C. This is correct. D. This is incorrect.",
+        ABCD,
+        (),
+    ),
+    ("A - incorrect, B - incorrect, C - correct, D - incorrect", ABCD, ()),
+    ("A: incorrect. B: incorrect. C: correct. D: incorrect.", ABCD, ()),
+    ("A) The seller is liable.\nB) The buyer is liable.", ABCD, ()),
+    ("* A. wrong\n* B. right", ABCD, ()),
+    ("A. Incorrect. B. Incorrect. C. Correct.\n\nAnswer: C", ABCD, ("C",)),
+    ("C. The contract is void, since the seller lacked capacity.", ABCD, ("C",)),
     (
         "**A**: incorrect, the term is not implied.\n**B**: incorrect.\n**C**: correct.\n"
         "**D**: incorrect.",
@@ -216,6 +228,7 @@ def test_table_is_large_enough() -> None:
         ("Some analysis first.\nB) The contract is void.", "label_line"),
         ("Nothing to see here.", "none"),
         ("**A** looks fine. **B** looks fine too.", "ambiguous"),
+        ("A. Not this one. B. This one.", "ambiguous"),
     ],
 )
 def test_methods(reply: str, method: str) -> None:
@@ -297,6 +310,13 @@ def test_grade_ambiguous_is_no_answer_not_wrong_answer() -> None:
     assert grade.reason == "no_answer_extracted"
     assert grade.method == "ambiguous"
     assert "several options" in grade.explanation
+
+
+def test_a_walk_through_is_no_answer_not_a_confident_first_letter() -> None:
+    reply = "A. This is incorrect. B. This is incorrect. C. This is correct. D. This is wrong."
+    grade = grade_mcq(_record(("C",)), reply)
+    assert (grade.reason, grade.chosen, grade.method) == ("no_answer_extracted", (), "ambiguous")
+    assert "several options" in grade.explanation and "A. | B. | C. | D." in grade.explanation
 
 
 def test_grade_multi_answer_needs_the_exact_set() -> None:

@@ -1,0 +1,78 @@
+"""Attack: a dataset names files outside its folder to have them sent to the model.
+
+Issue 17: ``"attachments": [{"path": "/proc/self/environ"}]`` sent the whole environment
+(API keys included) to the endpoint. Now every such item is an ERROR with a record error
+naming the path and the rule, and nothing outside the dataset's folder is read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_legaleval.testing.mock_openai import MockOpenAIServer
+
+CANARY = "canary-7d2e61b0-adversarial"
+SUITE = "def test_record(record, evaluation):\n    evaluation.check()\n"
+
+
+def _row(record_id: str, path: str) -> dict[str, object]:
+    return {
+        "schema_version": "legal_eval_v1",
+        "id": record_id,
+        "dataset": "attack",
+        "task_type": "mcq",
+        "prompt": f"Question {record_id}: which clause applies?",
+        "choices": [{"id": c, "text": f"clause {c}"} for c in "ABCD"],
+        "correct_choice_ids": ["A"],
+        "attachments": [{"path": path, "kind": "text", "title": "Exhibit"}],
+    }
+
+
+@pytest.mark.slow
+def test_a_dataset_cannot_send_files_outside_its_folder_to_the_model(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session runs in a subprocess, so its /proc/self/environ holds the canary.
+    monkeypatch.setenv("LEGALEVAL_ADVERSARIAL_CANARY", CANARY)
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    data = pytester.path / "data"
+    (data / "docs").mkdir(parents=True)
+    (data / "docs" / "exhibit.txt").write_text("EXHIBIT-TEXT-INSIDE")
+    (pytester.path / "secret.txt").write_text(CANARY)
+    (data / "link.txt").symlink_to(pytester.path / "secret.txt")
+    os.mkfifo(data / "pipe.txt")
+    rows = [
+        _row("inside", "docs/exhibit.txt"),
+        _row("environ", "/proc/self/environ"),
+        _row("parent", "../secret.txt"),
+        _row("absolute", str(pytester.path / "secret.txt")),
+        _row("symlink", "link.txt"),
+        _row("fifo", "pipe.txt"),
+    ]
+    dataset = data / "set.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    with MockOpenAIServer(latency=0.0) as server:
+        server.add_reply("Question", "Answer: A")
+        result = pytester.runpytest_subprocess(
+            "--dataset", str(dataset), "--model", "openai/cand", "--base-url", server.base_url,
+            "--run-dir", "runs", "--no-cache", "-p", "no:cacheprovider", timeout=120,
+        )  # fmt: skip
+        requests = json.dumps(server.requests())
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 1 and outcomes.get("errors") == 5, result.stdout.str()
+    out = result.stdout.str()
+    for rule in ("/proc, /sys or /dev", "'..' leads outside", "absolute path outside",
+                 "a symlink in it points outside", "FIFO"):  # fmt: skip
+        assert rule in out
+    assert "EXHIBIT-TEXT-INSIDE" in requests
+    assert requests.count("Question") == 1  # only the confined record was sent
+    assert CANARY not in requests and CANARY not in out
+    for path in Path(pytester.path / "runs").rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
