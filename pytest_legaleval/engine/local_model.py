@@ -223,6 +223,9 @@ class LocalModels:
         self.servers: dict[str, LocalModelServer] = {}
 
     def _default_command(self, model: str) -> Callable[[int], Sequence[str]]:
+        # The name first: a mistyped model is the user's first problem, and installing the
+        # extra would not solve it.
+        _spec_for(model)
         check_installed(self._find_spec)
         gguf = locate_gguf(model, self._find_spec)
         alias = model.removeprefix(LOCAL_PREFIX)
