@@ -14,8 +14,8 @@ import pytest
 from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.settings import with_local_urls
-from pytest_legaleval.pytest import tricks
-from pytest_legaleval.pytest.fixtures import INVALID_KEY, RESULT_KEY, RecordFailed
+from pytest_legaleval.pytest import outcomes, tricks
+from pytest_legaleval.pytest.fixtures import INVALID_KEY, RESULT_KEY
 from pytest_legaleval.pytest.options import add_options, resolve
 from pytest_legaleval.pytest.preflight import (
     check_settings,
@@ -287,31 +287,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
 def pytest_runtest_makereport_failed_record(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """A failed record's report, built without a traceback.
-
-    pytest's default report renders (and filters) the traceback even for
-    ``pytrace=False``, about 1 ms per failure; a benchmark run fails thousands of records.
-    """
-    excinfo = call.excinfo
-    if call.when != "call" or excinfo is None or not isinstance(excinfo.value, RecordFailed):
-        return None
-    sections = [
-        (f"Captured {key} {when}", content)
-        for when, key, content in getattr(item, "_report_sections", ())
-    ]
-    return pytest.TestReport(
-        item.nodeid,
-        item.location,
-        dict.fromkeys(item.keywords, 1),
-        "failed",
-        str(excinfo.value.msg),
-        "call",
-        sections,
-        call.duration,
-        call.start,
-        call.stop,
-        user_properties=item.user_properties,
-    )
+    """A failed record's or an errored item's report: its reason, built without a traceback."""
+    return outcomes.fast_report(item, call)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -330,6 +307,7 @@ def pytest_runtest_makereport(
             spec: ItemSpec = item.callspec.params["record"]  # type: ignore[attr-defined]
             report.legaleval = result.to_dict()  # type: ignore[attr-defined]
             report.legaleval_record = spec.provenance()  # type: ignore[attr-defined]
+    outcomes.line_mode_repr(item.config, report)
     return report
 
 
@@ -355,4 +333,7 @@ def pytest_report_from_serializable(
     config: pytest.Config, data: dict[str, Any]
 ) -> Generator[None, object, object]:
     tricks.unpack_report(data)
-    return (yield)
+    report = yield
+    if isinstance(report, pytest.TestReport):  # serialization made the reason a plain string
+        outcomes.line_mode_repr(config, report)
+    return report

@@ -2,7 +2,9 @@
 
 A suite is a plain test module that asks for ``record`` (the dataset record of the item;
 an invalid record errors here with its ``record_errors``) and ``evaluation`` (the graded
-answer of the item's model). ``Evaluation.check()`` applies the default pass rule.
+answer of the item's model; an item without a verdict errors here with its reason).
+``Evaluation.check()`` applies the default pass rule. How each result becomes a pytest
+outcome is ``pytest/outcomes.py``'s.
 """
 
 from __future__ import annotations
@@ -14,22 +16,24 @@ import pytest
 from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.pipeline.plan import ItemSpec
 from pytest_legaleval.pipeline.results import record_error_result
+from pytest_legaleval.pytest.outcomes import InvalidItem, NoVerdict, RecordFailed, has_no_verdict
 from pytest_legaleval.pytest.state import STATE_KEY
 from pytest_legaleval.records import EvalResult, Record
 
-__all__ = ["INVALID_KEY", "RESULT_KEY", "Evaluation", "RecordFailed", "evaluation", "record"]
+__all__ = [
+    "INVALID_KEY",
+    "RESULT_KEY",
+    "Evaluation",
+    "NoVerdict",
+    "RecordFailed",
+    "evaluation",
+    "record",
+]
 
 RESULT_KEY = pytest.StashKey[EvalResult]()
 """An item's result, put on its report by the plugin's ``makereport``."""
 INVALID_KEY = pytest.StashKey[ItemSpec]()
 """The item of an invalid record."""
-
-
-class RecordFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
-    """A record that failed its grader: reported with the grader's reasons, no traceback."""
-
-    def __init__(self, msg: str) -> None:
-        super().__init__(msg, pytrace=False)
 
 
 class Evaluation:
@@ -74,7 +78,11 @@ class Evaluation:
         return self.result.explanation
 
     def check(self) -> None:
-        """Apply the default pass rule: skip ungraded items, fail with the grader's reasons."""
+        """Apply the default pass rule: skip ungraded items, fail with the grader's reasons.
+
+        Items without a verdict never get here: the ``evaluation`` fixture raised
+        :class:`NoVerdict` for them (an ERROR).
+        """
         if self.result.outcome == "skipped":
             pytest.skip(f"{self.reason}: {self.explanation}")
         if not self.passed:
@@ -106,9 +114,7 @@ def record(request: pytest.FixtureRequest) -> Record:
     if isinstance(entry, RejectedRecord):
         request.node.stash[INVALID_KEY] = spec
         errors = [error.to_dict() for error in entry.errors]
-        pytest.fail(
-            json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False), pytrace=False
-        )
+        raise InvalidItem(json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False))
     if entry.attachments:
         from pytest_legaleval.grading.attachments import missing_attachments
 
@@ -120,18 +126,23 @@ def record(request: pytest.FixtureRequest) -> Record:
             request.node.stash[RESULT_KEY] = record_error_result(
                 entry, spec.model, errors, (policy.id, policy.sha256)
             )
-            pytest.fail(
-                json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False),
-                pytrace=False,
-            )
+            raise InvalidItem(json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False))
     return entry
 
 
 @pytest.fixture
 def evaluation(request: pytest.FixtureRequest, record: Record) -> Evaluation:
-    """The graded answer of this item's model to ``record``."""
+    """The graded answer of this item's model to ``record``.
+
+    An item without a verdict (``judge_error``, ``generation_error:<code>``, ``timeout``,
+    ``cancelled``, ``missing_response``, ``latency_exceeded``) raises :class:`NoVerdict`
+    here: pytest reports it as an ERROR, and the test, having nothing to assert on, does
+    not run.
+    """
     spec: ItemSpec = request.node.callspec.params["record"]
     state = request.config.stash[STATE_KEY]
     result = state.evaluate(spec)
     request.node.stash[RESULT_KEY] = result
+    if has_no_verdict(result):
+        raise NoVerdict(f"{result.reason}: {result.explanation}")
     return Evaluation(record, result)

@@ -151,11 +151,12 @@ def test_all_records_invalid_rejects_the_dataset(pytester: pytest.Pytester, suit
     assert not run_dirs(pytester.path / "runs")
 
 
-def test_missing_response_fails_never_skips(pytester: pytest.Pytester, suite: Path) -> None:
+def test_missing_response_errors_never_skips(pytester: pytest.Pytester, suite: Path) -> None:
+    """No response: no verdict, an ERROR (it was a FAILED wrong answer before)."""
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
     responses = _responses(pytester.path / "r.jsonl", {"q1": "B"})
     result = run_eval(pytester, data, responses)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*missing_response: no response for record 'q2'*"])
     (run,) = run_dirs(pytester.path / "runs")
     summary = json.loads((run / "metrics_summary.json").read_text())

@@ -182,7 +182,7 @@ def test_a_judge_error_is_an_error_outcome_and_the_run_goes_on(
     server.add_reply(r"Open question", "GOOD: liability in negotiations.")
     data = write_jsonl(pytester.path / "data.jsonl", [_reference("good"), _reference("good2")])
     result = _run(pytester, server, data, "--model", "openai/cand", "--judge-reasks", "1")
-    result.assert_outcomes(failed=2)
+    result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*judge_error*no usable reply after 2 calls*"])
     rows = _predictions(pytester)
     for row in rows.values():

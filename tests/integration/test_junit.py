@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,3 +99,104 @@ def test_no_junit_no_properties(pytester: pytest.Pytester, suite: Path) -> None:
         """
     )
     pytester.runpytest(*args, "--run-dir", "runs").assert_outcomes(passed=3, failed=1, errors=2)
+
+
+# -- errors are pytest errors -----------------------------------------------------------------
+
+
+def _mixed(pytester: pytest.Pytester) -> list[str]:
+    """Every category: passed, failed (wrong, unparseable), error (missing response, a
+    generation error after the retries), skipped (a reference record, no judge), invalid."""
+    rows = [
+        mcq_row("right"),
+        mcq_row("wrong"),
+        mcq_row("mute"),
+        mcq_row("absent"),
+        mcq_row("bad", choices=[{"id": "A", "text": "only"}], correct="A"),
+        {"schema_version": "legal_eval_v1", "id": "open", "dataset": "t",
+         "task_type": "reference_qa", "prompt": "Define tort.",
+         "reference_answers": ["A civil wrong."]},
+    ]  # fmt: skip
+    data = write_jsonl(pytester.path / "d.jsonl", rows)
+    answers = {"right": "Answer: B", "wrong": "Answer: C", "mute": "I do not know",
+               "open": "A civil wrong."}  # fmt: skip
+    responses = write_jsonl(
+        pytester.path / "r.jsonl", [{"record_id": k, "response": v} for k, v in answers.items()]
+    )
+    return ["--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"]
+
+
+def _agree(result: pytest.RunResult, root: Path) -> None:
+    """pytest's counts, JUnit's and the metrics' are the same items, named the same way."""
+    outcomes = result.parseoutcomes()
+    (run,) = run_dirs(root / "runs")
+    summary = json.loads((run / "metrics_summary.json").read_text())
+    suite = ET.parse(root / "out.xml").getroot().find("testsuite")
+    assert suite is not None
+    # pytest has no word for an invalid record: its errors are the errors and the invalid
+    assert outcomes == {
+        "passed": summary["passed_items"],
+        "failed": summary["failed_items"],
+        "errors": summary["error_items"] + summary["invalid_items"],
+        "skipped": summary["skipped_items"],
+    }
+    assert (summary["passed_items"], summary["failed_items"], summary["error_items"],
+            summary["skipped_items"], summary["invalid_items"]) == (1, 2, 1, 1, 1)  # fmt: skip
+    assert int(suite.attrib["failures"]) == summary["failed_items"]
+    assert int(suite.attrib["errors"]) == summary["error_items"] + summary["invalid_items"]
+    assert int(suite.attrib["skipped"]) == summary["skipped_items"]
+    cases = _cases(root / "out.xml")
+    absent = cases["test_record[t/absent]"]
+    error = absent.find("error")
+    assert error is not None and absent.find("failure") is None
+    assert "missing_response: no response for record 'absent'" in error.attrib["message"]
+    assert _props(absent)["reason"] == "missing_response"
+    for name, reason in (("wrong", "wrong_answer"), ("mute", "no_answer_extracted")):
+        case = cases[f"test_record[t/{name}]"]
+        failure = case.find("failure")
+        assert failure is not None and case.find("error") is None, name
+        assert failure.attrib["message"].startswith(f"{reason}: "), name
+    # The terminal names the item and its reason under ERRORS.
+    result.stdout.fnmatch_lines(
+        ["*ERROR at setup of test_record[[]t/absent[]]*", "missing_response: no response*"]
+    )
+
+
+def test_errors_are_pytest_errors_and_junit_errors(pytester: pytest.Pytester, suite: Path) -> None:
+    result = pytester.runpytest(*_mixed(pytester), "--junitxml", "out.xml")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _agree(result, pytester.path)
+
+
+@pytest.mark.slow
+def test_errors_are_pytest_errors_with_xdist(pytester: pytest.Pytester, suite: Path) -> None:
+    result = pytester.runpytest_subprocess(*_mixed(pytester), "-n", "2", "--junitxml", "out.xml")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _agree(result, pytester.path)
+
+
+def test_engine_errors_are_errors_and_the_test_does_not_run(
+    pytester: pytest.Pytester, mock_openai: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generation error after the retries: ERROR at setup; the user's test never runs."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
+    pytester.makepyfile(
+        test_own="""
+        def test_cites(record, evaluation):
+            print("RAN", record.id)
+            assert evaluation.passed
+        """
+    )
+    data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
+    mock_openai.add_reply("Question q1", "Answer: B")
+    mock_openai.add_fault("400", match="Question q2")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--model", "openai/m", "--base-url", mock_openai.base_url,
+        "--no-cache", "--run-dir", "runs", "--junitxml", "out.xml", "-s",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, errors=1)
+    assert result.stdout.str().count("RAN") == 1
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_cites[[]t/q2[]]*"])
+    case = _cases(pytester.path / "out.xml")["test_cites[t/q2]"]
+    error = case.find("error")
+    assert error is not None and "generation_error:bad_request" in error.attrib["message"]
