@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+from pytest_legaleval.pytest.outcomes import ItemReason
+
 __all__ = [
     "PAYLOAD_FIELDS",
     "PYTEST_REPORT_FIELDS",
@@ -86,13 +88,13 @@ class FailedRecordReport(pytest.TestReport):
     start = 0.0
     stop = 0.0
 
-    def __init__(self, report: pytest.TestReport, nodeid: str, reason: str) -> None:
+    def __init__(self, report: pytest.TestReport, nodeid: str, reason: str | ItemReason) -> None:
         # TestReport.__init__ is not called: it would fill an instance dict with every field.
         assert report.location is not None
         self._nodeid = nodeid
         self._path = sys.intern(report.location[0])
         self._lineno = report.location[1]
-        self.longrepr = reason
+        self.longrepr = reason  # type: ignore[assignment]  # pytest reads it as a TerminalRepr
         self.duration = report.duration
 
     @property  # type: ignore[misc]
@@ -131,7 +133,7 @@ def _slimmable(report: pytest.TestReport) -> bool:
     location = report.location
     return (
         report.failed
-        and isinstance(report.longrepr, str)
+        and isinstance(report.longrepr, str | ItemReason)
         and not report.sections
         and not hasattr(report, "wasxfail")
         and location is not None
@@ -162,17 +164,17 @@ def release(
         fields.pop(name, None)
     if fields.keys() - _OWN_FIELDS:
         return  # another plugin's data, which its own summary may read: kept whole
-    if report.when != "call":
-        if report.passed:
-            _replace_last(stats.get(""), report, None)
-        return
     if report.passed:
-        if not show_passed:
+        if report.when != "call":
+            _replace_last(stats.get(""), report, None)
+        elif not show_passed:
             _replace_last(stats.get("passed"), report, PASSED_STAND_IN)
         return
     if report.skipped:
         return
-    if _slimmable(report):
+    # A failed setup (an item without a verdict, an invalid record) is trimmed like any
+    # other report below: xdist's routing fields would add a worker line to its summary.
+    if report.when == "call" and _slimmable(report):
         nodeid = report.nodeid
         index = fields.get("item_index")
         if collection is not None and isinstance(index, int) and 0 <= index < len(collection):
@@ -184,7 +186,14 @@ def release(
             shared_reason = reason
             if len(reasons) < _REASONS_KEPT:
                 reasons[reason] = reason
-        stand_in = FailedRecordReport(report, nodeid, shared_reason)
+        # Under --tb=line the reason prints as one line with its node id (shared strings).
+        longrepr = report.longrepr
+        kept = (
+            ItemReason(shared_reason, nodeid, "call")
+            if isinstance(longrepr, ItemReason)
+            else shared_reason
+        )
+        stand_in = FailedRecordReport(report, nodeid, kept)
         _replace_last(stats.get("failed"), report, stand_in)
         return
     report.keywords = {}
