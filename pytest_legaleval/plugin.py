@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
+from pytest_legaleval.errors import ConfigError, ResponsesError
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.settings import with_local_urls
-from pytest_legaleval.pytest import outcomes, tricks
+from pytest_legaleval.pytest import collection, outcomes, tricks
 from pytest_legaleval.pytest.fixtures import INVALID_KEY, RESULT_KEY
 from pytest_legaleval.pytest.options import add_options, resolve
 from pytest_legaleval.pytest.preflight import (
@@ -24,7 +24,7 @@ from pytest_legaleval.pytest.preflight import (
     warn_below_one_call_per_worker,
 )
 from pytest_legaleval.pytest.slimming import PAYLOAD_FIELDS, PYTEST_REPORT_FIELDS
-from pytest_legaleval.pytest.state import STATE_KEY, marker_name
+from pytest_legaleval.pytest.state import STATE_KEY
 from pytest_legaleval.records import TASK_TYPES, Record
 from pytest_legaleval.run.ids import new_run_id
 
@@ -78,7 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.gate or settings.baseline:
         _register_gatekeeper(config, state)
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(), "legaleval-xdist")
+        config.pluginmanager.register(_XdistHooks(config), "legaleval-xdist")
         warn_below_one_call_per_worker(config, state)
 
 
@@ -127,6 +127,20 @@ def _use_local_servers(state: RunPlan, urls: dict[str, str] | None) -> None:
 class _XdistHooks:
     """xdist-only hooks, registered only when xdist is loaded."""
 
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.collection_errors = 0
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:  # a worker's collection error: pytest's outcome, not ours
+            self.collection_errors += 1
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """A worker with nothing to run had no record item (``collection``): a usage error."""
+        config = self.config
+        if not ids and not self.collection_errors and not config.option.collectonly:
+            raise pytest.UsageError(collection.no_record_items_message(config, None))
+
     def pytest_configure_node(self, node: Any) -> None:
         """Hand the controller's local model servers to the worker; workers start none."""
         servers = node.config.stash.get(_LOCAL_KEY, None)
@@ -140,49 +154,23 @@ class _XdistHooks:
         return RoundRobinScheduling(config, log)
 
 
-def _param(config: pytest.Config, spec: ItemSpec, marks_cache: dict[str, Any]) -> Any:
-    entry = spec.entry
-    names = (
-        [entry.task_type, *(marker_name("tag_", t) for t in entry.tags)]
-        if isinstance(entry, Record)
-        else ["invalid_record"]
-    )
-    marks = []
-    for name in names:
-        mark = marks_cache.get(name)
-        if mark is None:
-            if name.startswith("tag_"):
-                config.addinivalue_line("markers", f"{name}: records tagged {name[4:]}")
-            mark = marks_cache[name] = getattr(pytest.mark, name)
-        marks.append(mark)
-    return pytest.param(spec, marks=marks, id=spec.item_id)
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "record" not in metafunc.fixturenames:
-        return
-    state = metafunc.config.stash.get(STATE_KEY, None)
-    if state is None:
-        return
-    fresh = state.loaded is None
-    failure = None
-    try:
-        items = state.items
-    except DatasetRejected as exc:
-        failure = f"dataset rejected (HTTP {exc.status}):\n{exc.envelope_json(state.request_id)}"
-    except ConfigError as exc:
-        failure = str(exc)
-    if failure is not None:
-        # Failing outside the except block: inside it pytest prints the caught error first,
-        # with "During handling of the above exception", before the user's message.
-        pytest.fail(failure, pytrace=False)
-    if fresh:
-        # The records live for the whole session: the run's collections need not re-scan them.
-        tricks.freeze()
-    cache: dict[str, Any] = {}
-    metafunc.parametrize(
-        "record", [_param(metafunc.config, spec, cache) for spec in items], indirect=True
-    )
+    collection.parametrize_record_test(metafunc)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    # First, so that -k, -m and --deselect apply to the built-in suite's items too.
+    collection.add_default_suite(session, items)
+    collection.count_record_items(session, items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # After every deselection; first, so that an xdist worker sends its emptied collection.
+    collection.require_record_items(session)
 
 
 def _own_specs(session: pytest.Session) -> list[ItemSpec]:

@@ -99,7 +99,7 @@ class RecordingPlugin:
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         if not self.config.pluginmanager.has_plugin("dsession"):
             self._collected = [item.nodeid for item in session.items]
-        interrupted = False
+        interrupted = usage_error = False
         try:
             return (yield)
         except (KeyboardInterrupt, session.Failed):
@@ -107,12 +107,16 @@ class RecordingPlugin:
             # that never ran are cancelled.
             interrupted = True
             raise
+        except pytest.UsageError:
+            usage_error = True  # nothing ran (an xdist controller's collection check)
+            raise
         except Exception as exc:
             self.recorder.run_error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            self._ensure_open()
-            self._finalize(interrupted or bool(session.shouldstop or session.shouldfail))
+            if not (usage_error and self.directory is None):
+                self._ensure_open()
+                self._finalize(interrupted or bool(session.shouldstop or session.shouldfail))
 
     def _finalize(self, interrupted: bool) -> None:
         if self.directory is None:
