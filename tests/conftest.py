@@ -1,9 +1,11 @@
 """Hypothesis profiles for this repository's own test suite.
 
-They live here, not in a root ``conftest.py``: pytest loads a root conftest for every run
+They live here, not in the root ``conftest.py``: pytest loads the root conftest for every run
 inside the repository, and importing hypothesis there cost each process of a
 ``pytest suites/ …`` evaluation (the controller and every xdist worker) about 80 ms of start-up.
-The plugin itself is loaded through its ``pytest11`` entry point; it is never registered here.
+The root conftest keeps to what the plugin has already imported
+(``tests/integration/test_root_conftest.py`` checks it). The plugin itself is loaded through
+its ``pytest11`` entry point; it is never registered here.
 """
 
 import os

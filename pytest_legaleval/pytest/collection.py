@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_SUITE",
     "add_default_suite",
     "count_record_items",
+    "is_evaluation",
     "is_record_item",
     "no_record_items_message",
     "parametrize_record_test",
@@ -112,6 +113,14 @@ def parametrize_record_test(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(
         "record", [_param(config, spec, cache, extra) for spec in items], indirect=True
     )
+
+
+def is_evaluation(config: pytest.Config) -> bool:
+    """Whether this session evaluates a dataset (``--dataset``, the ini file or the YAML).
+
+    For a project's ``conftest.py`` that collects its evaluation suites only then.
+    """
+    return config.stash.get(STATE_KEY, None) is not None
 
 
 def is_record_item(item: pytest.Item) -> bool:

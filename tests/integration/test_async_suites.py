@@ -31,9 +31,7 @@ def _data(pytester: pytest.Pytester) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["strict", "auto"])
-def test_an_async_record_test_runs_without_a_marker(
-    pytester: pytest.Pytester, mode: str
-) -> None:
+def test_an_async_record_test_runs_without_a_marker(pytester: pytest.Pytester, mode: str) -> None:
     """pytest-asyncio's default (strict) mode runs only marked tests: record tests are marked."""
     pytester.makeini(
         f"[pytest]\nasyncio_mode = {mode}\nasyncio_default_fixture_loop_scope = function\n"
@@ -53,10 +51,11 @@ def test_an_async_record_test_without_pytest_asyncio_names_the_extra(
     result = pytester.runpytest(*_data(pytester), "-p", "no:asyncio")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(
-        ["*test_async.py::test_record is an async def test: it needs pytest-asyncio; "
-         "run: pip install 'pytest-legaleval[[]async]'*"]  # fmt: skip
+    message = (
+        "*test_async.py::test_record is an async def test: it needs pytest-asyncio; "
+        "run: pip install 'pytest-legaleval[[]async]'*"
     )
+    result.stdout.fnmatch_lines([message])
 
 
 def test_an_unrelated_project_gets_no_warning_from_the_plugin(pytester: pytest.Pytester) -> None:
