@@ -139,7 +139,7 @@ class _XdistHooks:
         """A worker with nothing to run had no record item (``collection``): a usage error."""
         config = self.config
         if not ids and not self.collection_errors and not config.option.collectonly:
-            raise pytest.UsageError(collection.no_record_items_message(config, None))
+            raise collection.no_record_items(config, None)
 
     def pytest_configure_node(self, node: Any) -> None:
         """Hand the controller's local model servers to the worker; workers start none."""

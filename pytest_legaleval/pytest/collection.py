@@ -33,7 +33,9 @@ __all__ = [
     "count_record_items",
     "is_evaluation",
     "is_record_item",
+    "no_record_items",
     "no_record_items_message",
+    "nothing_to_run",
     "parametrize_record_test",
     "require_record_items",
 ]
@@ -43,6 +45,8 @@ DEFAULT_SUITE = Path(__file__).with_name("default_suite.py")
 ASYNC_HINT = "pip install 'pytest-legaleval[async]'"
 """How to get pytest-asyncio, which runs ``async def`` record tests."""
 
+_NOTHING_TO_RUN = pytest.StashKey[bool]()
+"""The run stopped with :func:`no_record_items`: no run directory is written for it."""
 _RECORD_TEST_SEEN = pytest.StashKey[bool]()
 """A test asking for ``record`` was collected (its parametrization may have failed)."""
 _RECORD_ITEMS = pytest.StashKey[int]()
@@ -212,6 +216,17 @@ def no_record_items_message(config: pytest.Config, collected: int | None) -> str
 _OPTION = {"-k": "keyword", "-m": "markexpr"}
 
 
+def no_record_items(config: pytest.Config, collected: int | None) -> pytest.UsageError:
+    """The usage error of a run without a record item (see :func:`nothing_to_run`)."""
+    config.stash[_NOTHING_TO_RUN] = True
+    return pytest.UsageError(no_record_items_message(config, collected))
+
+
+def nothing_to_run(config: pytest.Config) -> bool:
+    """Whether the run stopped for want of a record item (the recorder writes nothing)."""
+    return config.stash.get(_NOTHING_TO_RUN, False)
+
+
 def require_record_items(session: pytest.Session) -> None:
     """Make a run without a record item a usage error (a single process; see below).
 
@@ -228,4 +243,4 @@ def require_record_items(session: pytest.Session) -> None:
     if hasattr(config, "workerinput"):
         session.items[:] = []
         return
-    raise pytest.UsageError(no_record_items_message(config, config.stash.get(_RECORD_ITEMS, 0)))
+    raise no_record_items(config, config.stash.get(_RECORD_ITEMS, 0))

@@ -21,6 +21,7 @@ from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.results import cancelled_result, unfinished_result
 from pytest_legaleval.pytest import slimming, tricks
+from pytest_legaleval.pytest.collection import nothing_to_run
 from pytest_legaleval.records import Record
 from pytest_legaleval.run.console import summary_lines
 from pytest_legaleval.run.directory import RunDirectory
@@ -99,7 +100,7 @@ class RecordingPlugin:
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         if not self.config.pluginmanager.has_plugin("dsession"):
             self._collected = [item.nodeid for item in session.items]
-        interrupted = usage_error = False
+        interrupted = no_items = False
         try:
             return (yield)
         except (KeyboardInterrupt, session.Failed):
@@ -107,14 +108,14 @@ class RecordingPlugin:
             # that never ran are cancelled.
             interrupted = True
             raise
-        except pytest.UsageError:
-            usage_error = True  # nothing ran (an xdist controller's collection check)
-            raise
         except Exception as exc:
-            self.recorder.run_error = f"{type(exc).__name__}: {exc}"
+            # An xdist controller's check that the workers collected a record item: no run.
+            no_items = isinstance(exc, pytest.UsageError) and nothing_to_run(self.config)
+            if not no_items:
+                self.recorder.run_error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            if not (usage_error and self.directory is None):
+            if not (no_items and self.directory is None):
                 self._ensure_open()
                 self._finalize(interrupted or bool(session.shouldstop or session.shouldfail))
 

@@ -430,21 +430,17 @@ def test_a_streaming_controller_counts_selections_like_a_collecting_one(
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["n0", "n2"])
-def test_a_run_that_reports_nothing_still_leaves_a_complete_directory(
+def test_a_run_with_nothing_to_report_leaves_no_directory(
     pytester: pytest.Pytester, suite: Path, workers: list[str]
 ) -> None:
-    """The directory opens at the first report, or at the end when no report ever came."""
+    """Every item deselected: a usage error, not a "completed" empty directory (it was one)."""
     data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
     responses = write_jsonl(
         pytester.path / "r.jsonl", [{"record_id": f"q{i}", "response": "B"} for i in (1, 2)]
     )
     result = run_eval(pytester, data, responses, "-k", "no_such_record", *workers)
-    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    (run,) = run_dirs(pytester.path / "runs")
-    assert check_run_directory(run) == []
-    assert read_jsonl(run / "predictions.jsonl") == []
-    assert len(read_jsonl(run / "record_validation.jsonl")) == 2
-    assert _json(run / "metrics_summary.json")["evaluated_records"] == 0
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert run_dirs(pytester.path / "runs") == []
 
 
 _SUMMARY_PROBE = """

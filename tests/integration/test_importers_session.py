@@ -10,9 +10,11 @@ import pytest
 
 from pytest_legaleval.importers import ImportOptions, get_importer
 
+from ..extras import needs_import
 from .conftest import DATA, read_jsonl, run_dirs, run_eval, write_jsonl
 
 
+@needs_import
 def test_a_run_on_an_upstream_spreadsheet(pytester: pytest.Pytester, suite: Path) -> None:
     sheet = pytester.path / "MCQs_test.xlsx"
     shutil.copyfile(DATA / "importers" / "lexam" / "MCQs_test.xlsx", sheet)

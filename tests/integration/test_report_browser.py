@@ -1,18 +1,16 @@
 """The HTML report rendered by a real headless Chromium: DOM content, filtering, screenshots.
 
-The run is a real three-model session through the mock server (``report_runs.py``). CI
-installs Debian's ``chromium`` (.ci/run); elsewhere the fixture installs it with apt-get when
-it can (root, apt-get present); the tests are skipped, with the reason, when that is
-impossible. Screenshots are written into each test's tmp path, which the test prints (see
-them with ``-rP`` or ``-s``).
+The run is a real three-model session through the mock server (``report_runs.py``). Without
+Debian's ``chromium`` the tests are skipped, with the reason: the README's test command needs
+no browser. ``.ci/run`` installs it and runs them, requiring that none is skipped.
+Screenshots are written into each test's tmp path, which the test prints (see them with
+``-rP`` or ``-s``).
 """
 
 from __future__ import annotations
 
-import fcntl
 import html
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -27,6 +25,7 @@ import pytest
 from pytest_legaleval.report import write_report
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
+from ..extras import require_extras
 from .conftest import DATA, EXAMPLES, copy_in, read_jsonl, run_dirs, run_eval, write_jsonl
 from .report_runs import HOSTILE, MODELS, reply, reviewer_run, write_scale_run
 
@@ -44,30 +43,13 @@ CHROMIUM_FLAGS = (
 OLD_RUN = DATA / "report" / "run_v0"
 
 
-def _install_chromium() -> str | None:
-    """Install Debian's chromium once (a file lock keeps xdist workers from racing)."""
-    if shutil.which("apt-get") is None or os.geteuid() != 0:
-        return None
-    lock_path = Path(tempfile.gettempdir()) / "legaleval-chromium-install.lock"
-    with lock_path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if shutil.which("chromium") is None:
-            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-            for command in (
-                ["apt-get", "update", "-qq"],
-                ["apt-get", "install", "-y", "-qq", "chromium"],
-            ):
-                done = subprocess.run(command, env=env, capture_output=True, timeout=900)
-                if done.returncode != 0:
-                    return None
-    return shutil.which("chromium")
-
-
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    found = shutil.which("chromium") or _install_chromium()
+    found = shutil.which("chromium")
     if found is None:
-        pytest.skip("Debian's chromium is not installed and cannot be (needs root and apt-get)")
+        if require_extras():
+            pytest.fail("chromium is not installed, and LEGALEVAL_REQUIRE_EXTRAS=1 requires it")
+        pytest.skip("needs Debian's chromium: apt-get install chromium (.ci/run installs it)")
     return found
 
 

