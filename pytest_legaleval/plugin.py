@@ -35,6 +35,12 @@ pytest_plugins = ["pytest_legaleval.testing.fixtures", "pytest_legaleval.pytest.
 
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_legaleval.pytest import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
@@ -52,6 +58,10 @@ def pytest_configure(config: pytest.Config) -> None:
         state = RunPlan(settings)
         check_settings(state, controller=not hasattr(config, "workerinput"))
     except (ConfigError, ResponsesError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    try:
+        config.hook.pytest_legaleval_register_graders(registry=state.graders, config=config)
+    except ConfigError as exc:  # a malformed registration names the fix
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
     interrupt_on_sigterm(config)
@@ -234,6 +244,7 @@ def _live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
                 conversation=state.conversation,
                 responses=state.responses,
                 policies=state.policies,
+                graders=state.graders,
             )
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None

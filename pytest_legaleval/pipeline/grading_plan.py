@@ -31,7 +31,15 @@ class GradingPlan:
         self.graders = graders if graders is not None else default_registry()
 
     def policy(self, record: Record) -> Policy:
-        """The record's policy (``default`` when it names none or an unknown one)."""
+        """The record's policy (``default`` when it names none or an unknown one).
+
+        An id that only names a user's grader (no policy file) prompts under ``default``
+        without the unknown-policy warning.
+        """
+        wanted = record.policy_id
+        if wanted is not None and wanted not in self.policies.ids:
+            if wanted in self.graders.policy_ids():
+                return self.policies.get("default")
         return self.policies.for_record(record)
 
     def grader(self, record: Record) -> Grader:

@@ -156,7 +156,12 @@ class RunPlan:
             for model in models:
                 item_id = f"{base}-{model}" if several else base
                 items.append(ItemSpec(entry, model, item_id, len(items)))
-            if self.warn_policies and isinstance(entry, Record) and entry.policy_id:
+            if (
+                self.warn_policies
+                and isinstance(entry, Record)
+                and entry.policy_id
+                and entry.policy_id not in self.graders.policy_ids()
+            ):
                 self.policies.for_record(entry)  # warns (once per id) about unknown policies
         return items
 

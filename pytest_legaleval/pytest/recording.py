@@ -11,7 +11,7 @@ slims pytest's kept reports, and prints the summary.
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.results import cancelled_result, unfinished_result
 from pytest_legaleval.pytest import slimming, tricks
-from pytest_legaleval.records import Record
+from pytest_legaleval.records import EvalResult, Record
 from pytest_legaleval.run.console import summary_lines
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.recorder import RunRecorder
@@ -41,7 +41,10 @@ class RecordingPlugin:
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.recorder = RunRecorder(
-            state.run_config(run_id), redactor=state.redactor(), prices=prices
+            state.run_config(run_id),
+            redactor=state.redactor(),
+            prices=prices,
+            listeners=[self._call_result_hook],
         )
         self._open_tried = False
         self._junit = bool(getattr(config.option, "xmlpath", None))
@@ -67,6 +70,16 @@ class RecordingPlugin:
     def status(self) -> str | None:
         """The terminal status, once finalized."""
         return self.recorder.status
+
+    def _call_result_hook(
+        self, result: Mapping[str, Any], record: Mapping[str, Any] | None
+    ) -> None:
+        self.config.hook.pytest_legaleval_result(
+            result=EvalResult.from_dict(result),
+            record=record,
+            run_id=self.run_id,
+            config=self.config,
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
