@@ -184,7 +184,7 @@ class LiveEvaluator:
     ) -> EvalResult:
         """The item's result from its generation and (when it succeeded) its grade."""
         policy = self.grading.policy(record)
-        tag = (policy.id, policy.sha256)
+        tag = policy
         version = template_version(policy)
         warnings = _attachment_warnings(record)
         if not generation.ok or grade is None:
@@ -291,7 +291,7 @@ class LiveEvaluator:
         if future is None:
             if self.responses is None and self._skips_before_generation(record):
                 grade = needs_judge_grade(record)
-                return skipped_result(record, model, grade, self.grading.tag(record))
+                return skipped_result(record, model, grade, self.grading.policy(record))
             self.prefetch([(record, model)])
             future = self._futures.pop((record.id, model), None)
             if future is None:  # prefilled and graded without the engine: graded right here

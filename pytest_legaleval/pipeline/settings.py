@@ -426,6 +426,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "X",
     ),
     OptionSpec(
+        "--allow-scoring-mismatch",
+        "allow_scoring_mismatch",
+        "With --baseline: pair items even when the baseline scored rubric items under another "
+        "rule (minmax, clipped); by default such a baseline fails the regression gate.",
+        False,
+        _boolean,
+        switch=True,
+    ),
+    OptionSpec(
         "--regression-alpha",
         "regression_alpha",
         "With --baseline: significance level of the paired regression test.",
@@ -484,6 +493,7 @@ class Settings:
     baseline: str | None = None
     max_regression: float | None = None
     regression_alpha: float = 0.05
+    allow_scoring_mismatch: bool = False
     config_file: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Where each value came from: ``cli``, ``yaml``, ``ini`` or ``default``."""

@@ -257,7 +257,7 @@ class RecordingPlugin:
                 continue
             found = causes.get(spec.item_id)
             policy = self.state.policies.for_record(entry)
-            tag = (policy.id, policy.sha256)
+            tag = policy
             if found is not None:
                 nodeid, outcome, why = found
                 result = unfinished_result(entry, spec.model, outcome, why, tag)
