@@ -126,6 +126,16 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "PATH",
     ),
     OptionSpec(
+        "--judgments",
+        "judgments",
+        "Recorded judge verdicts (LBR's judgments.jsonl or a run's predictions.jsonl): judged "
+        "records are graded from them under their policy, without calling a judge.",
+        None,
+        None,
+        False,
+        "PATH",
+    ),
+    OptionSpec(
         "--model",
         "model",
         "Model to evaluate live, PROVIDER/NAME (repeatable).",
@@ -455,6 +465,7 @@ class Settings:
     dataset: tuple[str, ...] = ()
     dataset_format: str = "auto"
     responses: str | None = None
+    judgments: str | None = None
     model: tuple[str, ...] = ()
     base_url: str | None = None
     judge_model: tuple[str, ...] = ()
