@@ -65,6 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
     interrupt_on_sigterm(config)
+    from pytest_legaleval.pytest.redacting import RedactingPlugin
+
+    config.pluginmanager.register(RedactingPlugin(state.redactor()), "legaleval-redacting")
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and (state.responses is None or settings.judge_model):
         # Model calls ahead: the engine's import overlaps collection (see warmup).
@@ -245,6 +248,7 @@ def _live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
                 responses=state.responses,
                 policies=state.policies,
                 graders=state.graders,
+                scrub=state.secret_scrubber(),
             )
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -94,6 +94,8 @@ class LiveEvaluator:
         responses: pre-computed answers (``--responses``): nothing is generated, only judged.
         policies: the run's policies (built-in and ``--policy-dir``).
         graders: the graders (built-in and the user's).
+        scrub: applied to answers before they are cached (secrets out; the item itself
+            is graded on the answer as received).
 
     """
 
@@ -107,12 +109,13 @@ class LiveEvaluator:
         responses: ResponseTable | None = None,
         policies: PolicyBook | None = None,
         graders: GraderRegistry | None = None,
+        scrub: Callable[[str], str] | None = None,
     ) -> None:
         self.settings = settings
         self.conversation = conversation
         self.responses = responses
         self.grading = GradingPlan(policies or PolicyBook(settings.policy_dir), graders)
-        self.engine = Engine(engine_settings(settings, share, position))
+        self.engine = Engine(engine_settings(settings, share, position), scrub=scrub)
         if responses is None:
             for model in settings.model:
                 self.engine.check_model(model)

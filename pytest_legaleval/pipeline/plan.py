@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -242,8 +242,12 @@ class RunPlan:
         return names
 
     def redactor(self) -> Redactor:
-        """What every output of this run is scrubbed with."""
+        """What every output of this run meant to be read or shared is scrubbed with."""
         return Redactor.for_settings(self.settings.redact, self.key_env_vars())
+
+    def secret_scrubber(self) -> Callable[[str], str]:
+        """Secrets only (PII stays): for the response cache, local working state."""
+        return Redactor.for_settings((), self.key_env_vars()).text
 
     def dataset_source(self) -> DatasetSource:
         """The accepted datasets, their counts and their entries, for the run directory.

@@ -217,7 +217,11 @@ class RecordingPlugin:
         """One item's result; ``record`` is its ``ItemSpec.provenance()``."""
         self.recorder.record(result, item_id, test_outcome, record)
         if self._junit:
-            self._junit_pending[item_id] = _junit_properties(self.run_id, result)
+            redact = self.recorder.redactor
+            self._junit_pending[item_id] = [
+                (name, redact.text(value) if isinstance(value, str) else value)
+                for name, value in _junit_properties(self.run_id, result)
+            ]
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """Deselected items (``-k``, ``-m``) are not cancelled by an early stop."""
@@ -282,7 +286,7 @@ class RecordingPlugin:
         if summary["cost_usd"] is not None:
             terminalreporter.write_line(f"cost: ${summary['cost_usd']:.4f} (list prices)")
         if self.run_error:
-            terminalreporter.write_line(f"run error: {self.run_error}")
+            terminalreporter.write_line(f"run error: {self.recorder.redactor.text(self.run_error)}")
         terminalreporter.write_line(f"run directory: {Path(self.directory.path)}")
 
 
