@@ -79,7 +79,15 @@ def pytest_configure(config: pytest.Config) -> None:
         tricks.quiet_worker_summary(config)
         return  # workers compute; only the controller records the run
     run_id = settings.run_id or new_run_id()
-    if (Path(settings.run_dir) / run_id).exists():
+    if settings.run_id and not config.option.collectonly:
+        # A named run claims its id now, before any call is paid for.
+        from pytest_legaleval.run.claim import claim_run_id
+
+        try:
+            config.add_cleanup(claim_run_id(settings.run_dir, run_id).release)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    elif (Path(settings.run_dir) / run_id).exists():
         raise pytest.UsageError(
             f"run directory {Path(settings.run_dir) / run_id} already exists; runs are "
             "write-once — choose another --run-id or omit it"

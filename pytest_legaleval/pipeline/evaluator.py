@@ -69,10 +69,10 @@ def _max_latency(record: Record) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _attachment_warnings(record: Record) -> list[str]:
+def _attachment_warnings(record: Record, roots: Sequence[str]) -> list[str]:
     if not record.attachments:
         return []
-    return [w for item in record_attachments(record) for w in item.warnings]
+    return [w for item in record_attachments(record, roots) for w in item.warnings]
 
 
 def _transfer(source: Future[EvalResult], target: Future[EvalResult]) -> None:
@@ -169,7 +169,14 @@ class LiveEvaluator:
                 params = dataclasses.replace(params, **structured)
         return GenerationRequest(
             model=model,
-            messages=tuple(build_messages(record, policy, previous_response=previous)),
+            messages=tuple(
+                build_messages(
+                    record,
+                    policy,
+                    previous_response=previous,
+                    attachment_roots=self.settings.attachments_root,
+                )
+            ),
             params=params,
             template_version=template_version(policy),
             max_latency_ms=_max_latency(record),
@@ -189,7 +196,7 @@ class LiveEvaluator:
         policy = self.grading.policy(record)
         tag = policy
         version = template_version(policy)
-        warnings = _attachment_warnings(record)
+        warnings = _attachment_warnings(record, self.settings.attachments_root)
         if not generation.ok or grade is None:
             return generation_failed(
                 record, model, generation, policy=tag, template_version=version, warnings=warnings
@@ -255,7 +262,8 @@ class LiveEvaluator:
         todo = [
             (r, m)
             for r, m in pairs
-            if (r.id, m) not in self._futures and not (r.attachments and missing_attachments(r))
+            if (r.id, m) not in self._futures
+            and not (r.attachments and missing_attachments(r, self.settings.attachments_root))
         ]
         if self.responses is not None:
             for record, model in todo:
