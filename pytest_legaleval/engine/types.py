@@ -80,6 +80,9 @@ class GenerationParams:
     """Passed through as ``response_format`` (e.g. a JSON schema)."""
     extra_body: Mapping[str, Any] | None = None
     """Extra JSON fields merged into the request body (e.g. llama.cpp ``grammar``)."""
+    reasoning_effort: str | None = None
+    """``reasoning_effort`` of reasoning models (``low``, ``medium``, ``high`` …), sent
+    where the vendor takes it (``engine.presets.RULES``)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Return the fields that are set as plain JSON values (stable under new fields)."""

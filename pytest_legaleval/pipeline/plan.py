@@ -206,13 +206,10 @@ class RunPlan:
         return load_price_table(s.price_table, _config_pricing(s.config_file))
 
     def key_env_vars(self) -> list[str]:
-        """The environment variables that hold this run's API keys."""
-        s = self.settings
-        names = [s.api_key_env]
-        for values in s.per_model.values():
-            if isinstance(values.get("api_key_env"), str):
-                names.append(values["api_key_env"])
-        return names
+        """The environment variables that hold this run's API keys (presets' included)."""
+        from pytest_legaleval.engine.routing import key_env_vars
+
+        return key_env_vars(self.settings)
 
     def redactor(self) -> Redactor:
         """What every output of this run is scrubbed with."""
