@@ -275,6 +275,37 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
             live.close()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The planned calls and their estimated cost, before any worker starts or call is paid.
+
+    ``--estimate-only`` stops here with exit status 0 (``pipeline.estimate``).
+    """
+    config = session.config
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    s = state.settings
+    if not (s.estimate_only or s.judge_model or state.responses is None):
+        return  # pre-computed answers graded without a judge: nothing is paid
+    from pytest_legaleval.pipeline.estimate import estimate_run
+
+    try:
+        lines = estimate_run(state).lines()
+    except (ConfigError, DatasetRejected) as exc:
+        if s.estimate_only:
+            raise pytest.UsageError(getattr(exc, "message", str(exc))) from None
+        return  # collection reports it, as without an estimate
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            print(line)
+    if s.estimate_only:
+        pytest.exit("--estimate-only: no call was made", returncode=0)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     # Before the terminal summary, which runs after every plain sessionfinish hook.
     tricks.drop_empty_hypothesis_summary(session.config)

@@ -19,7 +19,7 @@ from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.formats import DatasetStream, LoadResult, RejectedRecord, load_dataset
 from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.grading.registry import default_registry
-from pytest_legaleval.metrics.prices import PriceTable, load_price_table
+from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
 from pytest_legaleval.pipeline.selection import entry_key, in_shard, select, selected_count
@@ -202,8 +202,9 @@ class RunPlan:
             ConfigError: an unreadable or malformed table.
 
         """
-        s = self.settings
-        return load_price_table(s.price_table, _config_pricing(s.config_file))
+        from pytest_legaleval.pipeline.estimate import run_prices
+
+        return run_prices(self.settings)
 
     def key_env_vars(self) -> list[str]:
         """The environment variables that hold this run's API keys (presets' included)."""
@@ -263,15 +264,3 @@ class RunPlan:
 
 async def _awaited(value: Awaitable[EvalResult]) -> EvalResult:
     return await value
-
-
-def _config_pricing(config_file: str | None) -> Any:
-    if not config_file:
-        return None
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(config_file).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None  # the settings resolver has already reported an unreadable file
-    return data.get("pricing") if isinstance(data, dict) else None

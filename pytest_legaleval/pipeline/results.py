@@ -156,6 +156,12 @@ def generation_failed(
     code = generation.error_code or "unknown"
     reason = code if code in ("timeout", "cancelled") else f"generation_error:{code}"
     tries = len(generation.attempts)
+    explanation = (
+        f"{generation.error_message or code} after {tries} attempt{'s' if tries != 1 else ''}"
+    )
+    if code == "cancelled" and generation.cancel_reason == "budget":
+        # --max-cost stopped it before it was sent: the message says the cap.
+        reason, explanation = "budget", generation.error_message
     details = _generation_details(generation, template_version)
     if warnings:
         details["attachment_warnings"] = list(warnings)
@@ -165,8 +171,7 @@ def generation_failed(
             model,
             outcome="error",
             reason=reason,
-            explanation=f"{generation.error_message or code} after {tries} "
-            f"attempt{'s' if tries != 1 else ''}",
+            explanation=explanation,
             source="live",
             details=details,
             policy=policy,
