@@ -285,6 +285,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None or hasattr(config, "workerinput") or config.option.collectonly:
         return
+    _check_response_rows(config, state)
     s = state.settings
     if not (s.estimate_only or s.judge_model or state.responses is None):
         return  # pre-computed answers graded without a judge: nothing is paid
@@ -304,6 +305,31 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             print(line)
     if s.estimate_only:
         pytest.exit("--estimate-only: no call was made", returncode=0)
+
+
+def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
+    """Rows of --responses / --conversation-from that match no record: a warning; all: an error."""
+    from pytest_legaleval.pipeline.responses import ResponsesWarning, match_responses
+
+    tables = [("--responses", state.responses), ("--conversation-from", state.conversation)]
+    if all(table is None for _, table in tables):
+        return
+    try:
+        entries = state.load().entries
+    except (ConfigError, DatasetRejected):
+        return  # collection reports it
+    ids = [e.id if isinstance(e, Record) else e.record_id for e in entries]
+    for flag, table in tables:
+        if table is None:
+            continue
+        found = match_responses(table, ids)
+        try:
+            found.check(flag)
+        except ResponsesError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        warning = found.warning()
+        if warning is not None:
+            config.issue_config_time_warning(ResponsesWarning(f"{flag}: {warning}"), stacklevel=2)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

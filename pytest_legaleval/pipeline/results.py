@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_legaleval.engine.types import Attempt, GenerationResult
 from pytest_legaleval.grading.base import Grade
+from pytest_legaleval.pipeline.responses import Recorded
 from pytest_legaleval.records import EvalResult, Record
 
 __all__ = [
@@ -104,11 +105,15 @@ def graded_result(
     template_version: str | None = None,
     max_latency_ms: int | None = None,
     warnings: Sequence[str] = (),
+    recorded: Recorded | None = None,
 ) -> EvalResult:
     """The result of a graded answer (``generation`` when it was generated now).
 
     An answer slower than the record's ``expected.max_latency_ms`` fails with reason
     ``latency_exceeded`` whatever its grade (the grade stays in the explanation).
+    ``recorded``: a pre-computed response's usage and latency (its row's), which become
+    the result's tokens and latency; what was repaired in the row is kept in
+    ``details.response_warnings``.
     """
     outcome, passed, score = grade.outcome, grade.passed, grade.score
     reason, explanation = grade.reason, grade.explanation
@@ -121,6 +126,11 @@ def graded_result(
     details = {**grade.details, **_generation_details(generation, template_version)}
     if warnings:
         details["attachment_warnings"] = list(warnings)
+    fields = _generation_fields(generation)
+    if recorded is not None and generation is None:
+        fields = _recorded_fields(recorded)
+        if recorded.warnings:
+            details["response_warnings"] = list(recorded.warnings)
     return EvalResult(
         record_id=record.id,
         dataset=record.dataset,
@@ -139,8 +149,20 @@ def graded_result(
         policy_id=policy[0] if policy else None,
         policy_sha256=policy[1] if policy else None,
         judge=grade.judge,
-        **_generation_fields(generation),
+        **fields,
     )
+
+
+def _recorded_fields(recorded: Recorded) -> dict[str, Any]:
+    known = recorded.input_tokens is not None or recorded.output_tokens is not None
+    return {
+        "latency_ms": recorded.latency_ms,
+        "input_tokens": recorded.input_tokens,
+        "output_tokens": recorded.output_tokens,
+        "total_tokens": (recorded.input_tokens or 0) + (recorded.output_tokens or 0)
+        if known
+        else None,
+    }
 
 
 def generation_failed(
