@@ -285,6 +285,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None or hasattr(config, "workerinput") or config.option.collectonly:
         return
+    import warnings
+
+    # Loading the plan here warns (unknown policy ids) outside pytest's capture: the
+    # warnings are handed to pytest, which shows them in its summary as before.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _estimate_before_any_call(config, state)
+        finally:
+            for found in caught:
+                config.issue_config_time_warning(found.message, stacklevel=2)  # type: ignore[arg-type]
+
+
+def _estimate_before_any_call(config: pytest.Config, state: RunPlan) -> None:
     _check_response_rows(config, state)
     s = state.settings
     if not (s.estimate_only or s.judge_model or state.responses is None):
