@@ -306,7 +306,7 @@ def _estimate_before_any_call(config: pytest.Config, state: RunPlan) -> None:
     from pytest_legaleval.pipeline.estimate import estimate_run
 
     try:
-        lines = estimate_run(state).lines()
+        lines = estimate_run(state, stream=_streams(config)).lines()
     except (ConfigError, DatasetRejected) as exc:
         if s.estimate_only:
             raise pytest.UsageError(getattr(exc, "message", str(exc))) from None
@@ -321,6 +321,11 @@ def _estimate_before_any_call(config: pytest.Config, state: RunPlan) -> None:
         pytest.exit("--estimate-only: no call was made", returncode=0)
 
 
+def _streams(config: pytest.Config) -> bool:
+    """An xdist controller reads the dataset as a stream: it never holds it."""
+    return config.pluginmanager.get_plugin("dsession") is not None
+
+
 def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
     """Rows of --responses / --conversation-from that match no record: a warning; all: an error."""
     from pytest_legaleval.pipeline.responses import ResponsesWarning, match_responses
@@ -328,11 +333,13 @@ def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
     tables = [("--responses", state.responses), ("--conversation-from", state.conversation)]
     if all(table is None for _, table in tables):
         return
+    from pytest_legaleval.pipeline.estimate import plan_entries
+
     try:
-        entries = state.load().entries
+        entries = plan_entries(state, stream=_streams(config), selected=False)
+        ids = [e.id if isinstance(e, Record) else e.record_id for e in entries]
     except (ConfigError, DatasetRejected):
         return  # collection reports it
-    ids = [e.id if isinstance(e, Record) else e.record_id for e in entries]
     for flag, table in tables:
         if table is None:
             continue

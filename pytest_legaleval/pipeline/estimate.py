@@ -25,7 +25,8 @@ Also the checks of ``--max-cost``: every model called needs a price
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import random
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.records import Record
 
 if TYPE_CHECKING:
+    from pytest_legaleval.formats import RejectedRecord
     from pytest_legaleval.pipeline.plan import RunPlan
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "budget_prices",
     "called_models",
     "estimate_run",
+    "plan_entries",
     "run_prices",
 ]
 
@@ -221,14 +224,60 @@ def _judge_prompt_tokens(record: Record, answer: str, plan: RunPlan) -> list[int
     ]
 
 
-def _records(plan: RunPlan) -> Iterable[tuple[Record, str]]:
-    for spec in plan.items:
-        if isinstance(spec.entry, Record):
-            yield spec.entry, spec.model
+def plan_entries(
+    plan: RunPlan, *, stream: bool = False, selected: bool = True
+) -> Iterator[Record | RejectedRecord]:
+    """The entries of ``plan`` in file order: those selected (its items'), else all.
+
+    ``stream``: read the files one entry at a time instead of loading them (an xdist
+    controller, which never holds the dataset), with the same selection as
+    ``pipeline.selection.select``. A plan already loaded is read from memory.
+    """
+    s = plan.settings
+    if plan.loaded is not None or not stream:
+        yield from plan.selected if selected else plan.load().entries
+        return
+    from pytest_legaleval.formats import DatasetStream
+    from pytest_legaleval.pipeline.selection import entry_key, in_shard
+
+    files = DatasetStream(list(s.dataset), s.dataset_format)
+    if not selected:
+        yield from files
+        return
+    shard = s.shard
+    keep: set[int] | None = None
+    if s.sample is not None:
+        count = sum(1 for e in files if shard is None or in_shard(entry_key(e), shard))
+        if s.sample < count:
+            rng = random.Random(s.seed if s.seed is not None else 0)
+            keep = set(rng.sample(range(count), s.sample))
+    index = taken = 0
+    for entry in files:
+        if shard is not None and not in_shard(entry_key(entry), shard):
+            continue
+        index += 1
+        if keep is not None and index - 1 not in keep:
+            continue
+        if s.limit is not None and taken >= s.limit:
+            return
+        taken += 1
+        yield entry
 
 
-def estimate_run(plan: RunPlan, table: PriceTable | None = None) -> CostEstimate:
+def _records(plan: RunPlan, stream: bool) -> Iterator[tuple[Record, str]]:
+    models = plan.models
+    for entry in plan_entries(plan, stream=stream):
+        if isinstance(entry, Record):
+            for model in models:
+                yield entry, model
+
+
+def estimate_run(
+    plan: RunPlan, table: PriceTable | None = None, *, stream: bool = False
+) -> CostEstimate:
     """The planned calls of ``plan`` and their estimated cost (see the module).
+
+    ``stream``: see :func:`plan_entries` (an xdist controller streams the dataset).
 
     Raises:
         DatasetRejected: the dataset is rejected (nothing would be called).
@@ -247,7 +296,7 @@ def estimate_run(plan: RunPlan, table: PriceTable | None = None) -> CostEstimate
     )
     first_conversation_model = plan.conversation.models[0] if plan.conversation else None
     answer_tokens, answer_source = DEFAULT_OUTPUT_TOKENS, "default"
-    for record, model in _records(plan):
+    for record, model in _records(plan, stream):
         if record.attachments and missing_attachments(record):
             continue  # an error at setup: never sent
         needs_judge = plan.grading.grader(record).needs_judge

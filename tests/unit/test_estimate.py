@@ -16,10 +16,10 @@ from pytest_legaleval.grading.panel import JUDGE_SYSTEM_PROMPT
 from pytest_legaleval.grading.prompts import build_messages
 from pytest_legaleval.metrics.items import failure_type
 from pytest_legaleval.metrics.prices import Price, PriceTable
-from pytest_legaleval.pipeline.estimate import budget_prices, estimate_run
+from pytest_legaleval.pipeline.estimate import budget_prices, estimate_run, plan_entries
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pipeline.results import generation_failed
-from pytest_legaleval.pipeline.settings import Settings
+from pytest_legaleval.pipeline.settings import Settings, parse_shard
 from pytest_legaleval.records import Record
 from pytest_legaleval.run.artifacts import failure_line
 
@@ -164,3 +164,22 @@ def test_a_call_the_budget_stopped_is_a_cancelled_failure_with_reason_budget(
     assert "--max-cost $0.5000" in line["message"]
     plain = generation_failed(record, "openai/m", _cancelled("cancelled", None), policy=None)
     assert plain.reason == "cancelled" and failure_type(plain.to_dict()) == "cancelled"
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [{}, {"limit": 2}, {"sample": 3, "seed": 5}, {"shard": parse_shard("2/3")},
+     {"shard": parse_shard("1/2"), "sample": 1, "limit": 1}],
+)  # fmt: skip
+def test_a_streamed_plan_selects_what_a_loaded_one_does(
+    tmp_path: Path, selection: dict[str, Any]
+) -> None:
+    """The xdist controller streams the dataset; it must estimate the same items."""
+    streamed = _plan(tmp_path, model=("openai/gpt-4.1-mini",), **selection)
+    ids = [e.id for e in plan_entries(streamed, stream=True) if isinstance(e, Record)]
+    assert streamed.loaded is None  # nothing was held
+    loaded = _plan(tmp_path, model=("openai/gpt-4.1-mini",), **selection)
+    assert ids == [e.id for e in loaded.selected if isinstance(e, Record)]
+    assert estimate_run(streamed, TABLE, stream=True) == estimate_run(loaded, TABLE)
+    every = [e.id for e in plan_entries(streamed, stream=True, selected=False)]  # type: ignore[union-attr]
+    assert every == ["m0", "m1", "m2", "r0"]
