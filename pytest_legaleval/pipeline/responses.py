@@ -179,7 +179,14 @@ def _recorded(obj: Mapping[str, object], warnings: list[str]) -> Recorded | None
                     output_tokens = value
     elif usage is not None:
         warnings.append(f"usage dropped: not an object ({type(usage).__name__})")
+    elif "model_response" in obj:  # a predictions.jsonl line carries its own counts
+        input_tokens = token_count(obj.get("input_tokens"), "input_tokens", warnings)
+        output_tokens = token_count(obj.get("output_tokens"), "output_tokens", warnings)
     latency_ms = None
+    recorded_ms = obj.get("latency_ms") if "model_response" in obj else None
+    if isinstance(recorded_ms, int | float) and not isinstance(recorded_ms, bool):
+        if math.isfinite(recorded_ms) and 0 <= recorded_ms <= _MAX_LATENCY_S * 1000:
+            latency_ms = float(recorded_ms)
     latency = obj.get("latency_s")
     if latency is not None:
         if isinstance(latency, bool) or not isinstance(latency, int | float):
@@ -200,10 +207,18 @@ def _clean(value: str, name: str, warnings: list[str]) -> str:
     return text
 
 
-def _parse_row(obj: object) -> tuple[str, str, str, Recorded | None]:
+def _parse_row(obj: object) -> tuple[str, str, str, Recorded | None] | None:
+    """``(record_id, model, response, recorded)``; ``None`` for a prediction without answer."""
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    if "record_id" in obj or "response" in obj:
+    if "model_response" in obj and "response" not in obj:
+        # A line of a run's predictions.jsonl: its answer is the response (an item that
+        # never got one has none to give).
+        if obj["model_response"] is None:
+            return None
+        record_id, response, model = obj.get("record_id"), obj["model_response"], obj.get("model")
+        names = ("record_id", "model_response", "model")
+    elif "record_id" in obj or "response" in obj:
         record_id, response, model = obj.get("record_id"), obj.get("response"), obj.get("model")
         names = ("record_id", "response", "model")
     elif "example_id" in obj:
@@ -312,10 +327,13 @@ def load_responses(path: str | Path, flag: str = "--responses") -> ResponseTable
             repeated = _repeated_keys(text, obj)
             if repeated is not None:
                 raise ValueError(repeated)
-            record_id, model, response, row = _parse_row(obj)
+            parsed = _parse_row(obj)
         except (ValueError, RecursionError) as exc:
             problems.append(f"line {number}: {exc}")
             continue
+        if parsed is None:
+            continue
+        record_id, model, response, row = parsed
         key = (record_id, model)
         if key in responses:
             problems.append(

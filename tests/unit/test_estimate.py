@@ -13,6 +13,7 @@ from pytest_legaleval.engine.ratelimit import DEFAULT_OUTPUT_TOKENS, estimate_pr
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.grading.judge import build_tasks
 from pytest_legaleval.grading.panel import JUDGE_SYSTEM_PROMPT
+from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.grading.prompts import build_messages
 from pytest_legaleval.metrics.items import failure_type
 from pytest_legaleval.metrics.prices import Price, PriceTable
@@ -155,7 +156,7 @@ def test_a_call_the_budget_stopped_is_a_cancelled_failure_with_reason_budget(
     (record, *_) = _records(_plan(tmp_path, model=("openai/m",)))
     message = "not sent: --max-cost $0.5000 reached; spent $0.4990, this call would cost $0.002"
     result = generation_failed(
-        record, "openai/m", _cancelled(message, "budget"), policy=("default", "sha")
+        record, "openai/m", _cancelled(message, "budget"), policy=PolicyBook().get("default")
     )
     assert (result.outcome, result.reason, result.explanation) == ("error", "budget", message)
     line = failure_line("run", "t/m0", result.to_dict())
