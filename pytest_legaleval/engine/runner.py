@@ -18,6 +18,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from pytest_legaleval.engine.budget import Budget
 from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
 from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter
 from pytest_legaleval.engine.providers import (
@@ -78,7 +79,8 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._cache: ResultCache | None = None
-        self._scheduler = Scheduler(settings, self._store_and_resolve, self._resolve)
+        self._budget = Budget.for_settings(settings)
+        self._scheduler = Scheduler(settings, self._store_and_resolve, self._resolve, self._budget)
         self._closed = False
         self._counts: dict[str, int] = dict.fromkeys(
             ("submitted", "completed", "failed", "cancelled", "cache_hits", "deduped"), 0
@@ -204,6 +206,8 @@ class Engine:
             if request.purpose not in PURPOSES:
                 raise ConfigError(f"Expected purpose in {PURPOSES} but got {request.purpose!r}")
             provider = self._provider_for(request.model)
+            if self._budget is not None:
+                self._budget.cost(request.model, 0, 0)  # a model without a price: ConfigError
             params = provider.effective_params(request)
             if params is not request.params:
                 request = replace(request, params=params)
@@ -239,6 +243,8 @@ class Engine:
                         [(future, request.max_latency_ms)],
                         estimate,
                     )
+                    if self._budget is not None:
+                        job.cost_estimate = self._budget.estimate(request)
                     self._inflight[key] = job
                     new_jobs.append(job)
             self._counts["completed"] += len(ready)
@@ -321,7 +327,9 @@ class Engine:
 
         Keys: submitted, completed, in_flight, queued, peak_in_flight, cache_hits, deduped,
         retries, rate_limited, failed, cancelled, concurrency_limit (current, adaptive),
-        concurrency_max, concurrency_lowest, judge_concurrency_limit, cache_write_errors.
+        concurrency_max, concurrency_lowest, judge_concurrency_limit, cache_write_errors,
+        spent_usd and budget_refused (``None`` without ``--max-cost``; read on the loop's
+        thread, so a value may lag by a call).
         """
         with self._lock:
             out: dict[str, Any] = dict(self._counts)
@@ -340,5 +348,7 @@ class Engine:
             concurrency_lowest=main.limiter.lowest if main else self.settings.process_concurrency,
             judge_concurrency_limit=judge.limiter.limit if judge and judge is not main else None,
             cache_write_errors=self._cache.write_errors if self._cache else 0,
+            spent_usd=self._budget.spent_usd if self._budget else None,
+            budget_refused=self._budget.refused if self._budget else None,
         )
         return out

@@ -45,8 +45,25 @@ from pytest_legaleval.records import EvalResult, Record
 __all__ = ["LiveEvaluator", "engine_settings"]
 
 
-def engine_settings(settings: Settings, share: int, position: int = 0) -> EngineSettings:
-    """Engine configuration of process ``position`` (0-based) out of ``share``."""
+def engine_settings(
+    settings: Settings,
+    share: int,
+    position: int = 0,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> EngineSettings:
+    """Engine configuration of process ``position`` (0-based) out of ``share``.
+
+    With ``--max-cost``, ``prices`` (``pipeline.estimate.budget_prices``) are read from the
+    run's price table when not given.
+
+    Raises:
+        ConfigError: ``--max-cost`` and a model called without a price.
+
+    """
+    if settings.max_cost is not None and prices is None:
+        from pytest_legaleval.pipeline.estimate import budget_prices, run_prices
+
+        prices = budget_prices(settings, run_prices(settings))
     return EngineSettings(
         base_url=settings.base_url,
         api_key_env=settings.api_key_env,
@@ -61,6 +78,8 @@ def engine_settings(settings: Settings, share: int, position: int = 0) -> Engine
         position=position,
         transport=settings.transport,
         per_model=routing.per_model(settings),
+        max_cost_usd=settings.max_cost,
+        prices=dict(prices or {}),
     )
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
 from pytest_legaleval.grading.policies import Policy, PolicyBook
 from pytest_legaleval.grading.registry import GraderRegistry, default_registry
-from pytest_legaleval.pipeline.responses import ResponseTable
+from pytest_legaleval.pipeline.responses import Recorded, ResponseTable
 from pytest_legaleval.pipeline.results import graded_result, missing_response_result
 from pytest_legaleval.records import EvalResult, Record
 
@@ -58,14 +58,24 @@ class GradingPlan:
         tag = self.policy(record)
         if answer is None:
             return missing_response_result(record, model, responses.path, tag)
+        recorded = responses.recorded_for(record.id, model)
         request = GradeRequest(record, model, answer, self.policy(record), judges)
         grade = self.grade_sync(request)
         if inspect.isawaitable(grade):
-            return self._prefilled_later(record, model, answer, grade, tag)
-        return graded_result(record, model, answer, grade, source="prefilled", policy=tag)
+            return self._prefilled_later(record, model, answer, grade, tag, recorded)
+        return graded_result(
+            record, model, answer, grade, source="prefilled", policy=tag, recorded=recorded
+        )
 
     @staticmethod
     async def _prefilled_later(
-        record: Record, model: str, answer: str, grade: Awaitable[Grade], tag: Policy
+        record: Record,
+        model: str,
+        answer: str,
+        grade: Awaitable[Grade],
+        tag: Policy,
+        recorded: Recorded | None,
     ) -> EvalResult:
-        return graded_result(record, model, answer, await grade, source="prefilled", policy=tag)
+        return graded_result(
+            record, model, answer, await grade, source="prefilled", policy=tag, recorded=recorded
+        )

@@ -21,7 +21,7 @@ from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.grading.registry import default_registry
 from pytest_legaleval.grading.replay import ReplayGrader
 from pytest_legaleval.grading.verdicts import VerdictFile, read_verdicts
-from pytest_legaleval.metrics.prices import PriceTable, load_price_table
+from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
 from pytest_legaleval.pipeline.selection import entry_key, in_shard, select, selected_count
@@ -229,17 +229,15 @@ class RunPlan:
             ConfigError: an unreadable or malformed table.
 
         """
-        s = self.settings
-        return load_price_table(s.price_table, _config_pricing(s.config_file))
+        from pytest_legaleval.pipeline.estimate import run_prices
+
+        return run_prices(self.settings)
 
     def key_env_vars(self) -> list[str]:
-        """The environment variables that hold this run's API keys."""
-        s = self.settings
-        names = [s.api_key_env]
-        for values in s.per_model.values():
-            if isinstance(values.get("api_key_env"), str):
-                names.append(values["api_key_env"])
-        return names
+        """The environment variables that hold this run's API keys (presets' included)."""
+        from pytest_legaleval.engine.routing import key_env_vars
+
+        return key_env_vars(self.settings)
 
     def redactor(self) -> Redactor:
         """What every output of this run meant to be read or shared is scrubbed with."""
@@ -297,15 +295,3 @@ class RunPlan:
 
 async def _awaited(value: Awaitable[EvalResult]) -> EvalResult:
     return await value
-
-
-def _config_pricing(config_file: str | None) -> Any:
-    if not config_file:
-        return None
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(config_file).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None  # the settings resolver has already reported an unreadable file
-    return data.get("pricing") if isinstance(data, dict) else None

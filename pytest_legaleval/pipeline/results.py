@@ -15,6 +15,7 @@ from pytest_legaleval.engine.types import Attempt, GenerationResult
 from pytest_legaleval.grading.base import Grade
 from pytest_legaleval.grading.policies import Policy
 from pytest_legaleval.grading.scoring import scoring_rule
+from pytest_legaleval.pipeline.responses import Recorded
 from pytest_legaleval.records import EvalResult, Record
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "unfinished_result",
 ]
 
+
 def _policy_fields(policy: Policy | None) -> dict[str, Any]:
     """What a result records about the policy that prompted and graded it."""
     if policy is None:
@@ -38,6 +40,7 @@ def _policy_fields(policy: Policy | None) -> dict[str, Any]:
         "scoring": policy.scoring,
         "scoring_version": scoring_rule(policy.scoring).version,
     }
+
 
 _ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
 
@@ -113,11 +116,15 @@ def graded_result(
     template_version: str | None = None,
     max_latency_ms: int | None = None,
     warnings: Sequence[str] = (),
+    recorded: Recorded | None = None,
 ) -> EvalResult:
     """The result of a graded answer (``generation`` when it was generated now).
 
     An answer slower than the record's ``expected.max_latency_ms`` fails with reason
     ``latency_exceeded`` whatever its grade (the grade stays in the explanation).
+    ``recorded``: a pre-computed response's usage and latency (its row's), which become
+    the result's tokens and latency; what was repaired in the row is kept in
+    ``details.response_warnings``.
     """
     outcome, passed, score = grade.outcome, grade.passed, grade.score
     reason, explanation = grade.reason, grade.explanation
@@ -130,6 +137,11 @@ def graded_result(
     details = {**grade.details, **_generation_details(generation, template_version)}
     if warnings:
         details["attachment_warnings"] = list(warnings)
+    fields = _generation_fields(generation)
+    if recorded is not None and generation is None:
+        fields = _recorded_fields(recorded)
+        if recorded.warnings:
+            details["response_warnings"] = list(recorded.warnings)
     return EvalResult(
         record_id=record.id,
         dataset=record.dataset,
@@ -147,8 +159,20 @@ def graded_result(
         record_sha256=record.sha256,
         **_policy_fields(policy),
         judge=grade.judge,
-        **_generation_fields(generation),
+        **fields,
     )
+
+
+def _recorded_fields(recorded: Recorded) -> dict[str, Any]:
+    known = recorded.input_tokens is not None or recorded.output_tokens is not None
+    return {
+        "latency_ms": recorded.latency_ms,
+        "input_tokens": recorded.input_tokens,
+        "output_tokens": recorded.output_tokens,
+        "total_tokens": (recorded.input_tokens or 0) + (recorded.output_tokens or 0)
+        if known
+        else None,
+    }
 
 
 def generation_failed(
@@ -164,6 +188,12 @@ def generation_failed(
     code = generation.error_code or "unknown"
     reason = code if code in ("timeout", "cancelled") else f"generation_error:{code}"
     tries = len(generation.attempts)
+    explanation = (
+        f"{generation.error_message or code} after {tries} attempt{'s' if tries != 1 else ''}"
+    )
+    if code == "cancelled" and generation.cancel_reason == "budget":
+        # --max-cost stopped it before it was sent: the message says the cap.
+        reason, explanation = "budget", generation.error_message
     details = _generation_details(generation, template_version)
     if warnings:
         details["attachment_warnings"] = list(warnings)
@@ -173,8 +203,7 @@ def generation_failed(
             model,
             outcome="error",
             reason=reason,
-            explanation=f"{generation.error_message or code} after {tries} "
-            f"attempt{'s' if tries != 1 else ''}",
+            explanation=explanation,
             source="live",
             details=details,
             policy=policy,

@@ -100,6 +100,13 @@ _seed = _bounded(int, -(2**63), 2**64 - 1)
 _MAX_DELAY_S = 3600.0
 
 
+def _usd(text: str) -> float:
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise ValueError(f"expects a finite amount of USD > 0, got {text!r}")
+    return value
+
+
 def _delays(text: str) -> tuple[float, ...]:
     values = []
     for part in str(text).split(","):
@@ -453,6 +460,24 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "PATH",
     ),
     OptionSpec(
+        "--max-cost",
+        "max_cost",
+        "Spend cap in USD: no call is sent that would take the spent plus in-flight cost "
+        "past it (the rest end cancelled, reason budget); needs a price for every model.",
+        None,
+        _usd,
+        False,
+        "USD",
+    ),
+    OptionSpec(
+        "--estimate-only",
+        "estimate_only",
+        "Print the planned calls and their estimated cost, then stop without any call.",
+        False,
+        _boolean,
+        switch=True,
+    ),
+    OptionSpec(
         "--gate",
         "gate",
         "Quality gate such as pass_rate>=0.8 (repeatable).",
@@ -545,6 +570,8 @@ class Settings:
     slice_by: tuple[str, ...] = ()
     redact: tuple[str, ...] = ()
     price_table: str | None = None
+    max_cost: float | None = None
+    estimate_only: bool = False
     gate: tuple[str, ...] = ()
     baseline: str | None = None
     max_regression: float | None = None

@@ -85,6 +85,10 @@ def check_settings(state: RunPlan, *, controller: bool = True) -> None:
         check_models(s)  # under xdist, the workers that call could only crash on it
         if s.cache:
             _check_cache_file(s.cache)
+        if s.max_cost is not None:
+            from pytest_legaleval.pipeline.estimate import budget_prices
+
+            budget_prices(s, state.prices())  # a model without a price: a usage error
 
 
 def _check_cache_file(path: str) -> None:
