@@ -19,8 +19,8 @@ FastAPI), :class:`RunStore` (``store``, the SQLite run table), :class:`RunQueue`
 (``config``).
 
 It must never import pytest (or ``_pytest``), nor the ``cli`` package. Only ``app``,
-``files``, ``models`` and ``server`` import FastAPI, Starlette or uvicorn (the ``[serve]``
-extra); the workers never do. Names are imported on first use.
+``files``, ``handlers``, ``models`` and ``server`` import FastAPI, Starlette or uvicorn (the
+``[serve]`` extra); the workers and ``client`` never do. Names are imported on first use.
 """
 
 from __future__ import annotations

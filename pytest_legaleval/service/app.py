@@ -11,29 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 import shutil
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Query, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.run.ids import RUN_ID_PATTERN, new_run_id
 from pytest_legaleval.run.manifest import package_version
 from pytest_legaleval.service import openapi
 from pytest_legaleval.service.auth import LOCAL_OWNER, bearer, is_loopback
 from pytest_legaleval.service.config import ServiceConfig
 from pytest_legaleval.service.files import FileStream
+from pytest_legaleval.service.handlers import install_error_handlers
 from pytest_legaleval.service.http import (
     ApiError,
     RequestIdMiddleware,
-    envelope,
+    check_upload_headers,
     receive_upload,
     request_id_of,
 )
@@ -59,8 +55,6 @@ from pytest_legaleval.validation import contract as limits
 
 __all__ = ["Backend", "create_app"]
 
-_log = logging.getLogger(__name__)
-
 
 @dataclasses.dataclass
 class Backend:
@@ -71,74 +65,6 @@ class Backend:
     queue: RunQueue
     validator: Any
     """Has ``async check(path) -> Checked`` (``service.validation.UploadValidator``)."""
-
-
-def _error(
-    status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None
-) -> JSONResponse:
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-def _install_errors(app: FastAPI) -> None:
-    async def api_error(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, ApiError)
-        rid = request_id_of(request.scope)
-        return _error(exc.status, envelope(exc.code, exc.message, rid, exc.details), exc.headers)
-
-    async def rejected(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, DatasetRejected)
-        return _error(exc.status, exc.envelope(request_id_of(request.scope)))
-
-    async def invalid(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, RequestValidationError)
-        problems = [
-            {"location": ".".join(str(p) for p in e.get("loc", ())), "message": str(e.get("msg"))}
-            for e in exc.errors()
-        ]
-        text = "; ".join(f"{p['location']}: {p['message']}" for p in problems) or "bad request"
-        rid = request_id_of(request.scope)
-        return _error(400, envelope("invalid_request", text, rid, {"errors": problems}))
-
-    async def http_error(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StarletteHTTPException)
-        error = ApiError(exc.status_code, str(exc.detail))
-        rid = request_id_of(request.scope)
-        return _error(exc.status_code, envelope(error.code, error.message, rid), exc.headers)
-
-    async def crashed(request: Request, exc: Exception) -> JSONResponse:
-        rid = request_id_of(request.scope)
-        _log.error("request %s failed: %s", rid, type(exc).__name__, exc_info=exc)
-        return _error(500, envelope("internal_error", "internal error; quote the request_id", rid))
-
-    app.add_exception_handler(ApiError, api_error)
-    app.add_exception_handler(DatasetRejected, rejected)
-    app.add_exception_handler(RequestValidationError, invalid)
-    app.add_exception_handler(StarletteHTTPException, http_error)
-    app.add_exception_handler(Exception, crashed)
-
-
-def _content_checks(request: Request) -> None:
-    """The transport rules of §1.3 that the headers show: JSON, UTF-8, no compression."""
-    media, _, params = request.headers.get("content-type", "").partition(";")
-    if media.strip().lower() != "application/json":
-        raise ApiError(400, "Content-Type must be application/json (a Dataset Contract document)")
-    for param in params.split(";"):
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset" and value.strip().strip('"').lower() not in (
-            "utf-8",
-            "utf8",
-        ):
-            raise ApiError(
-                400, f"charset={value.strip()} is not accepted: the payload must be UTF-8"
-            )
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    if encoding not in ("", "identity"):
-        raise ApiError(400, f"Content-Encoding {encoding} is not accepted: send the JSON as is")
-    length = request.headers.get("content-length")
-    if length is not None:
-        if not length.strip().isdigit():
-            raise ApiError(400, f"Content-Length {length!r} is not a number")
-        limits.check_payload_size(int(length))  # 413 before a byte of the body is read
 
 
 def create_app(backend: Backend) -> FastAPI:
@@ -154,7 +80,7 @@ def create_app(backend: Backend) -> FastAPI:
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    _install_errors(app)
+    install_error_handlers(app)
     errors: dict[int | str, dict[str, Any]] = {
         code: {"model": ErrorEnvelope} for code in (400, 401, 403, 404)
     }
@@ -245,7 +171,7 @@ def create_app(backend: Backend) -> FastAPI:
             models = (model,)
         if await asyncio.to_thread(store.count, "queued") >= config.limits.max_queued:
             raise too_busy(f"the queue is full ({config.limits.max_queued} runs waiting)")
-        _content_checks(request)
+        check_upload_headers(request.headers)
         folder = config.data.incoming / uuid.uuid4().hex
         folder.mkdir(mode=0o700, parents=True)
         try:
@@ -372,6 +298,7 @@ def create_app(backend: Backend) -> FastAPI:
     @app.get(
         "/v1/runs/{run_id}/artifacts/{name}",
         response_class=FileStream,
+        status_code=200,
         responses={
             200: {"content": openapi.ARTIFACT_CONTENT},
             **errors,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ __all__ = [
     "REQUEST_ID_HEADER",
     "ApiError",
     "RequestIdMiddleware",
+    "check_upload_headers",
     "envelope",
     "receive_upload",
     "request_id_of",
@@ -49,10 +50,6 @@ _CODES = {
     500: "internal_error",
     503: "service_unavailable",
 }
-
-DRAIN_LIMIT_BYTES = 2 * limits.MAX_PAYLOAD_BYTES
-"""What is read (and dropped) of an oversized body, so the client gets to read the 413;
-past it the connection is closed."""
 
 
 class ApiError(Exception):
@@ -135,23 +132,12 @@ async def _next(receive: Receive, idle_timeout: float) -> Message:
         ) from None
 
 
-async def _drain(receive: Receive, received: int, idle_timeout: float) -> None:
-    """Read and drop the rest of a refused body, up to :data:`DRAIN_LIMIT_BYTES`."""
-    while received <= DRAIN_LIMIT_BYTES:
-        message = await _next(receive, idle_timeout)
-        if message["type"] != "http.request":
-            return
-        received += len(message.get("body", b""))
-        if not message.get("more_body"):
-            return
-
-
 async def receive_upload(receive: Receive, target: Path, *, limit: int, idle_timeout: float) -> int:
     """Write the request body to ``target`` as it arrives; return its size.
 
     Never holds more than one chunk: the size limit is enforced while reading. An oversized
-    body is refused (413) as soon as it passes ``limit``; what follows is read and dropped
-    (up to :data:`DRAIN_LIMIT_BYTES`) so that the client sees the answer.
+    body is refused (413) as soon as it passes ``limit``; uvicorn reads and drops the rest
+    of it after the answer, so a client still sending sees the answer, not a reset.
 
     Raises:
         ApiError: 413 past ``limit``, 408 when the client stalls for ``idle_timeout``,
@@ -169,9 +155,39 @@ async def receive_upload(receive: Receive, target: Path, *, limit: int, idle_tim
             if received > limit:
                 handle.close()
                 target.unlink(missing_ok=True)
-                if message.get("more_body"):
-                    await _drain(receive, received, idle_timeout)
                 raise _too_large(received)
             handle.write(chunk)
             if not message.get("more_body"):
                 return received
+
+
+def check_upload_headers(headers: Mapping[str, str]) -> None:
+    """The transport rules of §1.3 that the headers show: JSON, UTF-8, no compression.
+
+    ``headers`` is case-insensitive on lower-case names (Starlette's ``Headers``).
+
+    Raises:
+        ApiError: 400 for another type, charset or encoding.
+        DatasetRejected: 413 when ``Content-Length`` is over 100 MB (nothing is read).
+
+    """
+    media, _, params = headers.get("content-type", "").partition(";")
+    if media.strip().lower() != "application/json":
+        raise ApiError(400, "Content-Type must be application/json (a Dataset Contract document)")
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip().strip('"').lower() not in (
+            "utf-8",
+            "utf8",
+        ):
+            raise ApiError(
+                400, f"charset={value.strip()} is not accepted: the payload must be UTF-8"
+            )
+    encoding = headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise ApiError(400, f"Content-Encoding {encoding} is not accepted: send the JSON as is")
+    length = headers.get("content-length")
+    if length is not None:
+        if not length.strip().isdigit():
+            raise ApiError(400, f"Content-Length {length!r} is not a number")
+        limits.check_payload_size(int(length))  # 413 before a byte of the body is read

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import multiprocessing
+import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -79,6 +80,13 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _die_with_parent(parent: int) -> None:
+    """A validation process ends with the service (see ``service.workers``)."""
+    from pytest_legaleval.service.workers import die_with_parent
+
+    die_with_parent(parent)
+
+
 def _warm() -> bool:
     """Import the loader in a fresh pool process, so the first upload does not wait for it."""
     import pytest_legaleval.formats  # noqa: F401
@@ -91,9 +99,18 @@ class UploadValidator:
 
     def __init__(self, processes: int = 1, timeout_s: float = 600.0) -> None:
         self._context = multiprocessing.get_context("spawn")
-        self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=self._context)
+        self._pool = self._executor(processes)
         self._large = threading.BoundedSemaphore(processes)
         self.timeout_s = timeout_s
+
+    def _executor(self, processes: int, tasks: int | None = None) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=processes,
+            mp_context=self._context,
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
+            max_tasks_per_child=tasks,
+        )
 
     def warm(self) -> None:
         """Start the pool's processes now (the first upload then finds them ready)."""
@@ -114,7 +131,7 @@ class UploadValidator:
     def _check_large(self, path: Path) -> Checked:
         with self._large:
             # max_tasks_per_child=1: the process ends after this document, with its memory.
-            with ProcessPoolExecutor(1, mp_context=self._context, max_tasks_per_child=1) as one:
+            with self._executor(1, tasks=1) as one:
                 return one.submit(check_upload, str(path)).result(timeout=self.timeout_s)
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.service.config import DataDir
 from pytest_legaleval.service.queue import RunQueue, SqliteRunQueue
 
-__all__ = ["WorkerConfig", "WorkerPool", "worker_main"]
+__all__ = ["WorkerConfig", "WorkerPool", "die_with_parent", "worker_main"]
 
 _log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
@@ -47,7 +47,7 @@ class WorkerConfig:
     log_level: int = logging.INFO
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
     """End this process as soon as ``parent`` is gone."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
@@ -67,7 +67,7 @@ def _die_with_parent(parent: int) -> None:
 
 def worker_main(config: WorkerConfig, worker_id: str, parent: int, slot: int) -> None:
     """The loop of one worker process (the target of :class:`WorkerPool`'s processes)."""
-    _die_with_parent(parent)
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The SDK logs every request at INFO: only the service's own news is worth a line.
     logging.basicConfig(level=logging.WARNING, format=f"legaleval {worker_id}: %(message)s")
