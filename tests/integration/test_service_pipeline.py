@@ -53,9 +53,11 @@ def test_run_evaluation_writes_what_a_pytest_session_writes(
     )
     states: list[str] = []
     outcome = run_evaluation(settings, "run_direct", on_state=lambda s, _: states.append(s))
-    assert outcome.status == "completed_with_failures" == json.loads(
-        (session_run / "run_manifest.json").read_text()
-    )["status"]
+    assert (
+        outcome.status
+        == "completed_with_failures"
+        == json.loads((session_run / "run_manifest.json").read_text())["status"]
+    )
     assert states == ["queued", "validating", "running", "finalizing", "completed_with_failures"]
     direct_run = tmp_path / "runs" / "run_direct"
     assert check_run_directory(direct_run) == []
@@ -70,7 +72,9 @@ def test_run_evaluation_writes_what_a_pytest_session_writes(
     assert [n.split("[", 1)[1].rstrip("]") for n in node_ids] == item_ids
     # pytest's outcome names are what the default suite's check() gives.
     session_outcomes = [r["test_outcome"] for r in read_jsonl(session_run / "predictions.jsonl")]
-    assert session_outcomes == [r["test_outcome"] for r in read_jsonl(direct_run / "predictions.jsonl")]
+    assert session_outcomes == [
+        r["test_outcome"] for r in read_jsonl(direct_run / "predictions.jsonl")
+    ]
     for name in ("metrics_summary.json", "metrics_by_slice.json"):
         ours_doc = json.loads((direct_run / name).read_text())
         theirs_doc = json.loads((session_run / name).read_text())
