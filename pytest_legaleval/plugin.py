@@ -5,7 +5,7 @@ Hooks only; the work happens in pure modules (formats, validation, grading, run,
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,12 @@ pytest_plugins = ["pytest_legaleval.testing.fixtures", "pytest_legaleval.pytest.
 
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_legaleval.pytest import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
@@ -53,8 +59,15 @@ def pytest_configure(config: pytest.Config) -> None:
         check_settings(state, controller=not hasattr(config, "workerinput"))
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
+    try:
+        config.hook.pytest_legaleval_register_graders(registry=state.graders, config=config)
+    except ConfigError as exc:  # a malformed registration names the fix
+        raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
     interrupt_on_sigterm(config)
+    from pytest_legaleval.pytest.redacting import RedactingPlugin
+
+    config.pluginmanager.register(RedactingPlugin(state.redactor()), "legaleval-redacting")
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and (state.responses is None or settings.judge_model):
         # Model calls ahead: the engine's import overlaps collection (see warmup).
@@ -124,14 +137,38 @@ def _use_local_servers(state: RunPlan, urls: dict[str, str] | None) -> None:
         state.settings = with_local_urls(state.settings, urls)
 
 
+def _scheduler(config: pytest.Config) -> Any:
+    """Our xdist scheduler, once the controller's session has one."""
+    from pytest_legaleval.pytest.scheduling import RoundRobinScheduling
+
+    dsession = config.pluginmanager.get_plugin("dsession")
+    scheduler = getattr(dsession, "sched", None)
+    return scheduler if isinstance(scheduler, RoundRobinScheduling) else None
+
+
 class _XdistHooks:
     """xdist-only hooks, registered only when xdist is loaded."""
 
     def pytest_configure_node(self, node: Any) -> None:
-        """Hand the controller's local model servers to the worker; workers start none."""
+        """Hand the controller's local model servers to the worker; workers start none.
+
+        A node that replaces a dead one is told the items it takes over, to prefetch them.
+        """
         servers = node.config.stash.get(_LOCAL_KEY, None)
         if servers is not None:
             node.workerinput[_LOCAL_URLS] = servers.urls()
+        scheduler = _scheduler(node.config)
+        if scheduler is not None:  # nodes configured once scheduling started: replacements
+            from pytest_legaleval.pytest.scheduling import ORPHANS
+
+            # Even none: a replacement must not prefetch a live worker's share.
+            node.workerinput[ORPHANS] = scheduler.reserve_orphans(node)
+
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """Count the nodes that went down with an error, as xdist does for its restarts."""
+        scheduler = _scheduler(node.config)
+        if scheduler is not None and error is not None:
+            scheduler.crashes += 1
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Our round-robin scheduler, so that every worker can prefetch its items."""
@@ -187,15 +224,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def _own_specs(session: pytest.Session) -> list[ItemSpec]:
     """The items this process will run, in order (an xdist worker: its round-robin share)."""
-    from pytest_legaleval.pytest.scheduling import own_indices, skipped_up_front, worker_position
+    from pytest_legaleval.pytest.scheduling import (
+        ORPHANS,
+        own_indices,
+        skipped_up_front,
+        worker_position,
+    )
 
     items = session.items
     workerinput = getattr(session.config, "workerinput", None)
     if workerinput is not None:
-        indices = own_indices(
-            len(items), worker_position(workerinput["workerid"]), int(workerinput["workercount"])
+        orphans = workerinput.get(ORPHANS)
+        indices: Sequence[int] = (
+            orphans
+            if orphans is not None  # a replacement: the dead worker's items
+            else own_indices(
+                len(items),
+                worker_position(workerinput["workerid"]),
+                int(workerinput["workercount"]),
+            )
         )
-        items = [items[i] for i in indices]
+        items = [items[i] for i in indices if 0 <= i < len(items)]
     specs = []
     skipped_parents: dict[Any, bool] = {}
     for item in items:
@@ -234,6 +283,8 @@ def _live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
                 conversation=state.conversation,
                 responses=state.responses,
                 policies=state.policies,
+                graders=state.graders,
+                scrub=state.secret_scrubber(),
             )
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -94,6 +94,8 @@ class LiveEvaluator:
         responses: pre-computed answers (``--responses``): nothing is generated, only judged.
         policies: the run's policies (built-in and ``--policy-dir``).
         graders: the graders (built-in and the user's).
+        scrub: applied to answers before they are cached (secrets out; the item itself
+            is graded on the answer as received).
 
     """
 
@@ -107,12 +109,13 @@ class LiveEvaluator:
         responses: ResponseTable | None = None,
         policies: PolicyBook | None = None,
         graders: GraderRegistry | None = None,
+        scrub: Callable[[str], str] | None = None,
     ) -> None:
         self.settings = settings
         self.conversation = conversation
         self.responses = responses
         self.grading = GradingPlan(policies or PolicyBook(settings.policy_dir), graders)
-        self.engine = Engine(engine_settings(settings, share, position))
+        self.engine = Engine(engine_settings(settings, share, position), scrub=scrub)
         if responses is None:
             for model in settings.model:
                 self.engine.check_model(model)
@@ -184,7 +187,7 @@ class LiveEvaluator:
     ) -> EvalResult:
         """The item's result from its generation and (when it succeeded) its grade."""
         policy = self.grading.policy(record)
-        tag = (policy.id, policy.sha256)
+        tag = policy
         version = template_version(policy)
         warnings = _attachment_warnings(record)
         if not generation.ok or grade is None:
@@ -291,7 +294,7 @@ class LiveEvaluator:
         if future is None:
             if self.responses is None and self._skips_before_generation(record):
                 grade = needs_judge_grade(record)
-                return skipped_result(record, model, grade, self.grading.tag(record))
+                return skipped_result(record, model, grade, self.grading.policy(record))
             self.prefetch([(record, model)])
             future = self._futures.pop((record.id, model), None)
             if future is None:  # prefilled and graded without the engine: graded right here

@@ -45,10 +45,18 @@ def _rows(path: Path) -> Iterator[tuple[int, bytes]]:
         yield from enumerate(handle, start=1)
 
 
-def _parse_row(obj: object) -> tuple[str, str, str]:
+def _parse_row(obj: object) -> tuple[str, str, str] | None:
+    """``(record_id, model, response)`` of a row; ``None`` for a prediction without answer."""
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    if "record_id" in obj or "response" in obj:
+    if "model_response" in obj and "response" not in obj:
+        # A line of a run's predictions.jsonl: its answer is the response (an item that
+        # never got one has none to give).
+        if obj["model_response"] is None:
+            return None
+        record_id, response, model = obj.get("record_id"), obj["model_response"], obj.get("model")
+        names = ("record_id", "model_response", "model")
+    elif "record_id" in obj or "response" in obj:
         record_id, response, model = obj.get("record_id"), obj.get("response"), obj.get("model")
         names = ("record_id", "response", "model")
     elif "example_id" in obj:
@@ -122,10 +130,13 @@ def load_responses(path: str | Path, flag: str = "--responses") -> ResponseTable
         if not text.strip():
             continue
         try:
-            record_id, model, response = _parse_row(json.loads(text))
+            parsed = _parse_row(json.loads(text))
         except (ValueError, RecursionError) as exc:
             problems.append(f"line {number}: {exc}")
             continue
+        if parsed is None:
+            continue
+        record_id, model, response = parsed
         key = (record_id, model)
         if key in responses:
             problems.append(

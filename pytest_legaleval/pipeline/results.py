@@ -13,10 +13,11 @@ from typing import Any
 
 from pytest_legaleval.engine.types import Attempt, GenerationResult
 from pytest_legaleval.grading.base import Grade
+from pytest_legaleval.grading.policies import Policy
+from pytest_legaleval.grading.scoring import scoring_rule
 from pytest_legaleval.records import EvalResult, Record
 
 __all__ = [
-    "PolicyTag",
     "cancelled_result",
     "generation_failed",
     "graded_result",
@@ -26,8 +27,17 @@ __all__ = [
     "unfinished_result",
 ]
 
-PolicyTag = tuple[str, str]
-"""A policy's ``(id, sha256)``."""
+def _policy_fields(policy: Policy | None) -> dict[str, Any]:
+    """What a result records about the policy that prompted and graded it."""
+    if policy is None:
+        return {}
+    return {
+        "policy_id": policy.id,
+        "policy_sha256": policy.sha256,
+        "policy_version": policy.version,
+        "scoring": policy.scoring,
+        "scoring_version": scoring_rule(policy.scoring).version,
+    }
 
 _ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
 
@@ -43,7 +53,7 @@ def _never_answered(
     passed: bool | None = None,
     score: float | None = None,
     details: Mapping[str, Any] | None = None,
-    policy: PolicyTag | None = None,
+    policy: Policy | None = None,
 ) -> EvalResult:
     return EvalResult(
         record_id=record.id,
@@ -58,8 +68,7 @@ def _never_answered(
         explanation=explanation,
         details=dict(details or {}),
         record_sha256=record.sha256,
-        policy_id=policy[0] if policy else None,
-        policy_sha256=policy[1] if policy else None,
+        **_policy_fields(policy),
     )
 
 
@@ -99,7 +108,7 @@ def graded_result(
     grade: Grade,
     *,
     source: str,
-    policy: PolicyTag | None,
+    policy: Policy | None,
     generation: GenerationResult | None = None,
     template_version: str | None = None,
     max_latency_ms: int | None = None,
@@ -136,8 +145,7 @@ def graded_result(
         grader=grade.grader,
         details=details,
         record_sha256=record.sha256,
-        policy_id=policy[0] if policy else None,
-        policy_sha256=policy[1] if policy else None,
+        **_policy_fields(policy),
         judge=grade.judge,
         **_generation_fields(generation),
     )
@@ -148,7 +156,7 @@ def generation_failed(
     model: str,
     generation: GenerationResult,
     *,
-    policy: PolicyTag | None,
+    policy: Policy | None,
     template_version: str | None = None,
     warnings: Sequence[str] = (),
 ) -> EvalResult:
@@ -176,7 +184,7 @@ def generation_failed(
 
 
 def missing_response_result(
-    record: Record, model: str, responses_path: str, policy: PolicyTag | None = None
+    record: Record, model: str, responses_path: str, policy: Policy | None = None
 ) -> EvalResult:
     """The result of a selected record that has no response: a failure, never a skip."""
     return _never_answered(
@@ -193,7 +201,7 @@ def missing_response_result(
 
 
 def record_error_result(
-    record: Record, model: str, errors: list[dict[str, Any]], policy: PolicyTag
+    record: Record, model: str, errors: list[dict[str, Any]], policy: Policy
 ) -> EvalResult:
     """The result of an item whose record cannot be asked (e.g. a missing attachment file).
 
@@ -212,7 +220,7 @@ def record_error_result(
     )
 
 
-def skipped_result(record: Record, model: str, grade: Grade, policy: PolicyTag) -> EvalResult:
+def skipped_result(record: Record, model: str, grade: Grade, policy: Policy) -> EvalResult:
     """The result of an item skipped before any call (a grader that needs a judge, none set)."""
     return _never_answered(
         record,
@@ -225,7 +233,7 @@ def skipped_result(record: Record, model: str, grade: Grade, policy: PolicyTag) 
     )
 
 
-def cancelled_result(record: Record, model: str, policy: PolicyTag | None = None) -> EvalResult:
+def cancelled_result(record: Record, model: str, policy: Policy | None = None) -> EvalResult:
     """The result of an item that never finished because the run was cancelled."""
     return _never_answered(
         record,
@@ -238,7 +246,7 @@ def cancelled_result(record: Record, model: str, policy: PolicyTag | None = None
 
 
 def unfinished_result(
-    record: Record, model: str, outcome: str, message: str, policy: PolicyTag | None = None
+    record: Record, model: str, outcome: str, message: str, policy: Policy | None = None
 ) -> EvalResult:
     """The result of an item that ended without one (its grade never reached the recorder).
 

@@ -126,6 +126,16 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "PATH",
     ),
     OptionSpec(
+        "--judgments",
+        "judgments",
+        "Recorded judge verdicts (LBR's judgments.jsonl or a run's predictions.jsonl): judged "
+        "records are graded from them under their policy, without calling a judge.",
+        None,
+        None,
+        False,
+        "PATH",
+    ),
+    OptionSpec(
         "--model",
         "model",
         "Model to evaluate live, PROVIDER/NAME (repeatable).",
@@ -426,6 +436,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "X",
     ),
     OptionSpec(
+        "--allow-scoring-mismatch",
+        "allow_scoring_mismatch",
+        "With --baseline: pair items even when the baseline scored rubric items under another "
+        "rule (minmax, clipped); by default such a baseline fails the regression gate.",
+        False,
+        _boolean,
+        switch=True,
+    ),
+    OptionSpec(
         "--regression-alpha",
         "regression_alpha",
         "With --baseline: significance level of the paired regression test.",
@@ -446,6 +465,7 @@ class Settings:
     dataset: tuple[str, ...] = ()
     dataset_format: str = "auto"
     responses: str | None = None
+    judgments: str | None = None
     model: tuple[str, ...] = ()
     base_url: str | None = None
     judge_model: tuple[str, ...] = ()
@@ -484,6 +504,7 @@ class Settings:
     baseline: str | None = None
     max_regression: float | None = None
     regression_alpha: float = 0.05
+    allow_scoring_mismatch: bool = False
     config_file: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Where each value came from: ``cli``, ``yaml``, ``ini`` or ``default``."""

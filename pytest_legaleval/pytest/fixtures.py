@@ -118,7 +118,7 @@ def record(request: pytest.FixtureRequest) -> Record:
             # Recorded like any other result (failures.jsonl: invalid_record), not dropped.
             policy = request.config.stash[STATE_KEY].policies.for_record(entry)
             request.node.stash[RESULT_KEY] = record_error_result(
-                entry, spec.model, errors, (policy.id, policy.sha256)
+                entry, spec.model, errors, policy
             )
             pytest.fail(
                 json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False),
