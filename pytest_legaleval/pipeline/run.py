@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.errors import DatasetRejected
+from pytest_legaleval.grading.policies import Policy
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.results import (
     cancelled_result,
@@ -125,9 +126,8 @@ class _Run:
             if self.on_state is not None:
                 self.on_state(step["state"], step["at"])
 
-    def tag(self, record: Record) -> tuple[str, str]:
-        policy = self.plan.policies.for_record(record)
-        return policy.id, policy.sha256
+    def policy(self, record: Record) -> Policy:
+        return self.plan.policies.for_record(record)
 
     def record(self, spec: ItemSpec, result: EvalResult | Mapping[str, Any], outcome: str) -> None:
         data = result.to_dict() if isinstance(result, EvalResult) else dict(result)
@@ -173,6 +173,7 @@ def _start_live(
         responses=plan.responses,
         policies=plan.policies,
         graders=plan.graders,
+        scrub=plan.secret_scrubber(),
     )
     run.live = plan.live = live
     try:
@@ -210,13 +211,13 @@ def _evaluate_all(
             run.record(spec, result, str(line.get("test_outcome") or _test_outcome(result)))
             continue
         if resume is not None and not resume.evaluate:
-            lost = unfinished_result(entry, spec.model, "failed", resume.reason, run.tag(entry))
+            lost = unfinished_result(entry, spec.model, "failed", resume.reason, run.policy(entry))
             run.record(spec, lost, "failed")
             continue
         missing = _missing_attachments(entry)
         if missing:
             run.record(
-                spec, record_error_result(entry, spec.model, missing, run.tag(entry)), "failed"
+                spec, record_error_result(entry, spec.model, missing, run.policy(entry)), "failed"
             )
             continue
         result = run.plan.evaluate(spec)
@@ -234,7 +235,7 @@ def _record_cancelled(run: _Run, specs: Sequence[ItemSpec]) -> None:
             continue
         entry = spec.entry
         if isinstance(entry, Record):
-            run.record(spec, cancelled_result(entry, spec.model, run.tag(entry)), "cancelled")
+            run.record(spec, cancelled_result(entry, spec.model, run.policy(entry)), "cancelled")
         else:
             run.recorder.record_invalid(spec.rejection(), spec.item_id)
             run.progress()
