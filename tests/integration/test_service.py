@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import socket
@@ -28,6 +29,7 @@ from pytest_legaleval.validation.schemas import schema_validator
 
 from ..processes import wait_until
 from ..service_harness import (
+    SERVE,
     SUBMIT,
     Script,
     ServiceProcess,
@@ -379,3 +381,19 @@ def test_submit_runs_a_document_end_to_end_and_exits_with_the_gates(
     )  # fmt: skip
     assert unauthorized.returncode == 4 and "HTTP 401" in unauthorized.stderr
     assert TOKEN_A not in passed.stdout + passed.stderr
+
+
+def test_serve_refuses_a_public_address_without_tokens(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "LEGALEVAL_API_TOKENS"}
+    base = [*SERVE, "--port", "0", "--data-dir", str(tmp_path / "data"), "--model", "openai/x",
+            "--base-url", "http://127.0.0.1:9/v1"]  # fmt: skip
+    refused = subprocess.run(
+        [*base, "--host", "0.0.0.0"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert refused.returncode == 2
+    assert "refusing to serve on 0.0.0.0 without API tokens" in refused.stderr
+    assert "LEGALEVAL_SERVICE_URL" not in refused.stdout and not (tmp_path / "data").exists()
+    short = subprocess.run(
+        [*base, "--retention-days-raw", "7"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert short.returncode == 2 and "at least 30 days" in short.stderr
