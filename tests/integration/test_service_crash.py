@@ -9,6 +9,8 @@ finished before the kill is made again (counted per exact prompt by the mock).
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,54 @@ def test_kill_9_mid_run_then_restart_repeats_no_finished_call(tmp_path: Path) ->
     assert (service.data_dir / "interrupted" / f"{run_a}.1").is_dir()
     manifest = json.loads((run_dir / "run_manifest.json").read_text())
     assert manifest["created_at"] == done_a["created_at"]
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_its_run_continued(tmp_path: Path) -> None:
+    script = Script()
+    script.hold.set()
+    with MockOpenAIServer() as mock:
+        mock.add_reply(None, script)
+        service = ServiceProcess(
+            tmp_path / "data",
+            ["--model", "openai/cand", "--judge-model", "openai/judge", "--base-url",
+             mock.base_url, "--workers", "1", "--log-level", "warning"],
+        ).start()  # fmt: skip
+        records = [record("fast", "Fast question?"), record("slow", "SLOW question?")]
+        status, _, accepted = _upload(service, "worker_crash", records)
+        assert status == 202
+        run_id = str(accepted["run_id"])
+        client = service.client()
+        assert wait_until(
+            lambda: client.json("GET", f"/v1/runs/{run_id}")["progress"]["done"] == 1, 60
+        )
+        workers = [p for p in service.worker_pids() if _is_worker(p)]
+        assert len(workers) == 1, workers
+        os.kill(workers[0], signal.SIGKILL)
+        assert gone(workers)
+        script.hold.clear()
+        run = wait_for(client, run_id, ["completed", "completed_with_failures", "failed"], 90)
+        replacement = [p for p in service.worker_pids() if _is_worker(p)]
+        assert service.stop() == 0, service.log()
+    assert run["status"] == "completed" and run["resumes"] == 1, run
+    assert replacement and replacement != workers
+    assert "worker-0.1 ended" in service.log()
+    assert mock.count_for("Fast question?") == 2  # its generation and its judge, once each
+
+
+def _is_worker(pid: int) -> bool:
+    """A worker process (not a validation process, nor multiprocessing's tracker)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"multiprocessing.spawn" in command and b"spawn_main" in command and _named(pid)
+
+
+def _named(pid: int) -> bool:
+    # Process names are not set by multiprocessing on Linux; tell the kinds apart by the
+    # open state file: only the service and its workers hold the run table.
+    try:
+        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+    except OSError:
+        return False
+    return any(link.endswith("state.sqlite") for link in links)
