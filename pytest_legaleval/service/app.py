@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import shutil
 import uuid
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -332,6 +333,8 @@ async def _validate(backend: Backend, target: Path) -> Checked:
         checked: Checked = await backend.validator.check(target)
     except TimeoutError:
         raise ApiError(503, "the validation of the upload took too long; try again later") from None
+    except BrokenProcessPool:
+        raise ApiError(503, "the upload could not be validated; try again later") from None
     return checked
 
 

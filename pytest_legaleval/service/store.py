@@ -9,6 +9,7 @@ the API answers with; the artifacts stay in the run directory.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -132,6 +133,8 @@ class RunStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        if not path.exists():  # the run table names every upload: the owner's eyes only
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,7 @@ class UploadValidator:
 
     def __init__(self, processes: int = 1, timeout_s: float = 600.0) -> None:
         self._context = multiprocessing.get_context("spawn")
+        self._processes = processes
         self._pool = self._executor(processes)
         self._large = threading.BoundedSemaphore(processes)
         self.timeout_s = timeout_s
@@ -121,12 +123,23 @@ class UploadValidator:
 
         Raises:
             TimeoutError: the validation took longer than ``timeout_s``.
+            BrokenProcessPool: the validation process died twice.
 
         """
-        if path.stat().st_size < LARGE_UPLOAD_BYTES:
+        if path.stat().st_size >= LARGE_UPLOAD_BYTES:
+            return await asyncio.wait_for(
+                asyncio.to_thread(self._check_large, path), self.timeout_s
+            )
+        try:
             future = self._pool.submit(check_upload, str(path))
             return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s)
-        return await asyncio.wait_for(asyncio.to_thread(self._check_large, path), self.timeout_s)
+        except BrokenProcessPool:
+            # A validation process died (killed, out of memory): start a fresh pool and
+            # try once more; a second death is the caller's error to answer.
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = self._executor(self._processes)
+            future = self._pool.submit(check_upload, str(path))
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s)
 
     def _check_large(self, path: Path) -> Checked:
         with self._large:

@@ -397,3 +397,14 @@ def test_serve_refuses_a_public_address_without_tokens(tmp_path: Path) -> None:
         [*base, "--retention-days-raw", "7"], capture_output=True, text=True, env=env, timeout=60
     )
     assert short.returncode == 2 and "at least 30 days" in short.stderr
+
+
+def test_a_second_service_on_the_same_data_dir_is_refused(service: ServiceProcess) -> None:
+    second = subprocess.run(
+        [*SERVE, "--port", "0", "--data-dir", str(service.data_dir), "--model", "openai/x",
+         "--base-url", "http://127.0.0.1:9/v1"],
+        capture_output=True, text=True, timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "LEGALEVAL_API_TOKENS"},
+    )  # fmt: skip
+    assert second.returncode == 2 and "another legaleval serve uses" in second.stderr
+    assert service.client(TOKEN_A).json("GET", "/healthz")["status"] == "ok"  # untouched
