@@ -11,7 +11,9 @@ xdist, the terminal) is the only difference.
 Per item, as the suite's ``record`` and ``evaluation`` fixtures do: an invalid record is
 recorded with :meth:`RunRecorder.record_invalid`; a valid record whose attachment files are
 missing is a ``record_error_result`` (nothing is sent); every other item is evaluated and
-recorded with the test outcome ``evaluation.check()`` would give. On cancellation the
+recorded with the test outcome ``evaluation.check()`` would give, and an item whose
+evaluation raises is an ``evaluation_error`` (as pytest records an item whose fixture
+errored) while the run goes on. On cancellation the
 pending calls are cancelled and every item without a result is recorded ``cancelled``;
 the run directory is finalized either way.
 
@@ -220,7 +222,16 @@ def _evaluate_all(
                 spec, record_error_result(entry, spec.model, missing, run.policy(entry)), "failed"
             )
             continue
-        result = run.plan.evaluate(spec)
+        try:
+            result = run.plan.evaluate(spec)
+        except Exception as exc:
+            # As in a pytest session, where the item's fixture errors: the item is an
+            # evaluation_error and the run goes on (§3.3: records fail in isolation).
+            _log.exception("item %s failed", spec.item_id)
+            why = (str(exc).splitlines() or [""])[0]
+            result = unfinished_result(
+                entry, spec.model, "failed", f"{type(exc).__name__}: {why}"[:500], run.policy(entry)
+            )
         if cancel.is_set():
             # Cancelled while this item waited: like an interrupted test, it is cancelled.
             return position
@@ -307,7 +318,8 @@ def run_evaluation(
         specs = plan.items
     except DatasetRejected as exc:
         return RunOutcome(run_id, "rejected", None, rejection=exc)
-    _start_live(run, specs, resume, share, position)
+    if not cancel.is_set():  # a run cancelled before it started makes no call
+        _start_live(run, specs, resume, share, position)
     try:
         opened = recorder.open(plan.dataset_source)
     except BaseException:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.run import Resume, run_evaluation
 from pytest_legaleval.pipeline.settings import Settings, resolve_settings
 from pytest_legaleval.run.verify import check_run_directory
@@ -216,3 +217,33 @@ def test_execute_copies_the_end_of_a_sealed_directory_the_table_missed(
     row = store.get(run_id)
     assert row is not None and row.status == "completed" and row.metrics is not None
     assert server.stats()["requests"] == calls
+
+
+def test_a_live_run_cancelled_before_it_starts_makes_no_call(
+    tmp_path: Path, mock: tuple[MockOpenAIServer, Script]
+) -> None:
+    server, _ = mock
+    cancel = threading.Event()
+    cancel.set()
+    doc = document("c", [record("q1", "Question one?")])
+    outcome = run_evaluation(_live(tmp_path, server, doc), "run_x", cancel=cancel)
+    assert outcome.status == "cancelled" and server.stats()["requests"] == 0
+
+
+def test_an_item_whose_evaluation_raises_is_an_error_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    evaluate = RunPlan.evaluate
+
+    def crashing(self: RunPlan, spec: ItemSpec) -> Any:
+        if spec.index == 1:
+            raise ValueError("the grader broke\nsecond line")
+        return evaluate(self, spec)
+
+    monkeypatch.setattr(RunPlan, "evaluate", crashing)
+    outcome = run_evaluation(_prefilled(tmp_path), "run_e")
+    rows = _lines(tmp_path / "runs" / "run_e" / "predictions.jsonl")
+    assert len(rows) == 20 and outcome.status == "completed_with_failures"
+    assert rows[1]["reason"] == "evaluation_error" and rows[1]["test_outcome"] == "failed"
+    assert rows[1]["explanation"].endswith("ValueError: the grader broke")
+    assert sum(r["reason"] == "evaluation_error" for r in rows) == 1  # only that one
