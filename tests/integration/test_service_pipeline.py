@@ -41,7 +41,7 @@ def _inputs(tmp: Path) -> tuple[Path, Path]:
 def test_run_evaluation_writes_what_a_pytest_session_writes(
     pytester: pytest.Pytester, suite: Path, tmp_path: Path
 ) -> None:
-    data, responses = _inputs(tmp_path)
+    data, responses = _inputs(pytester.path)
     result = pytester.runpytest(
         "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
     )
