@@ -116,8 +116,11 @@ class ServiceProcess:
                 self.url = found.group(1)
             return bool(found) or self.process is None or self.process.poll() is not None
 
-        assert wait_until(ready, timeout_s), f"the service did not start:\n{self.log()}"
-        assert self.url, f"the service exited ({self.process.poll()}):\n{self.log()}"
+        if not wait_until(ready, timeout_s) or not self.url:
+            code = self.process.poll()
+            if code is None:
+                self.kill()  # never leave a half-started service behind
+            raise AssertionError(f"the service did not start (exit {code}):\n{self.log()}")
         return self
 
     def log(self) -> str:

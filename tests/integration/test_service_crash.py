@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,16 @@ from ..service_harness import (
 FAST, SLOW = 12, 4
 
 
+@pytest.fixture
+def services() -> Iterator[list[ServiceProcess]]:
+    """The services a test starts; any still running when it ends (a failed test) is killed."""
+    started: list[ServiceProcess] = []
+    yield started
+    for service in started:
+        if service.process is not None and service.process.poll() is None:
+            service.kill()
+
+
 def _upload(
     service: ServiceProcess, dataset_id: str, records: list[dict[str, object]]
 ) -> tuple[int, dict[str, str], dict[str, object]]:
@@ -43,7 +54,9 @@ def _upload(
     )
 
 
-def test_kill_9_mid_run_then_restart_repeats_no_finished_call(tmp_path: Path) -> None:
+def test_kill_9_mid_run_then_restart_repeats_no_finished_call(
+    tmp_path: Path, services: list[ServiceProcess]
+) -> None:
     script = Script()
     script.hold.set()
     with MockOpenAIServer() as mock:
@@ -52,7 +65,9 @@ def test_kill_9_mid_run_then_restart_repeats_no_finished_call(tmp_path: Path) ->
             tmp_path / "data",
             ["--model", "openai/cand", "--judge-model", "openai/judge", "--base-url",
              mock.base_url, "--workers", "1", "--max-queued", "1", "--log-level", "warning"],
-        ).start()  # fmt: skip  # no tokens: loopback clients only, as here
+        )  # fmt: skip  # no tokens: loopback clients only, as here
+        services.append(service)
+        service.start()
         records = [record(f"fast{i:02d}", f"Fast question {i}?") for i in range(FAST)]
         records += [record(f"slow{i}", f"SLOW question {i}?") for i in range(SLOW)]
         status, _, first = _upload(service, "crash_a", records)
@@ -107,7 +122,9 @@ def test_kill_9_mid_run_then_restart_repeats_no_finished_call(tmp_path: Path) ->
     assert manifest["created_at"] == done_a["created_at"]
 
 
-def test_a_worker_killed_mid_run_is_replaced_and_its_run_continued(tmp_path: Path) -> None:
+def test_a_worker_killed_mid_run_is_replaced_and_its_run_continued(
+    tmp_path: Path, services: list[ServiceProcess]
+) -> None:
     script = Script()
     script.hold.set()
     with MockOpenAIServer() as mock:
@@ -116,7 +133,9 @@ def test_a_worker_killed_mid_run_is_replaced_and_its_run_continued(tmp_path: Pat
             tmp_path / "data",
             ["--model", "openai/cand", "--judge-model", "openai/judge", "--base-url",
              mock.base_url, "--workers", "1", "--log-level", "warning"],
-        ).start()  # fmt: skip
+        )  # fmt: skip
+        services.append(service)
+        service.start()
         records = [record("fast", "Fast question?"), record("slow", "SLOW question?")]
         status, _, accepted = _upload(service, "worker_crash", records)
         assert status == 202
