@@ -177,10 +177,11 @@ class RunStore:
         The counts and the insert are one transaction, so concurrent uploads never pass a
         limit together.
         """
-        now = utc_now()
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # Stamped under the write lock, so created_at follows seq (the list's order).
+            now = utc_now()
             queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()
             if queued[0] >= max_queued:
                 return "queue"
