@@ -212,7 +212,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     fresh = state.loaded is None
     failure = None
     try:
-        items = state.items
+        # A load builds millions of long-lived objects and no garbage: no collections.
+        with tricks.collector_paused():
+            items = state.items
     except DatasetRejected as exc:
         failure = f"dataset rejected (HTTP {exc.status}):\n{exc.envelope_json(state.request_id)}"
     except ConfigError as exc:
@@ -293,6 +295,7 @@ def _live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
                 policies=state.policies,
                 graders=state.graders,
                 scrub=state.secret_scrubber(),
+                sdk_fast_path=tricks.sdk_fast_path(),
             )
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -313,13 +316,15 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     ):
         live = state.live = _live_evaluator(session, state)
         try:
-            live.prefetch(
-                [
-                    (spec.entry, spec.model)
-                    for spec in _own_specs(session)
-                    if isinstance(spec.entry, Record)
-                ]
-            )
+            # Bulk-creating futures and jobs: no garbage, so no collections meanwhile.
+            with tricks.collector_paused():
+                live.prefetch(
+                    [
+                        (spec.entry, spec.model)
+                        for spec in _own_specs(session)
+                        if isinstance(spec.entry, Record)
+                    ]
+                )
         except ConfigError as exc:  # the engine starts here (its cache opens)
             live.close()
             raise pytest.UsageError(str(exc)) from None

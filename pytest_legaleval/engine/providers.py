@@ -250,6 +250,8 @@ class OpenAIProvider:
         return kwargs
 
     def _prepare_sender(self, key: tuple[str, str], client: openai.AsyncOpenAI) -> None:
+        if not self._settings.sdk_fast_path:
+            return
         if key not in self._senders and self._clients.get(key, (None,))[0] is client:
             self._senders[key] = _Sender.build(client, self._http_clients[key])
 

@@ -319,6 +319,10 @@ class EngineSettings:
     total (50 over 3 workers: 17, 17, 16)."""
     transport: str = "auto"
     """``httpx``, ``aiohttp`` or ``auto`` (the faster one measured, see benchmarks)."""
+    sdk_fast_path: bool = False
+    """Send requests through the openai SDK's private request pieces once a client has
+    made its first call (less CPU per call). Off by default: only the documented API is
+    used; the pytest layer turns it on where it was measured (``pytest/tricks.py``)."""
     per_model: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per ``PROVIDER/NAME`` overrides: ``base_url``, ``api_key_env``, ``params`` (a mapping
     of ``GenerationParams`` fields used where the request leaves them unset)."""
