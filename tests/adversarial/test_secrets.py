@@ -118,3 +118,24 @@ def test_no_output_holds_the_key(
         for path in [p for p in outputs if p != data]:  # the input itself holds it
             assert b"me@example.com" not in path.read_bytes(), path
         assert b"me@example.com" not in printed
+
+
+def test_a_base_url_s_user_and_password_never_reach_the_manifest(
+    pytester: pytest.Pytester, server: HostileOpenAIServer
+) -> None:
+    server.clear_hostile()
+    server.add_reply("Question", "Answer: B")
+    pytester.makepyfile(test_suite=SUITE.split("\n\ndef test_users_own")[0] + "\n")
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    data = pytester.path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in _rows()[:2]), encoding="utf-8")
+    base = server.base_url.replace("http://", "http://alice:pa55-Wordz9Q@")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--model", "openai/m", "--base-url", base,
+        "--run-dir", "runs", "--no-cache",
+    )  # fmt: skip
+    assert result.ret in (0, 1)
+    (run,) = [p for p in (pytester.path / "runs").iterdir() if p.is_dir()]
+    manifest = (run / "run_manifest.json").read_text(encoding="utf-8")
+    assert "pa55-Wordz9Q" not in manifest and "alice" not in manifest
+    assert "http://***@127.0.0.1" in manifest
