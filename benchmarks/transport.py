@@ -80,6 +80,7 @@ def run_engine(
         concurrency=concurrency,
         transport=transport,
         cache_path=None if cache_dir is None else os.path.join(cache_dir, f"{tag}.sqlite"),
+        sdk_fast_path=True,  # as in a pytest run (pytest/tricks.py)
     )
     requests = requests_for(n, tag)
     cpu0, wall0 = time.process_time(), time.perf_counter()

@@ -5,13 +5,13 @@ Hooks only; the work happens in pure modules (formats, validation, grading, run,
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_legaleval.errors import ConfigError, ResponsesError
+from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.settings import with_local_urls
 from pytest_legaleval.pytest import collection, outcomes, tricks
@@ -35,6 +35,12 @@ pytest_plugins = ["pytest_legaleval.testing.fixtures", "pytest_legaleval.pytest.
 
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_legaleval.pytest import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
@@ -53,8 +59,15 @@ def pytest_configure(config: pytest.Config) -> None:
         check_settings(state, controller=not hasattr(config, "workerinput"))
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
+    try:
+        config.hook.pytest_legaleval_register_graders(registry=state.graders, config=config)
+    except ConfigError as exc:  # a malformed registration names the fix
+        raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
     interrupt_on_sigterm(config)
+    from pytest_legaleval.pytest.redacting import RedactingPlugin
+
+    config.pluginmanager.register(RedactingPlugin(state.redactor()), "legaleval-redacting")
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and (state.responses is None or settings.judge_model):
         # Model calls ahead: the engine's import overlaps collection (see warmup).
@@ -66,7 +79,15 @@ def pytest_configure(config: pytest.Config) -> None:
         tricks.quiet_worker_summary(config)
         return  # workers compute; only the controller records the run
     run_id = settings.run_id or new_run_id()
-    if (Path(settings.run_dir) / run_id).exists():
+    if settings.run_id and not config.option.collectonly:
+        # A named run claims its id now, before any call is paid for.
+        from pytest_legaleval.run.claim import claim_run_id
+
+        try:
+            config.add_cleanup(claim_run_id(settings.run_dir, run_id).release)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    elif (Path(settings.run_dir) / run_id).exists():
         raise pytest.UsageError(
             f"run directory {Path(settings.run_dir) / run_id} already exists; runs are "
             "write-once — choose another --run-id or omit it"
@@ -124,6 +145,15 @@ def _use_local_servers(state: RunPlan, urls: dict[str, str] | None) -> None:
         state.settings = with_local_urls(state.settings, urls)
 
 
+def _scheduler(config: pytest.Config) -> Any:
+    """Our xdist scheduler, once the controller's session has one."""
+    from pytest_legaleval.pytest.scheduling import RoundRobinScheduling
+
+    dsession = config.pluginmanager.get_plugin("dsession")
+    scheduler = getattr(dsession, "sched", None)
+    return scheduler if isinstance(scheduler, RoundRobinScheduling) else None
+
+
 class _XdistHooks:
     """xdist-only hooks, registered only when xdist is loaded."""
 
@@ -142,10 +172,25 @@ class _XdistHooks:
             raise collection.no_record_items(config, None)
 
     def pytest_configure_node(self, node: Any) -> None:
-        """Hand the controller's local model servers to the worker; workers start none."""
+        """Hand the controller's local model servers to the worker; workers start none.
+
+        A node that replaces a dead one is told the items it takes over, to prefetch them.
+        """
         servers = node.config.stash.get(_LOCAL_KEY, None)
         if servers is not None:
             node.workerinput[_LOCAL_URLS] = servers.urls()
+        scheduler = _scheduler(node.config)
+        if scheduler is not None:  # nodes configured once scheduling started: replacements
+            from pytest_legaleval.pytest.scheduling import ORPHANS
+
+            # Even none: a replacement must not prefetch a live worker's share.
+            node.workerinput[ORPHANS] = scheduler.reserve_orphans(node)
+
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """Count the nodes that went down with an error, as xdist does for its restarts."""
+        scheduler = _scheduler(node.config)
+        if scheduler is not None and error is not None:
+            scheduler.crashes += 1
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Our round-robin scheduler, so that every worker can prefetch its items."""
@@ -175,15 +220,27 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def _own_specs(session: pytest.Session) -> list[ItemSpec]:
     """The items this process will run, in order (an xdist worker: its round-robin share)."""
-    from pytest_legaleval.pytest.scheduling import own_indices, skipped_up_front, worker_position
+    from pytest_legaleval.pytest.scheduling import (
+        ORPHANS,
+        own_indices,
+        skipped_up_front,
+        worker_position,
+    )
 
     items = session.items
     workerinput = getattr(session.config, "workerinput", None)
     if workerinput is not None:
-        indices = own_indices(
-            len(items), worker_position(workerinput["workerid"]), int(workerinput["workercount"])
+        orphans = workerinput.get(ORPHANS)
+        indices: Sequence[int] = (
+            orphans
+            if orphans is not None  # a replacement: the dead worker's items
+            else own_indices(
+                len(items),
+                worker_position(workerinput["workerid"]),
+                int(workerinput["workercount"]),
+            )
         )
-        items = [items[i] for i in indices]
+        items = [items[i] for i in indices if 0 <= i < len(items)]
     specs = []
     skipped_parents: dict[Any, bool] = {}
     for item in items:
@@ -222,6 +279,9 @@ def _live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
                 conversation=state.conversation,
                 responses=state.responses,
                 policies=state.policies,
+                graders=state.graders,
+                scrub=state.secret_scrubber(),
+                sdk_fast_path=tricks.sdk_fast_path(),
             )
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -242,13 +302,15 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     ):
         live = state.live = _live_evaluator(session, state)
         try:
-            live.prefetch(
-                [
-                    (spec.entry, spec.model)
-                    for spec in _own_specs(session)
-                    if isinstance(spec.entry, Record)
-                ]
-            )
+            # Bulk-creating futures and jobs: no garbage, so no collections meanwhile.
+            with tricks.collector_paused():
+                live.prefetch(
+                    [
+                        (spec.entry, spec.model)
+                        for spec in _own_specs(session)
+                        if isinstance(spec.entry, Record)
+                    ]
+                )
         except ConfigError as exc:  # the engine starts here (its cache opens)
             live.close()
             raise pytest.UsageError(str(exc)) from None
@@ -261,6 +323,84 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     finally:
         if live is not None:
             live.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The planned calls and their estimated cost, before any worker starts or call is paid.
+
+    ``--estimate-only`` stops here with exit status 0 (``pipeline.estimate``).
+    """
+    config = session.config
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    import warnings
+
+    # Loading the plan here warns (unknown policy ids) outside pytest's capture: the
+    # warnings are handed to pytest, which shows them in its summary as before.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _estimate_before_any_call(config, state)
+        finally:
+            for found in caught:
+                config.issue_config_time_warning(found.message, stacklevel=2)  # type: ignore[arg-type]
+
+
+def _estimate_before_any_call(config: pytest.Config, state: RunPlan) -> None:
+    _check_response_rows(config, state)
+    s = state.settings
+    if not (s.estimate_only or s.judge_model or state.responses is None):
+        return  # pre-computed answers graded without a judge: nothing is paid
+    from pytest_legaleval.pipeline.estimate import estimate_run
+
+    try:
+        lines = estimate_run(state, stream=_streams(config)).lines()
+    except (ConfigError, DatasetRejected) as exc:
+        if s.estimate_only:
+            raise pytest.UsageError(getattr(exc, "message", str(exc))) from None
+        return  # collection reports it, as without an estimate
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            print(line)
+    if s.estimate_only:
+        pytest.exit("--estimate-only: no call was made", returncode=0)
+
+
+def _streams(config: pytest.Config) -> bool:
+    """An xdist controller reads the dataset as a stream: it never holds it."""
+    return config.pluginmanager.get_plugin("dsession") is not None
+
+
+def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
+    """Rows of --responses / --conversation-from that match no record: a warning; all: an error."""
+    from pytest_legaleval.pipeline.responses import ResponsesWarning, match_responses
+
+    tables = [("--responses", state.responses), ("--conversation-from", state.conversation)]
+    if all(table is None for _, table in tables):
+        return
+    from pytest_legaleval.pipeline.estimate import plan_entries
+
+    try:
+        entries = plan_entries(state, stream=_streams(config), selected=False)
+        ids = [e.id if isinstance(e, Record) else e.record_id for e in entries]
+    except (ConfigError, DatasetRejected):
+        return  # collection reports it
+    for flag, table in tables:
+        if table is None:
+            continue
+        found = match_responses(table, ids)
+        try:
+            found.check(flag)
+        except ResponsesError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        warning = found.warning()
+        if warning is not None:
+            config.issue_config_time_warning(ResponsesWarning(f"{flag}: {warning}"), stacklevel=2)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

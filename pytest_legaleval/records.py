@@ -319,6 +319,12 @@ class EvalResult:
     """sha256 of the policy's content."""
     judge: JudgeSummary | None = None
     """Judging provenance and verdicts; ``None`` for programmatic grading."""
+    policy_version: int | None = None
+    """The policy's revision (results written before policies had one: 1)."""
+    scoring: str | None = None
+    """The policy's rubric scoring rule (``minmax``, ``clipped``)."""
+    scoring_version: int | None = None
+    """The scoring rule's revision."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (every field, in declaration order)."""
@@ -347,6 +353,9 @@ class EvalResult:
             "policy_id": self.policy_id,
             "policy_sha256": self.policy_sha256,
             "judge": self.judge.to_dict() if self.judge is not None else None,
+            "policy_version": self.policy_version,
+            "scoring": self.scoring,
+            "scoring_version": self.scoring_version,
         }
 
     @classmethod
@@ -379,4 +388,7 @@ class EvalResult:
             policy_id=data.get("policy_id"),
             policy_sha256=data.get("policy_sha256"),
             judge=JudgeSummary.from_dict(judge) if isinstance(judge, Mapping) else None,
+            policy_version=data.get("policy_version"),
+            scoring=data.get("scoring"),
+            scoring_version=data.get("scoring_version"),
         )

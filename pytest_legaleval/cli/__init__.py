@@ -21,6 +21,8 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "pytest_legaleval.cli.runs",
     "pytest_legaleval.cli.datasets",
     "pytest_legaleval.importers.command",
+    "pytest_legaleval.cli.serve",
+    "pytest_legaleval.cli.submit",
 )
 """Modules that add subcommands: each has ``register(subparsers)`` and sets ``func``."""
 

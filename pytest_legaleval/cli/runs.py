@@ -21,7 +21,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from pytest_legaleval.metrics.compare import comparison, render
     from pytest_legaleval.metrics.runfiles import load_run
 
-    data = comparison(load_run(args.run_a), load_run(args.run_b), alpha=args.alpha)
+    data = comparison(
+        load_run(args.run_a),
+        load_run(args.run_b),
+        alpha=args.alpha,
+        allow_scoring_mismatch=args.allow_scoring_mismatch,
+    )
     text = render(data, args.format)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
@@ -72,6 +77,12 @@ def register(subparsers: Any) -> None:
         "--alpha", type=float, default=0.05, help="1 - confidence of the intervals (0.05)"
     )
     compare.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    compare.add_argument(
+        "--allow-scoring-mismatch",
+        action="store_true",
+        help="compare runs whose rubric items were scored under different rules (minmax, "
+        "clipped); refused by default: their scores are not comparable",
+    )
     compare.set_defaults(func=_cmd_compare)
 
     merge = subparsers.add_parser(

@@ -42,6 +42,10 @@ class Job:
     waiters: list[tuple[Future[GenerationResult], int | None]]
     """Each caller's future with its own ``max_latency_ms`` (duplicates may differ there)."""
     token_estimate: int
+    cost_estimate: float = 0.0
+    """USD reserved for each attempt under ``--max-cost`` (``engine.budget``)."""
+    reserved: float = 0.0
+    """USD held for the attempt in flight (0 when none is)."""
     attempts: list[Attempt] = field(default_factory=list)
     started_epoch: int = 0
     task: asyncio.Task[None] | None = None
@@ -104,7 +108,9 @@ def success_result(job: Job, raw: RawCompletion) -> GenerationResult:
     )
 
 
-def failed_result(job: Job, code: str, message: str) -> GenerationResult:
+def failed_result(
+    job: Job, code: str, message: str, cancel_reason: str | None = None
+) -> GenerationResult:
     """Build the result of a failed job (``code``: the last attempt's, or ``cancelled``)."""
     attempts = tuple(job.attempts)
     return GenerationResult(
@@ -122,6 +128,7 @@ def failed_result(job: Job, code: str, message: str) -> GenerationResult:
         first_attempt_at=attempts[0].started_at if attempts else None,
         last_attempt_at=attempts[-1].started_at if attempts else None,
         latency_exceeded=False,
+        cancel_reason=cancel_reason,
     )
 
 

@@ -14,9 +14,12 @@ import httpx2
 import openai
 
 from pytest_legaleval.engine.openai_reply import DUMMY_KEY, parse_completion, scrub_key
+from pytest_legaleval.engine.presets import OPENAI_DEFAULT_BASE_URL, PRESETS, Route
 from pytest_legaleval.engine.retry import ProviderError, classify_error
 from pytest_legaleval.engine.routing import (
     missing_key_message,
+    model_route,
+    refused_effort_message,
     split_model,
     unknown_provider_message,
 )
@@ -39,9 +42,6 @@ __all__ = [
     "default_registry",
     "split_model",
 ]
-
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-"""Where ``openai/...`` goes without ``base_url`` or ``OPENAI_BASE_URL``."""
 
 PREFERRED_TRANSPORT = "aiohttp"
 """What ``transport="auto"`` means. Measured with ``benchmarks/transport.py`` (2,000 calls,
@@ -101,29 +101,52 @@ class ProviderRegistry:
         return factory(settings)
 
 
+def _preset_factory(name: str) -> ProviderFactory:
+    def factory(settings: EngineSettings) -> Provider:
+        return OpenAIProvider(settings, provider=name)
+
+    return factory
+
+
 def default_registry() -> ProviderRegistry:
-    """Return a new registry with the built-in providers (``openai``, ``local``)."""
-    return ProviderRegistry({"openai": OpenAIProvider, "local": LocalProvider})
+    """Return a new registry with the built-in providers.
+
+    ``openai``, ``local`` and every preset of ``engine.presets`` (``anthropic``,
+    ``gemini`` …), each served by :class:`OpenAIProvider` with the vendor's URL and key.
+    """
+    factories: dict[str, ProviderFactory] = {"openai": OpenAIProvider, "local": LocalProvider}
+    for name in PRESETS:
+        factories[name] = _preset_factory(name)
+    return ProviderRegistry(factories)
 
 
 @dataclass(frozen=True, slots=True)
 class _Route:
-    base_url: str
-    api_key_env: str
+    route: Route
     defaults: GenerationParams
-    uses_default_endpoint: bool
+
+    @property
+    def base_url(self) -> str:
+        return self.route.base_url
+
+    @property
+    def api_key_env(self) -> str:
+        return self.route.api_key_env
 
 
 class OpenAIProvider:
     """``openai/NAME`` through ``openai.AsyncOpenAI`` (also vLLM, llama.cpp, Ollama …).
 
+    With ``provider`` set to a preset (``anthropic`` …), the same client serves that
+    vendor's OpenAI-compatible endpoint, with the parameter rules of ``engine.presets``.
     One client per (base_url, api_key_env); the SDK's own retries are off so the engine's
     policy is the only one. The key is read from the environment when a client is built and
     lives only inside that client.
     """
 
-    def __init__(self, settings: EngineSettings) -> None:
+    def __init__(self, settings: EngineSettings, provider: str = "openai") -> None:
         self._settings = settings
+        self.provider = provider
         self._routes: dict[str, _Route] = {}
         self._clients: dict[tuple[str, str], tuple[openai.AsyncOpenAI, str]] = {}
         self._http_clients: dict[tuple[str, str], httpx2.AsyncClient] = {}
@@ -142,36 +165,30 @@ class OpenAIProvider:
         route = self._routes.get(model)
         if route is None:
             overrides = self._settings.per_model.get(model, {})
-            base_url = (
-                overrides.get("base_url")
-                or self._settings.base_url
-                or os.environ.get("OPENAI_BASE_URL")
-                or None
-            )
             params = overrides.get("params") or {}
             try:
                 defaults = GenerationParams(**dict(params))
             except TypeError as exc:
                 raise ConfigError(f"per_model[{model!r}]['params'] is invalid: {exc}") from None
-            route = _Route(
-                base_url=str(base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/"),
-                api_key_env=str(overrides.get("api_key_env") or self._settings.api_key_env),
-                defaults=defaults,
-                uses_default_endpoint=base_url is None,
+            found = model_route(
+                model, overrides, self._settings.base_url, self._settings.api_key_env
             )
+            route = _Route(found, defaults)
             self._routes[model] = route
         return route
 
     def endpoint(self, model: str) -> str:
-        """``openai:<base url>``."""
-        return "openai:" + self._route(model).base_url
+        """``<provider>:<base url>`` (``openai:https://api.openai.com/v1``)."""
+        return f"{self.provider}:{self._route(model).base_url}"
 
     def check(self, model: str) -> None:
-        """Reject a missing key, but only for the real OpenAI API (local servers need none)."""
+        """Reject a missing key (only for a vendor's own URL) and a refused reasoning effort."""
         split_model(model)
         route = self._route(model)
-        if route.uses_default_endpoint and not os.environ.get(route.api_key_env):
+        if route.route.key_required and not os.environ.get(route.api_key_env):
             raise ConfigError(missing_key_message(model, route.api_key_env))
+        if route.defaults.reasoning_effort is not None and not route.route.rule.reasoning_effort:
+            raise ConfigError(refused_effort_message(model, route.route))
 
     def effective_params(self, request: GenerationRequest) -> GenerationParams:
         """Request params over the per-model defaults."""
@@ -205,21 +222,26 @@ class OpenAIProvider:
 
     def _body(self, request: GenerationRequest, route: _Route) -> dict[str, Any]:
         params = request.params.merged_over(route.defaults)
+        rule = route.route.rule
         kwargs: dict[str, Any] = {
             "model": split_model(request.model)[1],
             "messages": [dict(m) for m in request.messages],
         }
-        if params.temperature is not None:
-            kwargs["temperature"] = params.temperature
-        if params.top_p is not None:
-            kwargs["top_p"] = params.top_p
+        # What the vendor refuses is never sent (engine.presets.RULES): a reasoning model's
+        # temperature, the second of two exclusive parameters.
+        for name in ("temperature", "top_p"):
+            value = getattr(params, name)
+            if value is None or name in rule.refused:
+                continue
+            if name in rule.exclusive and any(other in kwargs for other in rule.exclusive):
+                continue
+            kwargs[name] = value
         if params.max_new_tokens is not None:
-            # OpenAI's own API wants max_completion_tokens (reasoning models reject
-            # max_tokens); compatible servers (vLLM, llama.cpp, Ollama) all read max_tokens.
-            field = "max_completion_tokens" if route.uses_default_endpoint else "max_tokens"
-            kwargs[field] = params.max_new_tokens
-        if params.seed is not None:
-            kwargs["seed"] = params.seed
+            kwargs[route.route.max_tokens_field] = params.max_new_tokens
+        if params.seed is not None and "seed" not in rule.refused:
+            kwargs[rule.seed_field] = params.seed
+        if params.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = params.reasoning_effort
         if params.response_format is not None:
             kwargs["response_format"] = dict(params.response_format)
         if params.extra_body is not None:
@@ -228,6 +250,8 @@ class OpenAIProvider:
         return kwargs
 
     def _prepare_sender(self, key: tuple[str, str], client: openai.AsyncOpenAI) -> None:
+        if not self._settings.sdk_fast_path:
+            return
         if key not in self._senders and self._clients.get(key, (None,))[0] is client:
             self._senders[key] = _Sender.build(client, self._http_clients[key])
 

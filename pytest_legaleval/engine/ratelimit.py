@@ -14,18 +14,32 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["AdaptiveConcurrency", "TokenBucket", "estimate_tokens"]
+__all__ = [
+    "DEFAULT_OUTPUT_TOKENS",
+    "AdaptiveConcurrency",
+    "TokenBucket",
+    "estimate_prompt_tokens",
+    "estimate_tokens",
+]
+
+DEFAULT_OUTPUT_TOKENS = 256
+"""Output tokens a call is assumed to produce when ``max_new_tokens`` is not set."""
+
+
+def estimate_prompt_tokens(messages: Sequence[Mapping[str, str]]) -> int:
+    """A prompt's tokens, cheaply: about 4 characters per token plus 4 per message."""
+    chars = sum(len(m.get("content", "")) for m in messages)
+    return chars // 4 + 4 * len(messages)
 
 
 def estimate_tokens(messages: Sequence[Mapping[str, str]], max_new_tokens: int | None) -> int:
     """Estimate a call's tokens cheaply (charged before the call, corrected after).
 
-    About 4 characters per token plus a few tokens of chat framing per message; the output
-    is charged at ``max_new_tokens`` (or a modest default) and corrected after the call.
+    The prompt's (:func:`estimate_prompt_tokens`); the output is charged at
+    ``max_new_tokens`` (or :data:`DEFAULT_OUTPUT_TOKENS`) and corrected after the call.
     """
-    chars = sum(len(m.get("content", "")) for m in messages)
-    framing = 4 * len(messages)
-    return chars // 4 + framing + (max_new_tokens if max_new_tokens is not None else 256)
+    output = max_new_tokens if max_new_tokens is not None else DEFAULT_OUTPUT_TOKENS
+    return estimate_prompt_tokens(messages) + output
 
 
 class TokenBucket:

@@ -13,20 +13,31 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from pytest_legaleval.engine.presets import (
+    PRESETS,
+    REASONING_EFFORTS,
+    Route,
+    base_url_variable,
+    resolve_route,
+)
 from pytest_legaleval.errors import ConfigError
 
 __all__ = [
     "BUILTIN_PROVIDERS",
     "ModelConfig",
     "check_models",
+    "key_env_vars",
     "missing_key_message",
+    "model_route",
     "per_model",
+    "refused_effort_message",
     "split_model",
     "unknown_provider_message",
 ]
 
-BUILTIN_PROVIDERS = ("local", "openai")
-"""The provider prefixes of the engine's default registry (``PROVIDER/NAME``)."""
+BUILTIN_PROVIDERS: tuple[str, ...] = tuple(sorted(("local", "openai", *PRESETS)))
+"""The provider prefixes of the engine's default registry (``PROVIDER/NAME``): ``openai``,
+``local`` and the presets (``anthropic``, ``gemini`` …, see ``engine.presets``)."""
 
 
 class ModelConfig(Protocol):
@@ -61,7 +72,7 @@ class ModelConfig(Protocol):
         """The default key variable."""
 
 
-_PARAM_KEYS = ("temperature", "top_p", "max_new_tokens", "seed")
+_PARAM_KEYS = ("temperature", "top_p", "max_new_tokens", "seed", "reasoning_effort")
 _MODEL_KEYS = frozenset({"base_url", "api_key_env", *_PARAM_KEYS})
 
 
@@ -85,11 +96,32 @@ def unknown_provider_message(provider: str, accepted: tuple[str, ...]) -> str:
 
 
 def missing_key_message(model: str, api_key_env: str) -> str:
-    """The error for a model on the real OpenAI API whose key variable is not set."""
+    """The error for a model bound to its vendor's URL whose key variable is not set."""
+    provider = model.partition("/")[0]
+    if provider in PRESETS:
+        return (
+            f"{api_key_env} is not set: export it for {model!r} ({PRESETS[provider].base_url}), "
+            f"or point models['{model}'].base_url (or {base_url_variable(provider)}) at "
+            "another OpenAI-compatible server"
+        )
     return (
         f"{api_key_env} is not set: export it for {model!r}, or point "
         "--base-url / OPENAI_BASE_URL at an OpenAI-compatible server"
     )
+
+
+def model_route(model: str, entry: Mapping[str, Any], base_url: str | None, key_env: str) -> Route:
+    """The route of an ``openai/`` or preset model (see ``engine.presets.resolve_route``)."""
+    provider, name = split_model(model)
+    return resolve_route(provider, name, entry, base_url=base_url, api_key_env=key_env)
+
+
+def _check_reasoning_effort(model: str, value: object) -> None:
+    if not isinstance(value, str) or value not in REASONING_EFFORTS:
+        raise ConfigError(
+            f"models[{model!r}]: reasoning_effort must be one of "
+            f"{', '.join(REASONING_EFFORTS)}, got {value!r}"
+        )
 
 
 def per_model(settings: ModelConfig) -> dict[str, dict[str, Any]]:
@@ -112,23 +144,46 @@ def per_model(settings: ModelConfig) -> dict[str, dict[str, Any]]:
                 f"models[{model!r}]: unknown settings {sorted(unknown)}; accepted: "
                 f"{sorted(_MODEL_KEYS)}{hint}"
             )
+        if "reasoning_effort" in values:
+            _check_reasoning_effort(model, values["reasoning_effort"])
         entry: dict[str, Any] = {k: values[k] for k in ("base_url", "api_key_env") if k in values}
         params = {k: values[k] for k in _PARAM_KEYS if k in values}
         if params:
             entry["params"] = params
         out[model] = entry
     if settings.judge_base_url:
+        # Like --base-url, the judges' URL is the openai/ provider's: a preset judge keeps
+        # its vendor (or its models: entry).
         for judge in settings.judge_model:
-            out.setdefault(judge, {}).setdefault("base_url", settings.judge_base_url)
+            if judge.partition("/")[0] == "openai":
+                out.setdefault(judge, {}).setdefault("base_url", settings.judge_base_url)
     return out
+
+
+def key_env_vars(settings: ModelConfig) -> list[str]:
+    """Every variable that may hold an API key of this run (their values are secrets).
+
+    The session's ``--api-key-env``, each ``models:`` entry's, and the preset variable of
+    every model of the run.
+    """
+    names = [settings.api_key_env]
+    for values in settings.per_model.values():
+        if isinstance(values.get("api_key_env"), str):
+            names.append(values["api_key_env"])
+    for model in (*settings.model, *settings.judge_model, *settings.per_model):
+        preset = PRESETS.get(str(model).partition("/")[0])
+        if preset is not None:
+            names.append(preset.api_key_env)
+    return list(dict.fromkeys(names))
 
 
 def check_models(settings: ModelConfig) -> None:
     """Raise ``ConfigError`` for a model the engine could not serve.
 
-    A model that is not ``PROVIDER/NAME`` of a built-in provider, or an ``openai/`` model
-    bound for the real OpenAI API (no base URL anywhere) whose key variable is unset.
-    ``local/`` models get their server (and URL) from the plugin later.
+    A model that is not ``PROVIDER/NAME`` of a built-in provider; an ``openai/`` or preset
+    model bound for its vendor's own URL whose key variable is unset; a ``reasoning_effort``
+    the model's vendor refuses (``engine.presets.RULES``). ``local/`` models get their
+    server (and URL) from the plugin later.
     """
     overrides = per_model(settings)
     models = [*settings.model] if not settings.responses else []
@@ -136,10 +191,19 @@ def check_models(settings: ModelConfig) -> None:
         provider, _ = split_model(model)
         if provider not in BUILTIN_PROVIDERS:
             raise ConfigError(unknown_provider_message(provider, BUILTIN_PROVIDERS))
-        if provider != "openai":
+        if provider == "local":
             continue
         entry = overrides.get(model, {})
-        base_url = entry.get("base_url") or settings.base_url or os.environ.get("OPENAI_BASE_URL")
-        api_key_env = str(entry.get("api_key_env") or settings.api_key_env)
-        if not base_url and not os.environ.get(api_key_env):
-            raise ConfigError(missing_key_message(model, api_key_env))
+        route = model_route(model, entry, settings.base_url, settings.api_key_env)
+        if route.key_required and not os.environ.get(route.api_key_env):
+            raise ConfigError(missing_key_message(model, route.api_key_env))
+        if "reasoning_effort" in entry.get("params", {}) and not route.rule.reasoning_effort:
+            raise ConfigError(refused_effort_message(model, route))
+
+
+def refused_effort_message(model: str, route: Route) -> str:
+    """The error for a ``reasoning_effort`` that the model's vendor answers with an error."""
+    return (
+        f"models[{model!r}]: {model} does not take reasoning_effort (its vendor answers it "
+        f"with an error, see {route.rule.source}); remove it from the models: entry"
+    )

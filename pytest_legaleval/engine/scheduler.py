@@ -14,6 +14,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 
+from pytest_legaleval.engine.budget import BUDGET_REASON, Budget
 from pytest_legaleval.engine.jobs import Job, Pool, failed_result, success_result
 from pytest_legaleval.engine.ratelimit import AdaptiveConcurrency, TokenBucket
 from pytest_legaleval.engine.retry import classify_error
@@ -39,11 +40,19 @@ class Scheduler:
         settings: the engine's settings (limits are already per process).
         on_success: called with a successful job (the engine stores, then resolves it).
         on_done: called with a failed or cancelled job (the engine resolves it).
+        budget: the spend cap (``--max-cost``), if any.
 
     """
 
-    def __init__(self, settings: EngineSettings, on_success: OnSuccess, on_done: OnDone) -> None:
+    def __init__(
+        self,
+        settings: EngineSettings,
+        on_success: OnSuccess,
+        on_done: OnDone,
+        budget: Budget | None = None,
+    ) -> None:
         self.settings = settings
+        self.budget = budget
         self._on_success = on_success
         self._on_done = on_done
         self.pools: dict[str, Pool] = {}
@@ -74,6 +83,10 @@ class Scheduler:
     def enqueue(self, jobs: Iterable[Job]) -> None:
         """Append jobs in submission order and wake their dispatchers."""
         woken: dict[int, Pool] = {}
+        if self.budget is not None and self.budget.exhausted:
+            for job in jobs:
+                self._refuse(job)
+            return
         for job in jobs:
             job.pool.queue.append(job)
             woken[id(job.pool)] = job.pool
@@ -95,11 +108,23 @@ class Scheduler:
                 pool.wakeup.clear()
                 await pool.wakeup.wait()
                 continue
+            budget = self.budget
+            if budget is not None and not budget.fits(job.cost_estimate):
+                if budget.in_flight and not budget.exhausted:
+                    # Calls in flight usually cost less than they hold: wait for them.
+                    pool.wakeup.clear()
+                    await pool.wakeup.wait()
+                    continue
+                self._exhaust_budget(job.cost_estimate)
+                continue
             wait = self._rate_wait(job)
             if wait > 0:
                 await asyncio.sleep(wait)
                 continue  # the queue may have changed (cancel_all) while sleeping
             pool.pop_next()
+            if budget is not None:
+                job.reserved = job.cost_estimate
+                budget.reserve(job.reserved)
             if self._rpm is not None:
                 self._rpm.take(1)
             if self._tpm is not None:
@@ -123,6 +148,44 @@ class Scheduler:
         job.pool.running.discard(job)
         job.pool.wakeup.set()
 
+    def _settle(self, job: Job, actual: float | None) -> None:
+        """Replace the attempt's reservation by its cost (``None``: what it reserved)."""
+        budget = self.budget
+        if budget is None or not job.reserved:
+            return
+        reserved, job.reserved = job.reserved, 0.0
+        budget.settle(reserved, reserved if actual is None else actual)
+        # A pool waiting for the budget may fit now.
+        for pool in self.distinct_pools():
+            pool.wakeup.set()
+
+    def _spent(self, job: Job, raw: RawCompletion) -> float | None:
+        if self.budget is None or raw.input_tokens is None or raw.output_tokens is None:
+            return None
+        return self.budget.cost(job.request.model, raw.input_tokens, raw.output_tokens)
+
+    def _refuse(self, job: Job) -> None:
+        assert self.budget is not None
+        self.budget.refused += 1
+        message = self.budget.message(job.cost_estimate)
+        self._on_done(job, failed_result(job, "cancelled", message, BUDGET_REASON))
+
+    def _exhaust_budget(self, amount: float) -> None:
+        """Nothing fits and nothing is in flight: every call not yet sent is cancelled."""
+        assert self.budget is not None
+        self.budget.exhausted = True
+        for pool in self.distinct_pools():
+            queued = [*pool.retries, *pool.queue]
+            pool.retries.clear()
+            pool.queue.clear()
+            for job in queued:
+                self._refuse(job)
+        for job in list(self.waiting):
+            if job.timer is not None:
+                job.timer.cancel()
+            self.waiting.discard(job)
+            self._refuse(job)
+
     async def _run_attempt(self, job: Job) -> None:
         try:
             await self._attempt(job)
@@ -131,6 +194,7 @@ class Scheduler:
             # ends, with a result, so no caller waits forever.
             if job in job.pool.running:
                 self._release(job)
+            self._settle(job, None)
             if not job.resolved:
                 message = clean_text(f"engine error: {type(exc).__name__}: {exc}"[:300])[0]
                 self._on_done(job, failed_result(job, "internal_error", message))
@@ -150,6 +214,7 @@ class Scheduler:
             stamp = utc_timestamp(started_wall)
             job.attempts.append(Attempt(number, stamp, latency, "cancelled", message="cancelled"))
             self._release(job)
+            self._settle(job, None)
             self._on_done(job, failed_result(job, "cancelled", "cancelled"))
             return
         except Exception as exc:
@@ -168,6 +233,7 @@ class Scheduler:
             )
         )
         self._release(job)
+        self._settle(job, self._spent(job, raw))
         job.pool.limiter.on_success()
         if self._tpm is not None and raw.input_tokens is not None:
             actual = raw.input_tokens + (raw.output_tokens or 0)
@@ -191,6 +257,8 @@ class Scheduler:
             )
         )
         self._release(job)
+        # An HTTP error cost nothing; without a reply the vendor may have generated.
+        self._settle(job, 0.0 if found.status_code is not None else None)
         if self._tpm is not None and found.status_code is not None:
             self._tpm.adjust(job.token_estimate)  # an HTTP error consumed no generation
         if found.code == "rate_limited":
@@ -238,4 +306,5 @@ class Scheduler:
             # finished meanwhile was released and is on its way through the cache).
             if job in job.pool.running:
                 self._release(job)
+                self._settle(job, None)
                 self._on_done(job, failed_result(job, "cancelled", "cancelled"))

@@ -80,6 +80,9 @@ class GenerationParams:
     """Passed through as ``response_format`` (e.g. a JSON schema)."""
     extra_body: Mapping[str, Any] | None = None
     """Extra JSON fields merged into the request body (e.g. llama.cpp ``grammar``)."""
+    reasoning_effort: str | None = None
+    """``reasoning_effort`` of reasoning models (``low``, ``medium``, ``high`` …), sent
+    where the vendor takes it (``engine.presets.RULES``)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Return the fields that are set as plain JSON values (stable under new fields)."""
@@ -204,6 +207,9 @@ class GenerationResult:
     """Start time of the last attempt."""
     latency_exceeded: bool = False
     """The successful attempt was slower than the request's ``max_latency_ms``."""
+    cancel_reason: str | None = None
+    """Why a ``cancelled`` request was cancelled: ``budget`` when ``--max-cost`` stopped it
+    before it was sent (``engine.budget``); ``None`` otherwise."""
 
     @property
     def ok(self) -> bool:
@@ -313,9 +319,18 @@ class EngineSettings:
     total (50 over 3 workers: 17, 17, 16)."""
     transport: str = "auto"
     """``httpx``, ``aiohttp`` or ``auto`` (the faster one measured, see benchmarks)."""
+    sdk_fast_path: bool = False
+    """Send requests through the openai SDK's private request pieces once a client has
+    made its first call (less CPU per call). Off by default: only the documented API is
+    used; the pytest layer turns it on where it was measured (``pytest/tricks.py``)."""
     per_model: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per ``PROVIDER/NAME`` overrides: ``base_url``, ``api_key_env``, ``params`` (a mapping
     of ``GenerationParams`` fields used where the request leaves them unset)."""
+    max_cost_usd: float | None = None
+    """Spend cap in USD over all ``share`` processes (``engine.budget``); ``None``: none."""
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """USD per million ``(input, output)`` tokens by ``PROVIDER/NAME``, for the spend cap;
+    every model called must have one (``local/`` models are free)."""
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool]] = [
@@ -326,6 +341,10 @@ class EngineSettings:
             ("judge_concurrency", self.judge_concurrency is None or self.judge_concurrency >= 1),
             ("rpm", self.rpm is None or self.rpm > 0),
             ("tpm", self.tpm is None or self.tpm > 0),
+            (
+                "max_cost_usd",
+                self.max_cost_usd is None or 0 < self.max_cost_usd < float("inf"),
+            ),
         ]
         for name, ok in checks:
             if not ok:

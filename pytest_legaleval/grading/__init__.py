@@ -1,0 +1,21 @@
+"""Grading: how an answer becomes a verdict.
+
+A :class:`Grader` (``base.py``) turns a :class:`GradeRequest` (record, answer, policy,
+judge panel) into a :class:`Grade`; a :class:`GraderRegistry` (``registry.py``) picks the
+grader of a record by its policy id, then its task type. Built in (``graders.py``): MCQ
+letter extraction (``mcq.py``) and the LLM judge panel (``panel.py``, prompts and reply
+parsing in ``judge.py``, scoring rules in ``scoring.py``) for reference, rubric and
+criteria records. Policies (``policies.py`` and ``policies/*.yaml``) carry the prompts,
+judge templates, scoring and pass threshold. ``verdicts.py`` re-scores recorded judge
+verdicts without a call.
+
+Never imports pytest, the pipeline or the run directory: grading is pure but for the
+judge panel's calls through the engine.
+"""
+
+from __future__ import annotations
+
+from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
+from pytest_legaleval.grading.registry import GraderRegistry, default_registry
+
+__all__ = ["Grade", "GradeRequest", "Grader", "GraderRegistry", "default_registry"]

@@ -32,10 +32,11 @@ from pytest_legaleval.grading.judge import (
     judge_template_sha256,
     parse_reply,
     round_to_step,
-    rubric_score,
     semantic_problem,
 )
+from pytest_legaleval.grading.judge_schemas import criterion_grade
 from pytest_legaleval.grading.policies import Policy
+from pytest_legaleval.grading.scoring import RubricOutcome, score_rubric
 from pytest_legaleval.records import JudgeSummary, JudgeVerdict, Record
 
 __all__ = ["JUDGE_SYSTEM_PROMPT", "JudgeOutcome", "JudgePanel", "judged_grade"]
@@ -75,9 +76,13 @@ class JudgeOutcome:
     """``None``, or why the item is a judge error."""
     cancelled: bool
     criteria: list[dict[str, Any]] = field(default_factory=list)
-    """Rubric: per criterion ``id``, ``title``, ``weight``, ``met`` (share of judges),
-    ``rationale``. Criteria records: ``id``, ``rating`` (mean), ``score``, ``rationale``."""
+    """Rubric: per criterion ``id``, ``title``, ``weight``, ``met`` (the judges' mean grade,
+    ``None`` where a verdict failed, then with ``error``), ``rationale`` — kept also when the
+    item is a judge error. Criteria records: ``id``, ``rating`` (mean), ``score``,
+    ``rationale``."""
     rationale: str = ""
+    rubric: RubricOutcome | None = None
+    """Rubric items: the share of the rubric the score covers, under the policy's scoring."""
 
 
 def _add(total: int | None, value: int | None) -> int | None:
@@ -123,7 +128,7 @@ class JudgePanel:
             **structured_params(mode, task.schema),
         )
         messages: list[dict[str, str]] = [
-            {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
+            {"role": "system", "content": task.system or JUDGE_SYSTEM_PROMPT},
             {"role": "user", "content": task.prompt},
         ]
         asked = _Asked()
@@ -192,18 +197,13 @@ class JudgePanel:
             self._verdict(model, kind, record, policy, tasks, results)
             for model, results in zip(self.models, per_model, strict=True)
         ]
+        cancelled = any(a.cancelled for a in asked)
+        if kind == "rubric":
+            return self._rubric_outcome(record, policy, template_sha, verdicts, cancelled)
         scores = [v.score for v in verdicts]
         failed = [v for v in verdicts if v.error is not None]
-        cancelled = any(a.cancelled for a in asked)
         score = None if failed or not scores else sum(s or 0.0 for s in scores) / len(scores)
-        summary = JudgeSummary(
-            models=self.models,
-            params=self.params(),
-            template_sha256=template_sha,
-            kind=kind,
-            score=score,
-            verdicts=tuple(verdicts),
-        )
+        summary = self._summary(kind, template_sha, score, verdicts)
         error = "; ".join(f"{v.model}: {v.error}" for v in failed) or None
         if error is not None:
             return JudgeOutcome(summary, score, error, cancelled)
@@ -214,6 +214,62 @@ class JudgePanel:
             cancelled,
             criteria=self._criteria(kind, record, verdicts),
             rationale=" | ".join(v.rationale for v in verdicts if v.rationale),
+        )
+
+    def _summary(
+        self, kind: str, template_sha: str, score: float | None, verdicts: Sequence[JudgeVerdict]
+    ) -> JudgeSummary:
+        return JudgeSummary(
+            models=self.models,
+            params=self.params(),
+            template_sha256=template_sha,
+            kind=kind,
+            score=score,
+            verdicts=tuple(verdicts),
+        )
+
+    def _rubric_outcome(
+        self,
+        record: Record,
+        policy: Policy,
+        template_sha: str,
+        verdicts: Sequence[JudgeVerdict],
+        cancelled: bool,
+    ) -> JudgeOutcome:
+        """A rubric item: each criterion's grade is the judges' mean, scored by the policy.
+
+        A criterion some judge could not grade has no grade; the policy says whether that
+        makes the item a judge error (``on_partial_judge_failure: error``) or whether the
+        judged criteria are scored alone (``score_judged``). Either way every criterion
+        verdict is kept.
+        """
+        criteria: list[dict[str, Any]] = []
+        pairs: list[tuple[float, float | None]] = []
+        for i, criterion in enumerate(record.rubric):
+            entries = [v.criteria[i] for v in verdicts]
+            grades: list[float] = [e["grade"] for e in entries if e.get("grade") is not None]
+            grade = sum(grades) / len(grades) if len(grades) == len(entries) else None
+            first = entries[0]
+            failure = next((e.get("error") for e in entries if e.get("error")), None)
+            criteria.append(
+                {
+                    "id": criterion.id,
+                    "title": criterion.title,
+                    "weight": criterion.weight,
+                    "met": grade,
+                    "rationale": first.get("rationale") or "",
+                    **({"error": failure} if failure else {}),
+                }
+            )
+            pairs.append((criterion.weight, grade))
+        rubric = score_rubric(pairs, policy.scoring, policy.on_partial_judge_failure)
+        summary = self._summary("rubric", template_sha, rubric.score, verdicts)
+        error = None
+        if rubric.score is None:
+            failed = [v for v in verdicts if v.error is not None]
+            error = "; ".join(f"{v.model}: {v.error}" for v in failed) or rubric.describe()
+        return JudgeOutcome(
+            summary, rubric.score, error, cancelled, criteria=criteria, rubric=rubric
         )
 
     def _verdict(
@@ -239,19 +295,11 @@ class JudgePanel:
             "attempts": tuple(attempt for a in results for attempt in a.attempts),
         }
         errors = [(t, a) for t, a in zip(tasks, results, strict=True) if a.value is None]
+        if kind == "rubric":
+            return self._rubric_verdict(model, policy, tasks, results, common)
         if errors:
-            task, first = errors[0]
-            where = f"criterion {task.key!r}: " if kind == "rubric" else ""
-            failed: tuple[dict[str, Any], ...] = ()
-            if kind == "rubric":
-                failed = tuple(
-                    {"id": t.key, "error": a.error, "raw": a.raw}
-                    for t, a in zip(tasks, results, strict=True)
-                    if a.value is None
-                )
-            return JudgeVerdict(
-                model, None, criteria=failed, error=f"{where}{first.error}", raw=first.raw, **common
-            )
+            first = errors[0][1]
+            return JudgeVerdict(model, None, error=first.error, raw=first.raw, **common)
         values = [a.value for a in results if a.value is not None]
         if kind == "reference":
             value = values[0]
@@ -277,34 +325,55 @@ class JudgePanel:
                 criteria=rated,
                 **common,
             )
-        criteria = []
-        pairs = []
-        for task, value in zip(tasks, values, strict=True):
-            met = bool(value["met"]) if "met" in value else value["result"] == 1
-            reason = str(value.get("rationale", value.get("reason", "")))
+        raise AssertionError(f"unexpected judge kind {kind!r}")
+
+    @staticmethod
+    def _rubric_verdict(
+        model: str,
+        policy: Policy,
+        tasks: Sequence[JudgeTask],
+        results: Sequence[_Asked],
+        common: dict[str, Any],
+    ) -> JudgeVerdict:
+        """One judge's verdict on a rubric: every criterion, graded or with its failure."""
+        criteria: list[dict[str, Any]] = []
+        pairs: list[tuple[float, float | None]] = []
+        first_failure: tuple[JudgeTask, _Asked] | None = None
+        for task, asked in zip(tasks, results, strict=True):
             weight = task.criterion.weight if task.criterion else 1.0
-            criteria.append({"id": task.key, "met": met, "score": float(met), "rationale": reason})
-            pairs.append((weight, float(met)))
-        return JudgeVerdict(model, rubric_score(pairs), criteria=tuple(criteria), **common)
+            if asked.value is None:
+                first_failure = first_failure or (task, asked)
+                criteria.append(
+                    {"id": task.key, "grade": None, "error": asked.error, "raw": asked.raw}
+                )
+                pairs.append((weight, None))
+                continue
+            grade, reason = criterion_grade(asked.value)
+            criteria.append(
+                {
+                    "id": task.key,
+                    "met": grade >= 0.5,
+                    "grade": grade,
+                    "score": grade,
+                    "rationale": reason,
+                }
+            )
+            pairs.append((weight, grade))
+        rubric = score_rubric(pairs, policy.scoring, policy.on_partial_judge_failure)
+        error = raw = None
+        if first_failure is not None:
+            task, asked = first_failure
+            raw = asked.raw
+            if rubric.score is None:
+                error = f"criterion {task.key!r}: {asked.error}"
+        return JudgeVerdict(
+            model, rubric.score, criteria=tuple(criteria), error=error, raw=raw, **common
+        )
 
     @staticmethod
     def _criteria(
         kind: str, record: Record, verdicts: Sequence[JudgeVerdict]
     ) -> list[dict[str, Any]]:
-        if kind == "rubric":
-            out = []
-            for i, criterion in enumerate(record.rubric):
-                mets = [float(v.criteria[i]["met"]) for v in verdicts]
-                out.append(
-                    {
-                        "id": criterion.id,
-                        "title": criterion.title,
-                        "weight": criterion.weight,
-                        "met": sum(mets) / len(mets),
-                        "rationale": verdicts[0].criteria[i]["rationale"],
-                    }
-                )
-            return out
         if kind == "criteria":
             out = []
             for i, name in enumerate(record.required_criteria):
@@ -334,9 +403,12 @@ def _explain(kind: str, outcome: JudgeOutcome, threshold: float, passed: bool) -
     relation = ">=" if passed else "<"
     head = f"judge score {score:.2f} {relation} threshold {threshold:.2f}"
     if kind == "rubric":
-        unmet = [c for c in outcome.criteria if c["weight"] > 0 and c["met"] < 1]
-        penalties = [c for c in outcome.criteria if c["weight"] < 0 and c["met"] > 0]
+        graded = [c for c in outcome.criteria if c["met"] is not None]
+        unmet = [c for c in graded if c["weight"] > 0 and c["met"] < 1]
+        penalties = [c for c in graded if c["weight"] < 0 and c["met"] > 0]
         parts = [head]
+        if outcome.rubric is not None and outcome.rubric.partial:
+            parts.append(outcome.rubric.describe())
         if unmet:
             parts.append(
                 "not met: "
@@ -363,6 +435,18 @@ def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, An
     kind = outcome.summary.kind
     grader = f"judge:{kind}"
     details = {**details, "threshold": policy.pass_threshold}
+    if outcome.criteria:
+        details["criteria"] = outcome.criteria
+    if outcome.rubric is not None:
+        rubric = outcome.rubric
+        details["rubric"] = {
+            "scoring": policy.scoring,
+            "judged": rubric.judged,
+            "total": rubric.total,
+            "span": rubric.span,
+            "full_span": rubric.full_span,
+            "coverage": rubric.describe(),
+        }
     if outcome.cancelled:
         return Grade(
             "error",
@@ -389,7 +473,6 @@ def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, An
         )
     score = outcome.score if outcome.score is not None else 0.0
     passed = score >= policy.pass_threshold
-    details["criteria"] = outcome.criteria
     reason = "correct" if passed else "below_threshold"
     explanation = _explain(kind, outcome, policy.pass_threshold, passed)
     citations = details.get("citations")

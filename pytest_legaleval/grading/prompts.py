@@ -13,7 +13,7 @@ the framing become one, the framing is trimmed); values are put in afterwards, u
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from string import Template
 
@@ -61,8 +61,8 @@ TEMPLATE_VERSION = template_version(default_policy())
 """The default policy's template version (what records without ``policy_id`` use)."""
 
 
-def _attachments_text(record: Record, policy: Policy) -> str:
-    items = record_attachments(record)
+def _attachments_text(record: Record, policy: Policy, roots: Sequence[str]) -> str:
+    items = record_attachments(record, roots)
     if not items:
         return ""
     parts = []
@@ -84,12 +84,18 @@ def _task_domain(metadata: Mapping[str, object]) -> str:
     return ""
 
 
-def user_fields(record: Record, policy: Policy) -> dict[str, str]:
-    """The values of the user template's placeholders for ``record``."""
+def user_fields(
+    record: Record, policy: Policy, *, attachment_roots: Sequence[str] = ()
+) -> dict[str, str]:
+    """The values of the user template's placeholders for ``record``.
+
+    Attachments are read from the dataset's folder, or from ``attachment_roots``
+    (``--attachments-root``).
+    """
     choices = "\n".join(
         _fill_line(policy.choice_format, id=c.id, text=c.text) for c in record.choices
     )
-    attachments = _attachments_text(record, policy)
+    attachments = _attachments_text(record, policy, attachment_roots)
     if not attachments:
         attachments_block = ""
     elif policy.attachment_style == "files":
@@ -171,12 +177,14 @@ def render(template: str, values: Mapping[str, str]) -> str:
     return _SLOT.sub(lambda m: values[names[int(m.group(1))]], framed)
 
 
-def user_turns(record: Record, policy: Policy) -> list[str]:
+def user_turns(
+    record: Record, policy: Policy, *, attachment_roots: Sequence[str] = ()
+) -> list[str]:
     """The user messages the policy builds for ``record``.
 
     Its user turn, then the policy's further turns; turns that come out empty are left out.
     """
-    fields = user_fields(record, policy)
+    fields = user_fields(record, policy, attachment_roots=attachment_roots)
     main = policy.mcq_user_template if record.choices and policy.mcq_user_template else None
     turns = [render(main or policy.user_template, fields)]
     turns.extend(render(t, fields) for t in policy.extra_user_turns)
@@ -184,7 +192,11 @@ def user_turns(record: Record, policy: Policy) -> list[str]:
 
 
 def build_messages(
-    record: Record, policy: Policy | None = None, *, previous_response: str | None = None
+    record: Record,
+    policy: Policy | None = None,
+    *,
+    previous_response: str | None = None,
+    attachment_roots: Sequence[str] = (),
 ) -> list[dict[str, str]]:
     """The chat messages for one record.
 
@@ -193,6 +205,7 @@ def build_messages(
         policy: its policy (``default`` when omitted).
         previous_response: an earlier answer (``--conversation-from``), inserted as the
             assistant turn before the record's follow-up.
+        attachment_roots: folders besides the dataset's that attachments may be read from.
 
     Returns:
         The policy's system prompt (if any), the ``messages`` turns as given, then (when
@@ -211,5 +224,6 @@ def build_messages(
         messages.pop()  # rebuilt below with its context, choices and attachments
     if previous_response is not None:
         messages.append({"role": "assistant", "content": previous_response})
-    messages.extend({"role": "user", "content": turn} for turn in user_turns(record, policy))
+    turns = user_turns(record, policy, attachment_roots=attachment_roots)
+    messages.extend({"role": "user", "content": turn} for turn in turns)
     return messages

@@ -51,16 +51,23 @@ class GraderRegistry:
             assert policy_id is not None
             self._by_policy[policy_id] = grader
 
+    def policy_ids(self) -> frozenset[str]:
+        """The policy ids that have a grader of their own."""
+        return frozenset(self._by_policy)
+
     def for_record(self, record: Record, policy_id: str | None = None) -> Grader:
-        """The grader of ``record`` under the policy ``policy_id`` (default: its own).
+        """The grader of ``record``.
+
+        Its own ``policy_id``'s grader, else that of the policy it is graded under
+        (``policy_id``, when the record's is unknown), else its task type's.
 
         Raises:
             ConfigError: no grader is registered for its policy or task type.
 
         """
-        key = policy_id if policy_id is not None else record.policy_id
-        if key is not None and key in self._by_policy:
-            return self._by_policy[key]
+        for key in (record.policy_id, policy_id):
+            if key is not None and key in self._by_policy:
+                return self._by_policy[key]
         grader = self._by_task.get(record.task_type)
         if grader is None:
             raise ConfigError(f"no grader is registered for task type {record.task_type!r}")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED, bootstrap_mean_interval
 from pytest_legaleval.metrics.summary import failure_type
 
@@ -21,10 +22,12 @@ __all__ = [
     "Comparison",
     "PairedItem",
     "binomial_cdf",
+    "check_same_scoring",
     "compare_runs",
     "item_key",
     "mcnemar_exact",
     "pair_fields",
+    "rubric_scorings",
 ]
 
 ItemKey = tuple[str, str, str]
@@ -80,8 +83,10 @@ PAIR_FIELDS = (
     "score",
     "reason",
     "explanation",
+    "grader",
+    "scoring",
 )
-"""The prediction fields that pairing and ``regressions.jsonl`` use."""
+"""The prediction fields that pairing, the scoring check and ``regressions.jsonl`` use."""
 
 
 def pair_fields(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -210,6 +215,39 @@ class Comparison:
             "only_in_baseline": self.only_in_baseline,
             "only_in_current": self.only_in_current,
         }
+
+
+def rubric_scorings(rows: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The rules a run's judged rubric items were scored under.
+
+    Lines written before scoring was recorded were scored ``clipped`` (the only rule then).
+    """
+    return frozenset(
+        str(row.get("scoring") or "clipped") for row in rows if row.get("grader") == "judge:rubric"
+    )
+
+
+def check_same_scoring(
+    baseline: Iterable[Mapping[str, Any]],
+    current: Iterable[Mapping[str, Any]],
+    *,
+    override: str = "--allow-scoring-mismatch",
+) -> None:
+    """Refuse to pair runs whose rubric items were scored under different rules.
+
+    Raises:
+        ConfigError: the two runs scored rubrics differently; the message names both rules
+            and ``override``, the option that pairs them anyway.
+
+    """
+    before, now = rubric_scorings(baseline), rubric_scorings(current)
+    if before and now and before != now:
+        raise ConfigError(
+            f"the runs scored rubric items differently (baseline: {', '.join(sorted(before))}; "
+            f"this run: {', '.join(sorted(now))}): their scores and pass rates are not "
+            f"comparable; re-score one of them with --judgments, or pass {override} to "
+            "pair them anyway"
+        )
 
 
 def compare_runs(

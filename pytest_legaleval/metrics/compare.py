@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_legaleval.metrics.baseline import compare_runs
+from pytest_legaleval.metrics.baseline import check_same_scoring, compare_runs
 from pytest_legaleval.metrics.gates import METRICS, block_from_rows, metric_value
 from pytest_legaleval.metrics.runfiles import RunData, invalid_items, slice_entries
 
@@ -52,8 +52,18 @@ def _delta(a: dict[str, Any], b: dict[str, Any]) -> float | None:
     return float(b["value"]) - float(a["value"])
 
 
-def comparison(run_a: RunData, run_b: RunData, *, alpha: float = 0.05) -> dict[str, Any]:
-    """The JSON-safe comparison of two runs (B relative to A)."""
+def comparison(
+    run_a: RunData, run_b: RunData, *, alpha: float = 0.05, allow_scoring_mismatch: bool = False
+) -> dict[str, Any]:
+    """The JSON-safe comparison of two runs (B relative to A).
+
+    Raises:
+        ConfigError: the runs scored rubric items under different rules (unless
+            ``allow_scoring_mismatch``).
+
+    """
+    if not allow_scoring_mismatch:
+        check_same_scoring(run_a.predictions, run_b.predictions)
     block_a, block_b = _block(run_a), _block(run_b)
     metrics = {}
     for metric in METRICS:

@@ -52,6 +52,8 @@ def failure_type(result: Mapping[str, Any]) -> str | None:
     judge that could not be parsed, a broken latency budget, a cancelled run.
     """
     reason = str(result.get("reason") or "")
+    if reason == "budget":  # --max-cost stopped the call before it was sent
+        return "cancelled"
     if reason in _NAMED_FAILURES or reason.startswith("generation_error:"):
         return reason
     if result.get("outcome") == "error":

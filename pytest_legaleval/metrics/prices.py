@@ -64,10 +64,16 @@ class PriceTable:
     """``builtin:<as_of>``, then each override file or ``config:pricing``."""
 
     def lookup(self, model: str) -> Price | None:
-        """The price of ``model``: exact, without provider prefix, then undated; else None."""
+        """The price of ``model``: exact, without provider prefix, then undated; else None.
+
+        A name with several prefixes (``openrouter/anthropic/claude-sonnet-4``) is also looked
+        up without each of them in turn.
+        """
         candidates = [model]
-        if "/" in model:
-            candidates.append(model.split("/", 1)[1])
+        rest = model
+        while "/" in rest:
+            rest = rest.split("/", 1)[1]
+            candidates.append(rest)
         for name in list(candidates):
             undated = _SNAPSHOT.sub("", name)
             if undated != name:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -45,8 +45,27 @@ from pytest_legaleval.records import EvalResult, Record
 __all__ = ["LiveEvaluator", "engine_settings"]
 
 
-def engine_settings(settings: Settings, share: int, position: int = 0) -> EngineSettings:
-    """Engine configuration of process ``position`` (0-based) out of ``share``."""
+def engine_settings(
+    settings: Settings,
+    share: int,
+    position: int = 0,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    *,
+    sdk_fast_path: bool = False,
+) -> EngineSettings:
+    """Engine configuration of process ``position`` (0-based) out of ``share``.
+
+    With ``--max-cost``, ``prices`` (``pipeline.estimate.budget_prices``) are read from the
+    run's price table when not given.
+
+    Raises:
+        ConfigError: ``--max-cost`` and a model called without a price.
+
+    """
+    if settings.max_cost is not None and prices is None:
+        from pytest_legaleval.pipeline.estimate import budget_prices, run_prices
+
+        prices = budget_prices(settings, run_prices(settings))
     return EngineSettings(
         base_url=settings.base_url,
         api_key_env=settings.api_key_env,
@@ -61,6 +80,9 @@ def engine_settings(settings: Settings, share: int, position: int = 0) -> Engine
         position=position,
         transport=settings.transport,
         per_model=routing.per_model(settings),
+        max_cost_usd=settings.max_cost,
+        prices=dict(prices or {}),
+        sdk_fast_path=sdk_fast_path,
     )
 
 
@@ -69,10 +91,10 @@ def _max_latency(record: Record) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _attachment_warnings(record: Record) -> list[str]:
+def _attachment_warnings(record: Record, roots: Sequence[str]) -> list[str]:
     if not record.attachments:
         return []
-    return [w for item in record_attachments(record) for w in item.warnings]
+    return [w for item in record_attachments(record, roots) for w in item.warnings]
 
 
 def _transfer(source: Future[EvalResult], target: Future[EvalResult]) -> None:
@@ -94,6 +116,10 @@ class LiveEvaluator:
         responses: pre-computed answers (``--responses``): nothing is generated, only judged.
         policies: the run's policies (built-in and ``--policy-dir``).
         graders: the graders (built-in and the user's).
+        scrub: applied to answers before they are cached (secrets out; the item itself
+            is graded on the answer as received).
+        sdk_fast_path: let the engine use the SDK's private request path (a trick of the
+            pytest layer, see ``EngineSettings.sdk_fast_path``).
 
     """
 
@@ -107,12 +133,16 @@ class LiveEvaluator:
         responses: ResponseTable | None = None,
         policies: PolicyBook | None = None,
         graders: GraderRegistry | None = None,
+        scrub: Callable[[str], str] | None = None,
+        sdk_fast_path: bool = False,
     ) -> None:
         self.settings = settings
         self.conversation = conversation
         self.responses = responses
         self.grading = GradingPlan(policies or PolicyBook(settings.policy_dir), graders)
-        self.engine = Engine(engine_settings(settings, share, position))
+        self.engine = Engine(
+            engine_settings(settings, share, position, sdk_fast_path=sdk_fast_path), scrub=scrub
+        )
         if responses is None:
             for model in settings.model:
                 self.engine.check_model(model)
@@ -166,7 +196,14 @@ class LiveEvaluator:
                 params = dataclasses.replace(params, **structured)
         return GenerationRequest(
             model=model,
-            messages=tuple(build_messages(record, policy, previous_response=previous)),
+            messages=tuple(
+                build_messages(
+                    record,
+                    policy,
+                    previous_response=previous,
+                    attachment_roots=self.settings.attachments_root,
+                )
+            ),
             params=params,
             template_version=template_version(policy),
             max_latency_ms=_max_latency(record),
@@ -184,9 +221,9 @@ class LiveEvaluator:
     ) -> EvalResult:
         """The item's result from its generation and (when it succeeded) its grade."""
         policy = self.grading.policy(record)
-        tag = (policy.id, policy.sha256)
+        tag = policy
         version = template_version(policy)
-        warnings = _attachment_warnings(record)
+        warnings = _attachment_warnings(record, self.settings.attachments_root)
         if not generation.ok or grade is None:
             return generation_failed(
                 record, model, generation, policy=tag, template_version=version, warnings=warnings
@@ -252,7 +289,8 @@ class LiveEvaluator:
         todo = [
             (r, m)
             for r, m in pairs
-            if (r.id, m) not in self._futures and not (r.attachments and missing_attachments(r))
+            if (r.id, m) not in self._futures
+            and not (r.attachments and missing_attachments(r, self.settings.attachments_root))
         ]
         if self.responses is not None:
             for record, model in todo:
@@ -291,7 +329,7 @@ class LiveEvaluator:
         if future is None:
             if self.responses is None and self._skips_before_generation(record):
                 grade = needs_judge_grade(record)
-                return skipped_result(record, model, grade, self.grading.tag(record))
+                return skipped_result(record, model, grade, self.grading.policy(record))
             self.prefetch([(record, model)])
             future = self._futures.pop((record.id, model), None)
             if future is None:  # prefilled and graded without the engine: graded right here

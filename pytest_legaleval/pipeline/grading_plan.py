@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
 from pytest_legaleval.grading.policies import Policy, PolicyBook
 from pytest_legaleval.grading.registry import GraderRegistry, default_registry
-from pytest_legaleval.pipeline.responses import ResponseTable
+from pytest_legaleval.pipeline.responses import Recorded, ResponseTable
 from pytest_legaleval.pipeline.results import graded_result, missing_response_result
 from pytest_legaleval.records import EvalResult, Record
 
@@ -31,17 +31,20 @@ class GradingPlan:
         self.graders = graders if graders is not None else default_registry()
 
     def policy(self, record: Record) -> Policy:
-        """The record's policy (``default`` when it names none or an unknown one)."""
+        """The record's policy (``default`` when it names none or an unknown one).
+
+        An id that only names a user's grader (no policy file) prompts under ``default``
+        without the unknown-policy warning.
+        """
+        wanted = record.policy_id
+        if wanted is not None and wanted not in self.policies.ids:
+            if wanted in self.graders.policy_ids():
+                return self.policies.get("default")
         return self.policies.for_record(record)
 
     def grader(self, record: Record) -> Grader:
         """The grader of ``record``: its policy's, else its task type's."""
         return self.graders.for_record(record, self.policy(record).id)
-
-    def tag(self, record: Record) -> tuple[str, str]:
-        """The record's policy as ``(id, sha256)``."""
-        policy = self.policy(record)
-        return policy.id, policy.sha256
 
     def grade_sync(self, request: GradeRequest) -> Grade | Awaitable[Grade]:
         """Call the grader; the caller awaits what it returns if it is awaitable."""
@@ -52,17 +55,27 @@ class GradingPlan:
     ) -> EvalResult | Awaitable[EvalResult]:
         """A pre-computed response graded (a coroutine when its grader awaits)."""
         answer = responses.get(record.id, model)
-        tag = self.tag(record)
+        tag = self.policy(record)
         if answer is None:
             return missing_response_result(record, model, responses.path, tag)
+        recorded = responses.recorded_for(record.id, model)
         request = GradeRequest(record, model, answer, self.policy(record), judges)
         grade = self.grade_sync(request)
         if inspect.isawaitable(grade):
-            return self._prefilled_later(record, model, answer, grade, tag)
-        return graded_result(record, model, answer, grade, source="prefilled", policy=tag)
+            return self._prefilled_later(record, model, answer, grade, tag, recorded)
+        return graded_result(
+            record, model, answer, grade, source="prefilled", policy=tag, recorded=recorded
+        )
 
     @staticmethod
     async def _prefilled_later(
-        record: Record, model: str, answer: str, grade: Awaitable[Grade], tag: tuple[str, str]
+        record: Record,
+        model: str,
+        answer: str,
+        grade: Awaitable[Grade],
+        tag: Policy,
+        recorded: Recorded | None,
     ) -> EvalResult:
-        return graded_result(record, model, answer, await grade, source="prefilled", policy=tag)
+        return graded_result(
+            record, model, answer, await grade, source="prefilled", policy=tag, recorded=recorded
+        )

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_legaleval.errors import DatasetRejected
+from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.formats import DatasetStream, LoadResult, RejectedRecord, load_dataset
 from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.grading.registry import default_registry
-from pytest_legaleval.metrics.prices import PriceTable, load_price_table
+from pytest_legaleval.grading.replay import ReplayGrader
+from pytest_legaleval.grading.verdicts import VerdictFile, read_verdicts
+from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
 from pytest_legaleval.pipeline.selection import entry_key, in_shard, select, selected_count
@@ -94,6 +96,10 @@ class RunPlan:
         self.live: LiveEvaluator | None = None
         self.graders = default_registry()
         """The graders of this run; the pytest layer lets users' hooks add theirs."""
+        if settings.judgments:
+            replay = ReplayGrader(self.read_judgments, settings.judgments)
+            for task_type in ("reference_qa", "rubric_qa", "criteria"):
+                self.graders.register(replay, task_type=task_type)
         self.warn_policies = True
         """Warn about unknown policy ids (one xdist worker does, not every one)."""
         self._load: LoadResult | None = None
@@ -156,7 +162,12 @@ class RunPlan:
             for model in models:
                 item_id = f"{base}-{model}" if several else base
                 items.append(ItemSpec(entry, model, item_id, len(items)))
-            if self.warn_policies and isinstance(entry, Record) and entry.policy_id:
+            if (
+                self.warn_policies
+                and isinstance(entry, Record)
+                and entry.policy_id
+                and entry.policy_id not in self.graders.policy_ids()
+            ):
                 self.policies.for_record(entry)  # warns (once per id) about unknown policies
         return items
 
@@ -169,6 +180,22 @@ class RunPlan:
     def grading(self) -> GradingPlan:
         """The run's policies and graders (built-in, and those added with :attr:`graders`)."""
         return GradingPlan(self.policies, self.graders)
+
+    def read_judgments(self) -> VerdictFile:
+        """The ``--judgments`` file's verdicts, checked against the loaded records.
+
+        Raises:
+            ConfigError: the file cannot be read.
+
+        """
+        path = self.settings.judgments
+        assert path is not None
+        records = {r.id: r for r in self.load().records}
+        try:
+            with open(path, "rb") as handle:
+                return read_verdicts(handle, records=records)
+        except OSError as exc:
+            raise ConfigError(f"--judgments {path}: cannot be read ({exc})") from None
 
     # -- what the run directory needs ---------------------------------------------------
 
@@ -202,21 +229,23 @@ class RunPlan:
             ConfigError: an unreadable or malformed table.
 
         """
-        s = self.settings
-        return load_price_table(s.price_table, _config_pricing(s.config_file))
+        from pytest_legaleval.pipeline.estimate import run_prices
+
+        return run_prices(self.settings)
 
     def key_env_vars(self) -> list[str]:
-        """The environment variables that hold this run's API keys."""
-        s = self.settings
-        names = [s.api_key_env]
-        for values in s.per_model.values():
-            if isinstance(values.get("api_key_env"), str):
-                names.append(values["api_key_env"])
-        return names
+        """The environment variables that hold this run's API keys (presets' included)."""
+        from pytest_legaleval.engine.routing import key_env_vars
+
+        return key_env_vars(self.settings)
 
     def redactor(self) -> Redactor:
-        """What every output of this run is scrubbed with."""
+        """What every output of this run meant to be read or shared is scrubbed with."""
         return Redactor.for_settings(self.settings.redact, self.key_env_vars())
+
+    def secret_scrubber(self) -> Callable[[str], str]:
+        """Secrets only (PII stays): for the response cache, local working state."""
+        return Redactor.for_settings((), self.key_env_vars()).text
 
     def dataset_source(self) -> DatasetSource:
         """The accepted datasets, their counts and their entries, for the run directory.
@@ -266,15 +295,3 @@ class RunPlan:
 
 async def _awaited(value: Awaitable[EvalResult]) -> EvalResult:
     return await value
-
-
-def _config_pricing(config_file: str | None) -> Any:
-    if not config_file:
-        return None
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(config_file).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None  # the settings resolver has already reported an unreadable file
-    return data.get("pricing") if isinstance(data, dict) else None

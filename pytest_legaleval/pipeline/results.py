@@ -13,10 +13,12 @@ from typing import Any
 
 from pytest_legaleval.engine.types import Attempt, GenerationResult
 from pytest_legaleval.grading.base import Grade
+from pytest_legaleval.grading.policies import Policy
+from pytest_legaleval.grading.scoring import scoring_rule
+from pytest_legaleval.pipeline.responses import Recorded
 from pytest_legaleval.records import EvalResult, Record
 
 __all__ = [
-    "PolicyTag",
     "cancelled_result",
     "generation_failed",
     "graded_result",
@@ -26,8 +28,19 @@ __all__ = [
     "unfinished_result",
 ]
 
-PolicyTag = tuple[str, str]
-"""A policy's ``(id, sha256)``."""
+
+def _policy_fields(policy: Policy | None) -> dict[str, Any]:
+    """What a result records about the policy that prompted and graded it."""
+    if policy is None:
+        return {}
+    return {
+        "policy_id": policy.id,
+        "policy_sha256": policy.sha256,
+        "policy_version": policy.version,
+        "scoring": policy.scoring,
+        "scoring_version": scoring_rule(policy.scoring).version,
+    }
+
 
 _ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
 
@@ -43,7 +56,7 @@ def _never_answered(
     passed: bool | None = None,
     score: float | None = None,
     details: Mapping[str, Any] | None = None,
-    policy: PolicyTag | None = None,
+    policy: Policy | None = None,
 ) -> EvalResult:
     return EvalResult(
         record_id=record.id,
@@ -58,8 +71,7 @@ def _never_answered(
         explanation=explanation,
         details=dict(details or {}),
         record_sha256=record.sha256,
-        policy_id=policy[0] if policy else None,
-        policy_sha256=policy[1] if policy else None,
+        **_policy_fields(policy),
     )
 
 
@@ -99,16 +111,20 @@ def graded_result(
     grade: Grade,
     *,
     source: str,
-    policy: PolicyTag | None,
+    policy: Policy | None,
     generation: GenerationResult | None = None,
     template_version: str | None = None,
     max_latency_ms: int | None = None,
     warnings: Sequence[str] = (),
+    recorded: Recorded | None = None,
 ) -> EvalResult:
     """The result of a graded answer (``generation`` when it was generated now).
 
     An answer slower than the record's ``expected.max_latency_ms`` fails with reason
     ``latency_exceeded`` whatever its grade (the grade stays in the explanation).
+    ``recorded``: a pre-computed response's usage and latency (its row's), which become
+    the result's tokens and latency; what was repaired in the row is kept in
+    ``details.response_warnings``.
     """
     outcome, passed, score = grade.outcome, grade.passed, grade.score
     reason, explanation = grade.reason, grade.explanation
@@ -121,6 +137,11 @@ def graded_result(
     details = {**grade.details, **_generation_details(generation, template_version)}
     if warnings:
         details["attachment_warnings"] = list(warnings)
+    fields = _generation_fields(generation)
+    if recorded is not None and generation is None:
+        fields = _recorded_fields(recorded)
+        if recorded.warnings:
+            details["response_warnings"] = list(recorded.warnings)
     return EvalResult(
         record_id=record.id,
         dataset=record.dataset,
@@ -136,11 +157,22 @@ def graded_result(
         grader=grade.grader,
         details=details,
         record_sha256=record.sha256,
-        policy_id=policy[0] if policy else None,
-        policy_sha256=policy[1] if policy else None,
+        **_policy_fields(policy),
         judge=grade.judge,
-        **_generation_fields(generation),
+        **fields,
     )
+
+
+def _recorded_fields(recorded: Recorded) -> dict[str, Any]:
+    known = recorded.input_tokens is not None or recorded.output_tokens is not None
+    return {
+        "latency_ms": recorded.latency_ms,
+        "input_tokens": recorded.input_tokens,
+        "output_tokens": recorded.output_tokens,
+        "total_tokens": (recorded.input_tokens or 0) + (recorded.output_tokens or 0)
+        if known
+        else None,
+    }
 
 
 def generation_failed(
@@ -148,7 +180,7 @@ def generation_failed(
     model: str,
     generation: GenerationResult,
     *,
-    policy: PolicyTag | None,
+    policy: Policy | None,
     template_version: str | None = None,
     warnings: Sequence[str] = (),
 ) -> EvalResult:
@@ -156,6 +188,12 @@ def generation_failed(
     code = generation.error_code or "unknown"
     reason = code if code in ("timeout", "cancelled") else f"generation_error:{code}"
     tries = len(generation.attempts)
+    explanation = (
+        f"{generation.error_message or code} after {tries} attempt{'s' if tries != 1 else ''}"
+    )
+    if code == "cancelled" and generation.cancel_reason == "budget":
+        # --max-cost stopped it before it was sent: the message says the cap.
+        reason, explanation = "budget", generation.error_message
     details = _generation_details(generation, template_version)
     if warnings:
         details["attachment_warnings"] = list(warnings)
@@ -165,8 +203,7 @@ def generation_failed(
             model,
             outcome="error",
             reason=reason,
-            explanation=f"{generation.error_message or code} after {tries} "
-            f"attempt{'s' if tries != 1 else ''}",
+            explanation=explanation,
             source="live",
             details=details,
             policy=policy,
@@ -176,7 +213,7 @@ def generation_failed(
 
 
 def missing_response_result(
-    record: Record, model: str, responses_path: str, policy: PolicyTag | None = None
+    record: Record, model: str, responses_path: str, policy: Policy | None = None
 ) -> EvalResult:
     """The result of a selected record that has no response: a failure, never a skip."""
     return _never_answered(
@@ -193,7 +230,7 @@ def missing_response_result(
 
 
 def record_error_result(
-    record: Record, model: str, errors: list[dict[str, Any]], policy: PolicyTag
+    record: Record, model: str, errors: list[dict[str, Any]], policy: Policy
 ) -> EvalResult:
     """The result of an item whose record cannot be asked (e.g. a missing attachment file).
 
@@ -212,7 +249,7 @@ def record_error_result(
     )
 
 
-def skipped_result(record: Record, model: str, grade: Grade, policy: PolicyTag) -> EvalResult:
+def skipped_result(record: Record, model: str, grade: Grade, policy: Policy) -> EvalResult:
     """The result of an item skipped before any call (a grader that needs a judge, none set)."""
     return _never_answered(
         record,
@@ -225,7 +262,7 @@ def skipped_result(record: Record, model: str, grade: Grade, policy: PolicyTag) 
     )
 
 
-def cancelled_result(record: Record, model: str, policy: PolicyTag | None = None) -> EvalResult:
+def cancelled_result(record: Record, model: str, policy: Policy | None = None) -> EvalResult:
     """The result of an item that never finished because the run was cancelled."""
     return _never_answered(
         record,
@@ -238,7 +275,7 @@ def cancelled_result(record: Record, model: str, policy: PolicyTag | None = None
 
 
 def unfinished_result(
-    record: Record, model: str, outcome: str, message: str, policy: PolicyTag | None = None
+    record: Record, model: str, outcome: str, message: str, policy: Policy | None = None
 ) -> EvalResult:
     """The result of an item that ended without one (its grade never reached the recorder).
 

@@ -9,6 +9,7 @@ rootdir) > ``[tool.pytest.ini_options]`` keys (``legaleval_<name>``) > defaults.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -16,12 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pytest_legaleval.errors import ConfigError
 
 __all__ = [
     "OPTIONS",
+    "PATH_OPTIONS",
     "REDACT_KINDS",
     "OptionSpec",
     "Settings",
@@ -61,25 +61,66 @@ def parse_shard(text: str) -> Shard:
     return Shard(index, count)
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(f"must be >= 1, got {value}")
+def _number(text: str, kind: type[int] | type[float]) -> float:
+    try:
+        value = float(text) if kind is float else int(str(text).strip())
+    except ValueError:
+        raise ValueError(
+            f"expects {'a number' if kind is float else 'a whole number'}, got {text!r}"
+        ) from None
+    if not math.isfinite(value):
+        raise ValueError(f"expects a finite number, got {text!r}")
     return value
 
 
-def _positive_float(text: str) -> float:
+def _bounded(
+    kind: type[int] | type[float], low: float, high: float, *, low_open: bool = False
+) -> Callable[[str], Any]:
+    """A converter to ``kind`` that accepts finite values in [low, high] (``(low, high]``)."""
+
+    def convert(text: str) -> Any:
+        value = _number(text, kind)
+        if (value <= low if low_open else value < low) or value > high:
+            bracket = "(" if low_open else "["
+            raise ValueError(f"must be in {bracket}{low:g}, {high:g}], got {text}")
+        return value
+
+    return convert
+
+
+_positive_int = _bounded(int, 1, 10**9)
+_count = _bounded(int, 1, 100_000)
+"""Concurrency and the like: at least 1, and no more than any endpoint could take."""
+_tokens = _bounded(int, 1, 10_000_000)
+_per_minute = _bounded(float, 0.0, 1e12, low_open=True)
+_timeout = _bounded(float, 0.0, 86_400.0, low_open=True)
+_sampling_temperature = _bounded(float, 0.0, 2.0)
+_unit_open = _bounded(float, 0.0, 1.0, low_open=True)
+_seed = _bounded(int, -(2**63), 2**64 - 1)
+_MAX_DELAY_S = 3600.0
+
+
+def _usd(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise ValueError(f"must be > 0, got {value}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"expects a finite amount of USD > 0, got {text!r}")
     return value
 
 
 def _delays(text: str) -> tuple[float, ...]:
-    values = tuple(float(part) for part in str(text).split(",") if part.strip())
-    if not values or any(v < 0 for v in values):
+    values = []
+    for part in str(text).split(","):
+        if not part.strip():
+            continue
+        value = _number(part, float)
+        if not 0 <= value <= _MAX_DELAY_S:
+            raise ValueError(
+                f"expects comma-separated seconds in [0, {_MAX_DELAY_S:g}], got {text!r}"
+            )
+        values.append(value)
+    if not values:
         raise ValueError(f"expects comma-separated seconds >= 0, got {text!r}")
-    return values
+    return tuple(values)
 
 
 def _boolean(text: str) -> bool:
@@ -126,6 +167,16 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "PATH",
     ),
     OptionSpec(
+        "--judgments",
+        "judgments",
+        "Recorded judge verdicts (LBR's judgments.jsonl or a run's predictions.jsonl): judged "
+        "records are graded from them under their policy, without calling a judge.",
+        None,
+        None,
+        False,
+        "PATH",
+    ),
+    OptionSpec(
         "--model",
         "model",
         "Model to evaluate live, PROVIDER/NAME (repeatable).",
@@ -157,7 +208,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "concurrency",
         "Model calls in flight, in total.",
         32,
-        _positive_int,
+        _count,
         False,
         "N",
     ),
@@ -196,7 +247,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "seed",
         "Seed for --sample (and for the model, where supported).",
         None,
-        int,
+        _seed,
         False,
         "S",
     ),
@@ -226,19 +277,19 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "temperature",
         "Sampling temperature of generation.",
         None,
-        float,
+        _sampling_temperature,
         False,
         "T",
     ),
     OptionSpec(
-        "--top-p", "top_p", "Nucleus sampling top_p of generation.", None, float, False, "P"
+        "--top-p", "top_p", "Nucleus sampling top_p of generation.", None, _unit_open, False, "P"
     ),
     OptionSpec(
         "--max-new-tokens",
         "max_new_tokens",
         "Maximum tokens per answer.",
         None,
-        _positive_int,
+        _tokens,
         False,
         "N",
     ),
@@ -247,7 +298,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "rpm",
         "Requests per minute, in total over all workers.",
         None,
-        _positive_float,
+        _per_minute,
         False,
         "N",
     ),
@@ -256,7 +307,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "tpm",
         "Tokens per minute, in total over all workers.",
         None,
-        _positive_float,
+        _per_minute,
         False,
         "N",
     ),
@@ -265,7 +316,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "request_timeout",
         "Seconds per model call attempt.",
         120.0,
-        _positive_float,
+        _timeout,
         False,
         "S",
     ),
@@ -283,7 +334,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "max_attempts",
         "Attempts per call, the first included.",
         3,
-        _positive_int,
+        _bounded(int, 1, 100),
         False,
         "N",
     ),
@@ -305,6 +356,16 @@ OPTIONS: tuple[OptionSpec, ...] = (
         None,
         False,
         "PATH",
+    ),
+    OptionSpec(
+        "--attachments-root",
+        "attachments_root",
+        "A folder attachments may be read from besides their dataset's (repeatable); "
+        "a path named by a dataset is otherwise confined to the dataset's folder.",
+        (),
+        None,
+        True,
+        "DIR",
     ),
     OptionSpec(
         "--generate-ungraded",
@@ -329,7 +390,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "judge_temperature",
         "Sampling temperature of the judge.",
         0.0,
-        float,
+        _sampling_temperature,
         False,
         "T",
     ),
@@ -338,7 +399,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "judge_max_tokens",
         "Maximum tokens per judge reply.",
         1024,
-        _positive_int,
+        _tokens,
         False,
         "N",
     ),
@@ -347,7 +408,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "judge_concurrency",
         "Judge calls in flight, in total (their own pool, so judging overlaps generation).",
         32,
-        _positive_int,
+        _count,
         False,
         "N",
     ),
@@ -357,7 +418,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Times an unparseable judge reply is re-asked with the parse error before it is a "
         "judge_error.",
         2,
-        int,
+        _bounded(int, 0, 20),
         False,
         "N",
     ),
@@ -399,6 +460,24 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "PATH",
     ),
     OptionSpec(
+        "--max-cost",
+        "max_cost",
+        "Spend cap in USD: no call is sent that would take the spent plus in-flight cost "
+        "past it (the rest end cancelled, reason budget); needs a price for every model.",
+        None,
+        _usd,
+        False,
+        "USD",
+    ),
+    OptionSpec(
+        "--estimate-only",
+        "estimate_only",
+        "Print the planned calls and their estimated cost, then stop without any call.",
+        False,
+        _boolean,
+        switch=True,
+    ),
+    OptionSpec(
         "--gate",
         "gate",
         "Quality gate such as pass_rate>=0.8 (repeatable).",
@@ -421,16 +500,25 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "max_regression",
         "With --baseline: the largest accepted drop in pass rate (absolute, e.g. 0.02).",
         None,
-        float,
+        _bounded(float, 0.0, 1.0),
         False,
         "X",
+    ),
+    OptionSpec(
+        "--allow-scoring-mismatch",
+        "allow_scoring_mismatch",
+        "With --baseline: pair items even when the baseline scored rubric items under another "
+        "rule (minmax, clipped); by default such a baseline fails the regression gate.",
+        False,
+        _boolean,
+        switch=True,
     ),
     OptionSpec(
         "--regression-alpha",
         "regression_alpha",
         "With --baseline: significance level of the paired regression test.",
         0.05,
-        _positive_float,
+        _bounded(float, 0.0, 1.0, low_open=True),
         False,
         "A",
     ),
@@ -446,6 +534,7 @@ class Settings:
     dataset: tuple[str, ...] = ()
     dataset_format: str = "auto"
     responses: str | None = None
+    judgments: str | None = None
     model: tuple[str, ...] = ()
     base_url: str | None = None
     judge_model: tuple[str, ...] = ()
@@ -470,6 +559,7 @@ class Settings:
     conversation_from: str | None = None
     per_model: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per-model settings from the YAML ``models:`` mapping."""
+    attachments_root: tuple[str, ...] = ()
     generate_ungraded: bool = False
     judge_base_url: str | None = None
     judge_temperature: float = 0.0
@@ -480,10 +570,13 @@ class Settings:
     slice_by: tuple[str, ...] = ()
     redact: tuple[str, ...] = ()
     price_table: str | None = None
+    max_cost: float | None = None
+    estimate_only: bool = False
     gate: tuple[str, ...] = ()
     baseline: str | None = None
     max_regression: float | None = None
     regression_alpha: float = 0.05
+    allow_scoring_mismatch: bool = False
     config_file: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Where each value came from: ``cli``, ``yaml``, ``ini`` or ``default``."""
@@ -510,10 +603,13 @@ class Settings:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    from pytest_legaleval.formats.safe_yaml import load_yaml
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read --legaleval-config {path}: {exc}") from exc
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read --legaleval-config {path}: {exc}") from None
+    data = load_yaml(text, source=str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -561,11 +657,50 @@ def find_config_file(rootdir: Path, explicit: str | None) -> Path | None:
     return found if found.is_file() else None
 
 
+PATH_OPTIONS = frozenset(
+    {
+        "dataset", "responses", "judgments", "conversation_from", "policy_dir", "price_table",
+        "cache", "run_dir", "baseline", "attachments_root",
+    }
+)  # fmt: skip
+"""Options whose values are paths (confined when an automatically read YAML gives them)."""
+
+
+def _confined_yaml_path(value: str, folder: Path, dest: str, config_file: Path) -> str:
+    """A path from a ``legaleval.yaml`` read automatically: inside its folder, or refused.
+
+    Such a file comes with the repository being tested, not from the person running the
+    tests, so it may not point the run at files elsewhere (``/etc``, ``~/.ssh``, a FIFO) or
+    write outside its project. Relative paths are taken from the file's folder.
+    """
+    from pytest_legaleval.formats.paths import SYSTEM_TREES, is_within
+
+    prefix = ""
+    if dest == "dataset" and ":" in value:
+        from pytest_legaleval.importers.cache import split_import_arg
+
+        split = split_import_arg(value)
+        if split is not None:
+            prefix, value = f"{split[0]}:", split[1]
+    root = os.path.realpath(folder)
+    target = os.path.realpath(os.path.join(folder, value))
+    if not is_within(target, root) or any(is_within(target, t) for t in SYSTEM_TREES):
+        flag = _BY_DEST[dest].flag
+        raise ConfigError(
+            f"{config_file} (read automatically from the rootdir) sets {dest}: {value!r}, "
+            f"which leads outside its folder {root}: a configuration that comes with a "
+            f"project may only name paths inside it; pass {flag} on the command line, or "
+            "name the file with --legaleval-config, to use it anyway"
+        )
+    return prefix + target
+
+
 def resolve_settings(
     cli: Mapping[str, Any],
     *,
     ini: Mapping[str, Any] | None = None,
     config_file: Path | None = None,
+    config_is_automatic: bool = False,
     no_cache: bool = False,
 ) -> Settings:
     """Resolve every option by precedence; raise ``ConfigError`` on bad values.
@@ -574,6 +709,8 @@ def resolve_settings(
         cli: command-line values by option ``dest`` (``None`` or ``[]`` when not given).
         ini: ``[tool.pytest.ini_options]`` values by ``dest`` (pytest only).
         config_file: the YAML configuration, if any (see :func:`find_config_file`).
+        config_is_automatic: ``config_file`` was found at the rootdir, not named by the
+            user: the paths it gives must lie inside its folder.
         no_cache: ``--no-cache`` was given.
 
     """
@@ -595,8 +732,18 @@ def resolve_settings(
         if cli_value not in (None, []):
             values[spec.dest], sources[spec.dest] = _coerce(spec, cli_value, "command line"), "cli"
         elif yaml_key is not None:
-            values[spec.dest] = _coerce(spec, yaml_values[yaml_key], str(config_file))
-            sources[spec.dest] = "yaml"
+            value = _coerce(spec, yaml_values[yaml_key], str(config_file))
+            if config_is_automatic and spec.dest in PATH_OPTIONS and value is not None:
+                assert config_file is not None
+                folder = config_file.parent
+                value = (
+                    tuple(
+                        _confined_yaml_path(str(v), folder, spec.dest, config_file) for v in value
+                    )
+                    if spec.multiple
+                    else _confined_yaml_path(str(value), folder, spec.dest, config_file)
+                )
+            values[spec.dest], sources[spec.dest] = value, "yaml"
         elif ini_value not in (None, "", []):
             values[spec.dest], sources[spec.dest] = _coerce(spec, ini_value, "ini"), "ini"
         else:
@@ -604,7 +751,7 @@ def resolve_settings(
     if no_cache:
         values["cache"], sources["cache"] = None, "cli"
     run_id = values.get("run_id")
-    if run_id is not None and not _RUN_ID_RE.match(str(run_id)):
+    if run_id is not None and (not _RUN_ID_RE.match(str(run_id)) or str(run_id).startswith(".")):
         raise ConfigError(
             f"--run-id {run_id!r} is not a safe directory name; use letters, digits, '_', '-', '.'"
         )

@@ -118,13 +118,14 @@ def record(request: pytest.FixtureRequest) -> Record:
     if entry.attachments:
         from pytest_legaleval.grading.attachments import missing_attachments
 
-        missing = missing_attachments(entry)
+        state = request.config.stash[STATE_KEY]
+        missing = missing_attachments(entry, state.settings.attachments_root)
         if missing:
             errors = [error.to_dict() for error in missing]
             # Recorded like any other result (failures.jsonl: invalid_record), not dropped.
-            policy = request.config.stash[STATE_KEY].policies.for_record(entry)
+            policy = state.policies.for_record(entry)
             request.node.stash[RESULT_KEY] = record_error_result(
-                entry, spec.model, errors, (policy.id, policy.sha256)
+                entry, spec.model, errors, policy
             )
             raise InvalidItem(json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False))
     return entry

@@ -27,7 +27,12 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.baseline import Comparison, compare_runs, pair_fields
+from pytest_legaleval.metrics.baseline import (
+    Comparison,
+    check_same_scoring,
+    compare_runs,
+    pair_fields,
+)
 from pytest_legaleval.metrics.gates import Gate, GateResult, default_gates, evaluate_gates
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.metrics.slices import SliceAccumulator
@@ -94,6 +99,8 @@ class Gatekeeper:
         self.results: list[GateResult] | None = None
         self.comparison: Comparison | None = None
         self.regressed = False
+        self.scoring_mismatch: str | None = None
+        """Why the baseline could not be paired (rubrics scored under other rules)."""
         self.run_path: Path | None = None
         self._invalid: list[dict[str, Any]] = []
         self._other_failures = 0
@@ -166,6 +173,13 @@ class Gatekeeper:
         if self.baseline is not None:
             settings = self.state.settings
             current = [pair_fields(row) for row in iter_jsonl(predictions)]
+            if not settings.allow_scoring_mismatch:
+                try:
+                    check_same_scoring(self.baseline.predictions, current)
+                except ConfigError as exc:
+                    self.scoring_mismatch = str(exc)
+                    self.regressed = True
+                    return
             self.comparison = compare_runs(
                 self.baseline.predictions, current, level=1 - settings.regression_alpha
             )
@@ -218,6 +232,9 @@ class Gatekeeper:
     # -- reporting -------------------------------------------------------------------------
 
     def _baseline_lines(self, write: Any) -> None:
+        if self.scoring_mismatch is not None:
+            write(f"FAILED regression gate: {self.scoring_mismatch}")
+            return
         cmp = self.comparison
         if cmp is None or self.baseline is None:
             return

@@ -69,10 +69,12 @@ def resolve(config: pytest.Config) -> Settings:
         ConfigError: a bad value, named with where it came from.
 
     """
-    config_file = find_config_file(Path(str(config.rootpath)), config.getoption("legaleval_config"))
+    explicit = config.getoption("legaleval_config")
+    config_file = find_config_file(Path(str(config.rootpath)), explicit)
     return resolve_settings(
         {spec.dest: config.getoption(f"legaleval_{spec.dest}") for spec in OPTIONS},
         ini={spec.dest: config.getini(f"legaleval_{spec.dest}") for spec in OPTIONS},
         config_file=config_file,
+        config_is_automatic=config_file is not None and not explicit,
         no_cache=bool(config.getoption("legaleval_no_cache")),
     )

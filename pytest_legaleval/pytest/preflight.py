@@ -45,6 +45,19 @@ def check_settings(state: RunPlan, *, controller: bool = True) -> None:
         imported = split_import_arg(path) if ":" in path else None
         if not Path(imported[1] if imported else path).exists():
             raise ConfigError(f"--dataset {path}: no such file or directory")
+    if s.judgments:
+        if not Path(s.judgments).is_file():
+            raise ConfigError(f"--judgments {s.judgments}: no such file")
+        if not s.responses:
+            raise ConfigError(
+                "--judgments needs --responses FILE: the recorded verdicts grade the answers "
+                "they were given on (a run's predictions.jsonl can be both)"
+            )
+        if s.judge_model:
+            raise ConfigError(
+                "--judgments grades from recorded verdicts and calls no judge: drop "
+                "--judge-model, or drop --judgments to judge again"
+            )
     if s.responses and s.model:
         raise ConfigError(
             "--responses and --model are exclusive: evaluate pre-computed "
@@ -72,6 +85,10 @@ def check_settings(state: RunPlan, *, controller: bool = True) -> None:
         check_models(s)  # under xdist, the workers that call could only crash on it
         if s.cache:
             _check_cache_file(s.cache)
+        if s.max_cost is not None:
+            from pytest_legaleval.pipeline.estimate import budget_prices
+
+            budget_prices(s, state.prices())  # a model without a price: a usage error
 
 
 def _check_cache_file(path: str) -> None:

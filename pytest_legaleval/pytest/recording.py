@@ -11,7 +11,7 @@ slims pytest's kept reports, and prints the summary.
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.results import cancelled_result, unfinished_result
 from pytest_legaleval.pytest import slimming, tricks
 from pytest_legaleval.pytest.collection import nothing_to_run
-from pytest_legaleval.records import Record
+from pytest_legaleval.records import EvalResult, Record
 from pytest_legaleval.run.console import summary_lines
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.recorder import RunRecorder
@@ -42,7 +42,10 @@ class RecordingPlugin:
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.recorder = RunRecorder(
-            state.run_config(run_id), redactor=state.redactor(), prices=prices
+            state.run_config(run_id),
+            redactor=state.redactor(),
+            prices=prices,
+            listeners=[self._call_result_hook],
         )
         self._open_tried = False
         self._junit = bool(getattr(config.option, "xmlpath", None))
@@ -68,6 +71,16 @@ class RecordingPlugin:
     def status(self) -> str | None:
         """The terminal status, once finalized."""
         return self.recorder.status
+
+    def _call_result_hook(
+        self, result: Mapping[str, Any], record: Mapping[str, Any] | None
+    ) -> None:
+        self.config.hook.pytest_legaleval_result(
+            result=EvalResult.from_dict(result),
+            record=record,
+            run_id=self.run_id,
+            config=self.config,
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -209,7 +222,11 @@ class RecordingPlugin:
         """One item's result; ``record`` is its ``ItemSpec.provenance()``."""
         self.recorder.record(result, item_id, test_outcome, record)
         if self._junit:
-            self._junit_pending[item_id] = _junit_properties(self.run_id, result)
+            redact = self.recorder.redactor
+            self._junit_pending[item_id] = [
+                (name, redact.text(value) if isinstance(value, str) else value)
+                for name, value in _junit_properties(self.run_id, result)
+            ]
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """Deselected items (``-k``, ``-m``) are not cancelled by an early stop."""
@@ -249,7 +266,7 @@ class RecordingPlugin:
                 continue
             found = causes.get(spec.item_id)
             policy = self.state.policies.for_record(entry)
-            tag = (policy.id, policy.sha256)
+            tag = policy
             if found is not None:
                 nodeid, outcome, why = found
                 result = unfinished_result(entry, spec.model, outcome, why, tag)
@@ -274,7 +291,7 @@ class RecordingPlugin:
         if summary["cost_usd"] is not None:
             terminalreporter.write_line(f"cost: ${summary['cost_usd']:.4f} (list prices)")
         if self.run_error:
-            terminalreporter.write_line(f"run error: {self.run_error}")
+            terminalreporter.write_line(f"run error: {self.recorder.redactor.text(self.run_error)}")
         terminalreporter.write_line(f"run directory: {Path(self.directory.path)}")
 
 

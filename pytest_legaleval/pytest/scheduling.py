@@ -18,7 +18,17 @@ from typing import Any
 
 import pytest
 
-__all__ = ["WINDOW", "RoundRobinScheduling", "own_indices", "skipped_up_front", "worker_position"]
+__all__ = [
+    "ORPHANS",
+    "WINDOW",
+    "RoundRobinScheduling",
+    "own_indices",
+    "skipped_up_front",
+    "worker_position",
+]
+
+ORPHANS = "legaleval_orphans"
+"""``workerinput`` key: the item indices a replacement worker takes over from a dead one."""
 
 WINDOW = 256
 """Items a worker has been sent but not reported on, at most (refilled at half)."""
@@ -37,8 +47,10 @@ def worker_position(workerid: str) -> int:
 class RoundRobinScheduling:
     """An xdist scheduler that hands each worker all of its items up front.
 
-    A node that dies leaves its pending items to the surviving nodes (they run them
-    without prefetching: correct, only slower).
+    A node that dies leaves its pending items to the worker xdist starts in its place:
+    the replacement learns them in its ``workerinput`` (``ORPHANS``) and prefetches them
+    all, so the run keeps its concurrency. Only when xdist will not replace the node (its
+    restart limit is reached) do the surviving nodes take them, one call at a time.
     """
 
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
@@ -52,6 +64,10 @@ class RoundRobinScheduling:
         """A node's own items not sent yet, in order."""
         self._started: set[Any] = set()
         self._orphans: list[int] = []
+        self._reserved: dict[Any, list[int]] = {}
+        """Orphans promised to a replacement node (in its workerinput), sent when it is up."""
+        self.crashes = 0
+        """Nodes that went down with an error (as xdist counts them for its restart limit)."""
         self._shut: set[Any] = set()
         self._initial_done = False
         self.collection: list[str] | None = None
@@ -69,7 +85,12 @@ class RoundRobinScheduling:
     @property
     def tests_finished(self) -> bool:
         """Whether nothing is left to run (a node keeps one item while it runs it)."""
-        if not self.collection_is_completed or self._orphans or any(self.node2queued.values()):
+        if (
+            not self.collection_is_completed
+            or self._orphans
+            or any(self._reserved.values())
+            or any(self.node2queued.values())
+        ):
             return False
         return all(len(pending) < 2 for pending in self.node2pending.values())
 
@@ -77,7 +98,10 @@ class RoundRobinScheduling:
     def has_pending(self) -> bool:
         """Whether any item is still to be run."""
         return (
-            bool(self._orphans) or any(self.node2pending.values()) or any(self.node2queued.values())
+            bool(self._orphans)
+            or any(self._reserved.values())
+            or any(self.node2pending.values())
+            or any(self.node2queued.values())
         )
 
     def add_node(self, node: Any) -> None:
@@ -119,13 +143,29 @@ class RoundRobinScheduling:
             return None
         crashed = pending.pop(0)
         self._orphans.extend(pending)
-        for other in self._started:
-            if other not in self._shut:
-                self._send(other, self._orphans[:])
-                self._orphans.clear()
-                break
+        if not self._replacement_coming():
+            for other in self._started:
+                if other not in self._shut:
+                    self._send(other, self._orphans[:])
+                    self._orphans.clear()
+                    break
         assert self.collection is not None
         return self.collection[crashed]
+
+    def _replacement_coming(self) -> bool:
+        """Whether xdist will start a node for the one that just went down with an error."""
+        from xdist.dsession import get_default_max_worker_restart
+
+        limit = get_default_max_worker_restart(self.config)
+        return limit is None or self.crashes <= limit
+
+    def reserve_orphans(self, node: Any) -> list[int]:
+        """Promise the waiting orphans to ``node`` (a replacement being configured)."""
+        if not self._orphans:
+            return []
+        taken, self._orphans = self._orphans, []
+        self._reserved[node] = taken
+        return taken
 
     def _refill(self, node: Any) -> None:
         """Send the node's next window of items once half of the last one is reported."""
@@ -168,6 +208,9 @@ class RoundRobinScheduling:
             if node in self._started:
                 continue
             self._started.add(node)
+            promised = self._reserved.pop(node, [])
+            if promised:
+                self._send(node, promised)
             if self._orphans:
                 self._send(node, self._orphans[:])
                 self._orphans.clear()

@@ -78,7 +78,7 @@ class FailedRecordReport(pytest.TestReport):
     location and reason are the original's; the parsed node id is rebuilt on demand.
     """
 
-    __slots__ = ("_lineno", "_nodeid", "_path", "duration", "longrepr")
+    __slots__ = ("_id_type", "_lineno", "_nodeid", "_path", "duration", "longrepr")
 
     when = "call"
     outcome = "failed"
@@ -96,6 +96,9 @@ class FailedRecordReport(pytest.TestReport):
         self._lineno = report.location[1]
         self.longrepr = reason  # type: ignore[assignment]  # pytest reads it as a TerminalRepr
         self.duration = report.duration
+        # The parsed node id's class, taken from the original report (pytest 9 has one;
+        # nothing is imported from pytest's private modules).
+        self._id_type = type(getattr(report, "_id", None))
 
     @property  # type: ignore[misc]
     def nodeid(self) -> str:
@@ -104,9 +107,8 @@ class FailedRecordReport(pytest.TestReport):
 
     @property
     def _id(self) -> Any:  # type: ignore[override]
-        from _pytest.nodeid import NodeId
-
-        return NodeId.parse(self._nodeid)
+        parse = getattr(self._id_type, "parse", None)
+        return parse(self._nodeid) if parse is not None else self._nodeid
 
     @property
     def id(self) -> Any:
@@ -267,9 +269,10 @@ def keep_subtest_counts_small(config: pytest.Config) -> None:
     them. The same mapping, reading a missing key as 0 without inserting it, counts the
     same (``counts[id] += 1`` still stores), and stays as large as the failed subtests.
     """
-    try:
-        from _pytest.subtests import failed_subtests_key
-    except ImportError:  # another pytest version: nothing to do
+    # pytest's subtests plugin, found through the plugin manager (no private import).
+    subtests = config.pluginmanager.get_plugin("subtests")
+    failed_subtests_key = getattr(subtests, "failed_subtests_key", None)
+    if failed_subtests_key is None:  # another pytest version: nothing to do
         return
     counts = config.stash.get(failed_subtests_key, None)
     if type(counts) is defaultdict and counts.default_factory is int:

@@ -19,6 +19,7 @@ __all__ = [
     "ARTIFACTS",
     "INLINE_MAX_BYTES",
     "INLINE_MAX_RECORDS",
+    "PREDICTION_VERSION",
     "attempt_lines",
     "dataset_entry",
     "failure_line",
@@ -40,6 +41,11 @@ ARTIFACTS: tuple[str, ...] = (
     "failures.jsonl",
 )
 """The eight files of the Dataset Contract §4.1 (``SHA256SUMS`` comes on top)."""
+
+PREDICTION_VERSION = 2
+"""The version of a ``predictions.jsonl`` line: 2 adds ``artifact_version``,
+``policy_version``, ``scoring`` and ``scoring_version`` (a line without
+``artifact_version`` is version 1; readers accept both)."""
 
 INLINE_MAX_RECORDS = 10_000
 """Above this many accepted records, ``input_dataset.json`` references the files by hash."""
@@ -186,7 +192,11 @@ def prediction_line(
 
     ``record`` is the item's ``ItemSpec.provenance()`` (dataset version, tags, metadata).
     """
-    line: dict[str, Any] = {"run_id": run_id, "item_id": item_id}
+    line: dict[str, Any] = {
+        "artifact_version": PREDICTION_VERSION,
+        "run_id": run_id,
+        "item_id": item_id,
+    }
     for key, value in result.items():
         line["model_response" if key == "response" else key] = value
     judge = result.get("judge") or {}

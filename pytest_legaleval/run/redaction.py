@@ -5,8 +5,11 @@ to everything it writes, so no artifact can bypass it.
 
 Secrets: API keys of known shapes (OpenAI ``sk-…``/``sk-proj-…``, Anthropic ``sk-ant-…``,
 AWS access key ids, GitHub tokens, JWTs, private-key blocks), ``Bearer`` tokens,
-``api_key=…``-style assignments, values under secret-named keys (``authorization`` …) and the
-literal values of the configured key environment variables.
+``api_key=…``-style assignments, values under secret-named keys (``authorization`` …), the
+user and password of a URL (``http://***@host/v1``), secret-named URL query parameters
+(``?key=…``, ``&sig=…``), and the literal values of the configured key environment
+variables and of ``LEGALEVAL_API_TOKENS`` — as they are, URL-encoded and base64-encoded
+(placeholders such as ``EMPTY``, ``none`` or ``dummy`` are not secrets).
 
 PII (``--redact pii``): e-mail addresses, phone numbers, IBANs (checksum verified), payment
 card numbers (Luhn verified), US social security numbers and UK national insurance numbers.
@@ -14,12 +17,34 @@ card numbers (Luhn verified), US social security numbers and UK national insuran
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import quote
 
-__all__ = ["PII_KINDS", "SECRET_KINDS", "Redactor", "mark"]
+__all__ = [
+    "PII_KINDS",
+    "PLACEHOLDERS",
+    "SECRET_KINDS",
+    "TOKENS_ENV",
+    "Redactor",
+    "literal_forms",
+    "mark",
+]
+
+TOKENS_ENV = "LEGALEVAL_API_TOKENS"
+"""The service's bearer tokens (comma-separated): redacted from every output as well."""
+
+PLACEHOLDERS = frozenset(
+    {
+        "empty", "none", "null", "dummy", "test", "testing", "placeholder", "changeme",
+        "not-needed", "not_needed", "no-key", "nokey", "sk-no-key-required", "xxx", "local",
+        "ollama", "lm-studio", "vllm", "secret", "password",
+    }
+)  # fmt: skip
+"""Key values local servers are given in place of a key: nothing to hide (lower-cased)."""
 
 
 def mark(kind: str) -> str:
@@ -35,6 +60,11 @@ SECRET_KINDS: dict[str, str] = {
     "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
     "jwt": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     "bearer_token": r"(?<=\b(?i:bearer) )[A-Za-z0-9._~+/=-]{8,}",
+    "url_userinfo": r"(?<=://)[^/\s@:]+(?::[^/\s@]*)?(?=@[^\s/@]+)",
+    "url_query_secret": (
+        r"(?<=[?&])(?i:key|api[_-]?key|apikey|token|access[_-]?token|sig|signature|secret|"
+        r"password|pwd|auth)=(?P<query>[^&#\s\"']+)"
+    ),
     "credential": (
         r"(?<![A-Za-z0-9])(?i:(?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|secret(?:[_-]?key)?|"
         r"access[_-]?token|auth[_-]?token|token|password|passwd|pwd))"
@@ -144,6 +174,24 @@ def _phone_ok(text: str) -> bool:
 _CHECKS["phone"] = _phone_ok
 
 
+def literal_forms(value: str) -> set[str]:
+    """``value`` as it may appear in an output: as is, URL-encoded, and base64-encoded.
+
+    Base64 is taken at the three byte alignments a value can have inside a longer encoded
+    text (``Basic`` credentials, a data URL), without the characters its neighbours share.
+    """
+    forms = {value, quote(value, safe=""), quote(value)}
+    raw = value.encode("utf-8")
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + raw).decode("ascii").rstrip("=")
+        start = (offset * 8 + 5) // 6  # the first character made of the value's bits only
+        end = len(encoded) - (1 if (offset + len(raw)) % 3 else 0)
+        part = encoded[start:end]
+        if len(part) >= MIN_LITERAL:
+            forms.add(part)
+    return {form for form in forms if len(form) >= MIN_LITERAL}
+
+
 class Redactor:
     """Rewrites strings of JSON-like values; one compiled pattern per run."""
 
@@ -170,7 +218,13 @@ class Redactor:
             raise ValueError(f"unknown PII kinds {sorted(unknown)}; known: {sorted(PII_KINDS)}")
         self.pii = tuple(kinds)
         patterns: dict[str, str] = {}
-        values = sorted({v for v in literals if len(v) >= MIN_LITERAL}, key=len, reverse=True)
+        forms = {
+            form
+            for value in literals
+            if len(value) >= MIN_LITERAL and value.strip().lower() not in PLACEHOLDERS
+            for form in literal_forms(value)
+        }
+        values = sorted(forms, key=len, reverse=True)
         if values:
             patterns["configured_key"] = "|".join(re.escape(v) for v in values)
         patterns.update(SECRET_KINDS)
@@ -196,6 +250,7 @@ class Redactor:
         """The redactor of a run: ``--redact`` kinds and the values of its key variables."""
         environ = os.environ if env is None else env
         literals = [environ[name] for name in key_env_vars if environ.get(name)]
+        literals += [t.strip() for t in environ.get(TOKENS_ENV, "").split(",") if t.strip()]
         return cls(pii=redact, literals=literals)
 
     def _replace(self, match: re.Match[str]) -> str:
@@ -210,6 +265,12 @@ class Redactor:
             value = match.group("credential")
             start = match.start("credential") - match.start()
             return text[:start] + mark("secret") + text[start + len(value) :]
+        if kind == "url_query_secret":
+            value = match.group("query")
+            start = match.start("query") - match.start()
+            return text[:start] + mark("secret") + text[start + len(value) :]
+        if kind == "url_userinfo":
+            return "***"
         return mark(kind)
 
     def text(self, value: str) -> str:
@@ -288,6 +349,8 @@ class Redactor:
         lowered = text.casefold()  # at least every case-insensitive regex match
         if "bearer " in lowered or "-----begin" in lowered:
             return True
+        if "://" in text and ("@" in text or "=" in text):
+            return True  # URL user info, or a query parameter
         for keyword in _CREDENTIAL_KEYWORDS:
             start = lowered.find(keyword)
             while start != -1:

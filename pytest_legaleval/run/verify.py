@@ -28,9 +28,11 @@ ARTIFACT_SCHEMAS: dict[str, str] = {
 def _documents(path: Path) -> list[tuple[str, Any]]:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
+        # Lines end at "\n" only: str.splitlines() would also split inside a JSON string
+        # that holds U+0085 or U+2028 (json.dumps leaves them unescaped).
         return [
             (f"{path.name}:{number}", json.loads(line))
-            for number, line in enumerate(text.splitlines(), 1)
+            for number, line in enumerate(text.split("\n"), 1)
             if line.strip()
         ]
     return [(path.name, json.loads(text))]

@@ -76,3 +76,30 @@ def test_a_dataset_cannot_send_files_outside_its_folder_to_the_model(
     for path in Path(pytester.path / "runs").rglob("*"):
         if path.is_file():
             assert CANARY.encode() not in path.read_bytes(), path
+
+
+def test_attachments_root_widens_the_allowed_folders_explicitly(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "unused-key-value")
+    shared = pytester.path / "shared-docs"
+    shared.mkdir()
+    (shared / "exhibit.txt").write_text("SHARED-EXHIBIT-TEXT")
+    data = pytester.path / "data"
+    data.mkdir()
+    dataset = data / "set.jsonl"
+    dataset.write_text(json.dumps(_row("outside", "../shared-docs/exhibit.txt")) + "\n")
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    with MockOpenAIServer(latency=0.0) as server:
+        base = [
+            "--dataset", str(dataset), "--model", "openai/m", "--base-url", server.base_url,
+            "--no-cache", "-p", "no:xdist",
+        ]  # fmt: skip
+        refused = pytester.runpytest(*base, "--run-dir", "a")
+        refused.assert_outcomes(errors=1)
+        assert server.stats()["requests"] == 0
+        allowed = pytester.runpytest(*base, "--run-dir", "b", "--attachments-root", str(shared))
+        assert server.stats()["requests"] == 1
+        assert "SHARED-EXHIBIT-TEXT" in json.dumps(server.last_request()["messages"])
+    assert allowed.ret in (0, 1)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import pytest_legaleval
 from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
@@ -369,3 +370,41 @@ def test_rag_answers_are_judged_and_their_citations_checked(
     assert "cites contexts that do not exist: [7]" in rows[second]["explanation"]
     judge_prompts = [json.dumps(r["messages"]) for r in server.requests()]
     assert any("[1] Personal data must be processed lawfully" in p for p in judge_prompts)
+
+
+@pytest.mark.parametrize(("scoring", "score"), [("clipped", 0.75), ("minmax", 5 / 6)])
+def test_a_run_is_re_scored_from_its_own_verdicts_without_a_request(
+    pytester: pytest.Pytester,
+    suite: Path,
+    server: MockOpenAIServer,
+    scoring: str,
+    score: float,
+) -> None:
+    data = write_jsonl(pytester.path / "data.jsonl", [_rubric("r1"), _rubric("r2")])
+    _run(pytester, server, data, "--model", "openai/cand").assert_outcomes(passed=2)
+    (first,) = run_dirs(pytester.path / "runs")
+    requests = server.stats()["requests"]
+    policies = pytester.path / "policies"
+    policies.mkdir()
+    # The same policy, edited: another scoring rule and threshold.
+    builtin = Path(pytest_legaleval.__file__).parent / "grading" / "policies" / "default.yaml"
+    lines = [
+        line
+        for line in builtin.read_text(encoding="utf-8").splitlines()
+        if not line.startswith(("scoring:", "pass_threshold:"))
+    ]
+    lines += [f"scoring: {scoring}", "pass_threshold: 0.8"]
+    (policies / "default.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    predictions = str(first / "predictions.jsonl")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", predictions, "--judgments", predictions,
+        "--policy-dir", str(policies), "--run-dir", "rescored",
+    )  # fmt: skip
+    assert server.stats()["requests"] == requests  # not a single HTTP request
+    (run,) = run_dirs(pytester.path / "rescored")
+    rows = read_jsonl(run / "predictions.jsonl")
+    assert [(r["model"], r["scoring"]) for r in rows] == [("openai/cand", scoring)] * 2
+    assert all(r["score"] == pytest.approx(score) for r in rows)
+    # 0.75 < 0.8 fails under clipped; 5/6 passes under minmax
+    result.assert_outcomes(**({"passed": 2} if score >= 0.8 else {"failed": 2}))
+    assert all(r["details"]["replayed_from"]["format"] == "predictions" for r in rows)

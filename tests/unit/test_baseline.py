@@ -161,3 +161,16 @@ def test_mean_score_regression_by_paired_bootstrap() -> None:
     assert cmp.mean_score_delta_ci is not None and cmp.mean_score_delta_ci[1] < 0
     assert cmp.regressed(0.1, 0.05)
     assert not cmp.regressed(0.25, 0.05)
+
+
+def test_runs_scored_under_other_rules_are_not_paired() -> None:
+    from pytest_legaleval.errors import ConfigError
+    from pytest_legaleval.metrics.baseline import check_same_scoring, rubric_scorings
+
+    old = [{"grader": "judge:rubric", "record_id": "r"}, {"grader": "mcq", "record_id": "m"}]
+    new = [{"grader": "judge:rubric", "record_id": "r", "scoring": "minmax"}]
+    assert rubric_scorings(old) == {"clipped"}  # lines from before scoring was recorded
+    with pytest.raises(ConfigError, match="baseline: clipped; this run: minmax"):
+        check_same_scoring(old, new)
+    check_same_scoring(old, [{"grader": "judge:rubric", "scoring": "clipped"}])
+    check_same_scoring(old, [{"grader": "mcq", "scoring": "minmax"}])  # no rubric: nothing to say

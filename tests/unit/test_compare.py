@@ -107,3 +107,18 @@ def test_graded_scores_get_a_paired_bootstrap_interval(tmp_path: Path) -> None:
 def test_not_a_run_directory(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a run directory"):
         load_run(tmp_path)
+
+
+def test_compare_refuses_runs_scored_under_other_rules_unless_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_legaleval.cli import main
+
+    rubric = {**row("r1", True), "task_type": "rubric_qa", "grader": "judge:rubric"}
+    a = write_run(tmp_path, "a", [rubric])
+    b = write_run(tmp_path, "b", [{**rubric, "scoring": "minmax"}])
+    with pytest.raises(ConfigError, match="scored rubric items differently"):
+        comparison(load_run(a), load_run(b))
+    assert main(["compare", str(a), str(b)]) == 2
+    assert "--allow-scoring-mismatch" in capsys.readouterr().err
+    assert main(["compare", str(a), str(b), "--allow-scoring-mismatch"]) == 0

@@ -219,9 +219,9 @@ def test_api_key_never_reaches_cache_results_or_messages(
 
 def test_unknown_provider_is_a_config_error(tmp_path: Path) -> None:
     with Engine(EngineSettings(cache_path=None)) as engine:
-        with pytest.raises(ConfigError, match="accepted providers: local, openai"):
+        with pytest.raises(ConfigError, match="accepted providers: anthropic, deepseek, gemini"):
             engine.submit(
-                GenerationRequest("anthropic/claude", ({"role": "user", "content": "x"},))
+                GenerationRequest("claude-direct/claude", ({"role": "user", "content": "x"},))
             )
         with pytest.raises(ConfigError, match="Expected PROVIDER/NAME for the model"):
             engine.check_model("gpt-4.1")

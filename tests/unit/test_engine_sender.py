@@ -58,6 +58,7 @@ def _run_all(server: MockOpenAIServer, transport: str, warm: bool) -> dict[str, 
             retry=RetryPolicy.scaled(0.001),
             request_timeout_s=0.3,
             transport=transport,
+            sdk_fast_path=warm,
             api_key_env="LEGALEVAL_SENDER_KEY",
         )
         with Engine(settings) as engine:

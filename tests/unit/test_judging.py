@@ -242,3 +242,78 @@ def test_judging_again_pays_nothing_twice(server: MockOpenAIServer, tmp_path: Pa
     assert server.stats()["requests"] == calls  # probe, garbage and re-ask all cached
     assert second.score == first.score == 0.9
     assert second.summary.verdicts[0].cached is True
+
+
+def _prbench_rubric() -> Record:
+    criteria = (
+        Criterion("c1", "CRITERION-ONE", weight=3.0),
+        Criterion("c2", "CRITERION-TWO", weight=1.0),
+        Criterion("p1", "CRITERION-PENALTY", weight=-2.0),
+    )
+    return Record(
+        id="pr1",
+        dataset="prbench",
+        task_type="rubric_qa",
+        prompt="Advise.",
+        rubric=criteria,
+        metadata={"policy_id": "prbench_v1"},
+    )
+
+
+def _grade(grade: int, criterion_id: str) -> str:
+    return json.dumps({"grade": grade, "reasoning": "because", "criterion_id": criterion_id})
+
+
+def test_an_lbr_rubric_is_scored_min_max_with_lbr_s_judge_prompt(server: MockOpenAIServer) -> None:
+    server.add_reply("CRITERION-ONE", _grade(1, "c1"))
+    server.add_reply("CRITERION-TWO", _grade(0, "c2"))
+    server.add_reply("CRITERION-PENALTY", _grade(0, "p1"))
+    with _engine(server) as engine:
+        outcome = _judge(engine, _prbench_rubric(), policy="prbench_v1")
+    # min-max: (3·1 + 1·0 − 2·0 − (−2)) / (3 + 1 − (−2)) = 5/6; clipped would give 3/4
+    assert outcome.score == pytest.approx(5 / 6)
+    grade = judged_grade(outcome, BOOK.get("prbench_v1"), {})
+    assert grade.passed is True and grade.details["rubric"]["scoring"] == "minmax"
+    system = server.last_request()["messages"][0]
+    assert system["role"] == "system" and "strict LLM judge" in system["content"]
+
+
+def test_a_failed_criterion_keeps_the_judged_ones_and_is_a_judge_error_by_default(
+    server: MockOpenAIServer,
+) -> None:
+    server.add_reply("CRITERION-ONE", _grade(1, "c1"))
+    server.add_reply("CRITERION-TWO", "no idea")  # never a usable verdict
+    server.add_reply("CRITERION-PENALTY", _grade(0, "p1"))
+    with _engine(server) as engine:
+        outcome = _judge(engine, _prbench_rubric(), policy="prbench_v1", reasks=0)
+    assert outcome.score is None and outcome.error is not None
+    by_id = {c["id"]: c for c in outcome.criteria}
+    assert by_id["c1"]["met"] == 1.0 and by_id["p1"]["met"] == 0.0
+    assert by_id["c2"]["met"] is None and by_id["c2"]["error"]
+    grade = judged_grade(outcome, BOOK.get("prbench_v1"), {})
+    assert grade.reason == "judge_error" and grade.score is None
+    assert [c["id"] for c in grade.details["criteria"]] == ["c1", "c2", "p1"]
+    verdict = outcome.summary.verdicts[0]
+    assert [c.get("grade") for c in verdict.criteria] == [1.0, None, 0.0]
+
+
+def test_score_judged_scores_the_judged_criteria_and_shows_the_denominator(
+    server: MockOpenAIServer, tmp_path: Path
+) -> None:
+    (tmp_path / "partial.yaml").write_text(
+        "id: prbench_partial\nextends: prbench_v1\non_partial_judge_failure: score_judged\n"
+    )
+    book = PolicyBook(str(tmp_path))
+    server.add_reply("CRITERION-ONE", _grade(1, "c1"))
+    server.add_reply("CRITERION-TWO", "no idea")
+    server.add_reply("CRITERION-PENALTY", _grade(0, "p1"))
+    with _engine(server) as engine:
+        panel = JudgePanel(engine, (JUDGE,), reasks=0)
+        policy = book.get("prbench_partial")
+        outcome = engine.run_coroutine(panel.judge(_prbench_rubric(), "x", policy)).result(30)
+    # judged: c1 (w 3, met) and p1 (w -2, not met): (3 + 2) / (3 + 2) = 1
+    assert outcome.error is None and outcome.score == pytest.approx(1.0)
+    grade = judged_grade(outcome, policy, {})
+    assert grade.outcome == "passed"
+    assert grade.details["rubric"]["judged"] == 2 and grade.details["rubric"]["total"] == 3
+    assert "2 judged of 3 criteria" in grade.explanation

@@ -228,3 +228,44 @@ def test_clean_json_clears_ordinary_lines_and_not_secrets() -> None:
     ):
         assert not redactor.clean_json(json.dumps(secret, ensure_ascii=False)), secret
     assert not Redactor(pii=["email"]).clean_json(json.dumps(ordinary))  # PII: always search
+
+
+def test_a_key_is_redacted_as_is_url_encoded_and_base64_encoded() -> None:
+    import base64
+    from urllib.parse import quote
+
+    from pytest_legaleval.run.redaction import Redactor
+
+    key = "sk-live-Zq8+/=&Kp2Mx7Rt4Yu1"
+    redactor = Redactor(literals=[key])
+    texts = [
+        key,
+        quote(key, safe=""),
+        base64.b64encode(key.encode()).decode(),
+        "Basic " + base64.b64encode(b"user:" + key.encode()).decode(),
+        base64.b64encode(b"xy" + key.encode() + b"tail").decode(),
+    ]
+    for text in texts:
+        out = redactor.text(f"before {text} after")
+        assert key not in out and "[REDACTED:configured_key]" in out, text
+
+
+def test_url_user_info_and_secret_query_parameters_are_redacted() -> None:
+    from pytest_legaleval.run.redaction import Redactor
+
+    redactor = Redactor()
+    assert redactor({"base_url": "http://user:pass@host:8000/v1"}) == {
+        "base_url": "http://***@host:8000/v1"
+    }
+    out = redactor.text("GET https://api.example/v1?key=abc123xyz&model=m&sig=QWERTY")
+    assert "abc123xyz" not in out and "QWERTY" not in out and "model=m" in out
+
+
+def test_service_tokens_are_secrets_and_placeholders_are_not() -> None:
+    from pytest_legaleval.run.redaction import Redactor
+
+    env = {"OPENAI_API_KEY": "EMPTY", "LEGALEVAL_API_TOKENS": "tok-abcdefgh1234, short,"}
+    redactor = Redactor.for_settings((), ["OPENAI_API_KEY"], env=env)
+    redacted = redactor.text("the token tok-abcdefgh1234 here")
+    assert redacted == "the token [REDACTED:configured_key] here"
+    assert redactor.text("api key EMPTY; short") == "api key EMPTY; short"

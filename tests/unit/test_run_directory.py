@@ -76,3 +76,14 @@ def test_checksums_catch_a_changed_file(tmp_path: Path) -> None:
     os.chmod(target, 0o644)
     target.write_text('{"ok": false}\n')
     assert verify_checksums(directory.path) == ["m.json"]
+
+
+def test_verify_reads_lines_that_hold_unicode_line_separators(tmp_path: Path) -> None:
+    """json.dumps leaves U+0085 and U+2028 unescaped; a JSONL line ends at "\\n" only."""
+    from pytest_legaleval.run.verify import _documents
+
+    path = tmp_path / "x.jsonl"
+    path.write_text(
+        json.dumps({"a": "one\x85two\u2028three"}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    assert _documents(path) == [("x.jsonl:1", {"a": "one\x85two\u2028three"})]

@@ -24,8 +24,13 @@ class FakeNode:
         self.shut = True
 
 
-def _scheduler(nodes: int, items: int) -> tuple[RoundRobinScheduling, list[FakeNode]]:
-    config: Any = SimpleNamespace(getvalue=lambda name: [f"{nodes}*popen"])
+def _scheduler(
+    nodes: int, items: int, max_restarts: int = 0
+) -> tuple[RoundRobinScheduling, list[FakeNode]]:
+    config: Any = SimpleNamespace(
+        getvalue=lambda name: [f"{nodes}*popen"],
+        option=SimpleNamespace(maxworkerrestart=str(max_restarts), numprocesses=nodes),
+    )
     sched = RoundRobinScheduling(config)
     fakes = [FakeNode(f"gw{i}") for i in range(nodes)]
     collection = [f"t.py::test[{i}]" for i in range(items)]
@@ -78,9 +83,29 @@ def test_all_items_run_once_in_order_and_workers_shut_down_at_the_end() -> None:
 
 def test_a_crashed_worker_leaves_its_sent_and_queued_items_to_another() -> None:
     n = 4 * WINDOW
-    sched, (a, b) = _scheduler(2, n)
+    sched, (a, b) = _scheduler(2, n)  # no restarts: xdist will not replace a
     _run(sched, a, 10)
+    sched.crashes += 1  # as pytest_testnodedown counts it
     crashed = sched.remove_node(a)
     assert crashed == f"t.py::test[{own_indices(n, 0, 2)[10]}]"
     rest = list(own_indices(n, 0, 2))[11:]
     assert b.sent[-len(rest) :] == rest  # everything a had not reported, once
+
+
+def test_a_crashed_worker_s_items_wait_for_its_replacement() -> None:
+    n = 4 * WINDOW
+    sched, (a, b) = _scheduler(2, n, max_restarts=4)
+    _run(sched, a, 10)
+    sent_to_b = list(b.sent)
+    sched.crashes += 1
+    sched.remove_node(a)
+    assert b.sent == sent_to_b  # the survivor is not handed a's items
+    assert not sched.tests_finished and sched.has_pending
+    replacement = FakeNode("gw2")
+    promised = sched.reserve_orphans(replacement)  # at the replacement's configure
+    assert promised == list(own_indices(n, 0, 2))[11:]
+    assert sched.reserve_orphans(FakeNode("gw3")) == []  # promised once only
+    sched.add_node(replacement)
+    sched.add_node_collection(replacement, [f"t.py::test[{i}]" for i in range(n)])
+    sched.schedule()
+    assert replacement.sent == promised

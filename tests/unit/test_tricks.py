@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_legaleval.perf import collector_paused
+from pytest_legaleval.pytest.tricks import collector_paused
 
 
 @pytest.fixture
@@ -64,3 +64,41 @@ def test_a_collector_that_was_off_stays_off() -> None:
     finally:
         if was:
             gc.enable()
+
+
+def test_legaleval_no_tricks_turns_every_trick_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_legaleval.pytest import tricks
+
+    monkeypatch.setenv("LEGALEVAL_NO_TRICKS", "1")
+    assert not tricks.enabled() and not tricks.sdk_fast_path()
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with collector_paused():
+            assert gc.isenabled()  # the collector is left alone
+    finally:
+        if not was:
+            gc.disable()
+    data = {"nodeid": "t.py::x", "when": "call", "outcome": "passed"}
+    assert tricks.pack_report(dict(data), frozenset(data), ()) == data  # sent as it is
+    before = gc.get_freeze_count()
+    tricks.freeze()
+    assert gc.get_freeze_count() == before  # nothing moved to the permanent generation
+    monkeypatch.setenv("LEGALEVAL_NO_TRICKS", "0")
+    assert tricks.enabled()
+
+
+def test_a_packed_report_comes_back_equal() -> None:
+    from pytest_legaleval.pytest import tricks
+
+    data = {
+        "nodeid": "t.py::x[a]",
+        "location": ("t.py", 3, "x[a]"),
+        "longrepr": ("t.py", 3, "Skipped: no"),
+        "sections": [("Captured stdout call", "hi")],
+        "legaleval": {"record_id": "a"},
+    }
+    packed = tricks.pack_report(dict(data), frozenset(data), ("legaleval",))
+    assert set(packed) == {"legaleval_json"}
+    tricks.unpack_report(packed)
+    assert packed == data

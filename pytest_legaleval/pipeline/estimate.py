@@ -1,0 +1,331 @@
+"""What a run will call and roughly cost, before it pays anything (``--estimate-only``).
+
+Pure: the pytest layer prints :meth:`CostEstimate.lines` before the first call, and stops
+there with ``--estimate-only``.
+
+How it counts:
+
+* Generation: one call per item (record × ``--model``) that the run would send, so not
+  the items skipped before any call (a judged record without a judge) nor those whose
+  attachment files are missing. Input tokens are counted from the prompt the run sends
+  (``grading.prompts.build_messages``) with the engine's estimator
+  (``engine.ratelimit.estimate_prompt_tokens``: about 4 characters per token); output
+  tokens are ``--max-new-tokens`` (else the model's ``models:`` value, else
+  ``engine.ratelimit.DEFAULT_OUTPUT_TOKENS``) — a ceiling, most answers are shorter.
+* Judging: per judged item, one call per judge question (``grading.judge.build_tasks``:
+  one per rubric criterion, else one) and judge, on an answer as long as the output
+  budget (the real answer with ``--responses``); output ``--judge-max-tokens``. Re-asks of
+  unparseable replies and the structured-output probes are not counted.
+* Prices: the run's price table (``metrics.prices``); a model without one shows ``?`` and
+  the total is a lower bound. Cache hits cost nothing, so a rerun costs less.
+
+Also the checks of ``--max-cost``: every model called needs a price
+(:func:`budget_prices`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_legaleval.engine.ratelimit import DEFAULT_OUTPUT_TOKENS, estimate_prompt_tokens
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.prices import PriceTable, load_price_table
+from pytest_legaleval.pipeline.settings import Settings
+from pytest_legaleval.records import Record
+
+if TYPE_CHECKING:
+    from pytest_legaleval.formats import RejectedRecord
+    from pytest_legaleval.pipeline.plan import RunPlan
+
+__all__ = [
+    "CallEstimate",
+    "CostEstimate",
+    "budget_prices",
+    "called_models",
+    "estimate_run",
+    "plan_entries",
+    "run_prices",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CallEstimate:
+    """The planned calls of one model for one purpose."""
+
+    model: str
+    purpose: str
+    """``generation`` or ``judge``."""
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    """``None`` when the model has no price."""
+
+
+@dataclass(frozen=True, slots=True)
+class CostEstimate:
+    """A run's planned calls and their estimated cost."""
+
+    rows: tuple[CallEstimate, ...]
+    answer_tokens: int
+    """Output tokens assumed per answer."""
+    answer_tokens_source: str
+    """Where :attr:`answer_tokens` came from (``--max-new-tokens``, ``default`` …)."""
+    prices_source: str
+    max_cost_usd: float | None = None
+
+    @property
+    def calls(self) -> int:
+        """Calls in total."""
+        return sum(row.calls for row in self.rows)
+
+    @property
+    def cost_usd(self) -> float:
+        """The cost of the calls whose model has a price."""
+        return sum(row.cost_usd or 0.0 for row in self.rows)
+
+    @property
+    def unpriced(self) -> tuple[str, ...]:
+        """Models called without a price."""
+        return tuple(dict.fromkeys(r.model for r in self.rows if r.cost_usd is None and r.calls))
+
+    def lines(self) -> list[str]:
+        """The terminal lines (no secrets: model names, counts and money only)."""
+        total_in = sum(row.input_tokens for row in self.rows)
+        total_out = sum(row.output_tokens for row in self.rows)
+        bound = "at least " if self.unpriced else ""
+        out = [
+            f"legaleval estimate: {self.calls:,} calls, about {total_in:,} input + "
+            f"{total_out:,} output tokens, {bound}${self.cost_usd:.4f} "
+            f"(prices: {self.prices_source})"
+        ]
+        for row in self.rows:
+            cost = "$?" if row.cost_usd is None else f"${row.cost_usd:.4f}"
+            out.append(
+                f"  {row.model} ({row.purpose}): {row.calls:,} calls, {row.input_tokens:,} in + "
+                f"{row.output_tokens:,} out tokens, {cost}"
+            )
+        out.append(
+            f"  output per answer: {self.answer_tokens} tokens ({self.answer_tokens_source}); "
+            "cache hits cost nothing, judge re-asks are not counted"
+        )
+        if self.unpriced:
+            out.append(f"  no price for {', '.join(self.unpriced)}: add it with --price-table")
+        if self.max_cost_usd is not None:
+            verdict = "above" if self.cost_usd > self.max_cost_usd else "within"
+            out.append(
+                f"  --max-cost ${self.max_cost_usd:.4f}: the estimate is {verdict} the cap "
+                "(calls stop before the spend would pass it)"
+            )
+        return out
+
+
+def _config_pricing(config_file: str | None) -> Any:
+    if not config_file:
+        return None
+    from pytest_legaleval.formats.safe_yaml import load_yaml
+
+    try:
+        data = load_yaml(Path(config_file).read_text(encoding="utf-8"), source=config_file)
+    except (OSError, ConfigError, UnicodeDecodeError):
+        return None  # the settings resolver has already reported an unreadable file
+    return data.get("pricing") if isinstance(data, dict) else None
+
+
+def run_prices(settings: Settings) -> PriceTable:
+    """The run's price table: built in, the YAML ``pricing:``, then ``--price-table``.
+
+    Raises:
+        ConfigError: an unreadable or malformed table.
+
+    """
+    return load_price_table(settings.price_table, _config_pricing(settings.config_file))
+
+
+def called_models(settings: Settings) -> tuple[str, ...]:
+    """The models this run may call: ``--model`` (unless ``--responses``) and the judges."""
+    models = () if settings.responses else settings.model
+    return tuple(dict.fromkeys((*models, *settings.judge_model)))
+
+
+def budget_prices(settings: Settings, table: PriceTable) -> dict[str, tuple[float, float]]:
+    """USD per million ``(input, output)`` tokens of every model called, for ``--max-cost``.
+
+    ``local/`` models are free and need no price.
+
+    Raises:
+        ConfigError: a model called has no price (naming every such model).
+
+    """
+    prices: dict[str, tuple[float, float]] = {}
+    missing: list[str] = []
+    for model in called_models(settings):
+        if model.startswith("local/"):
+            continue
+        price = table.lookup(model)
+        if price is None:
+            missing.append(model)
+        else:
+            prices[model] = (price.input, price.output)
+    if missing:
+        raise ConfigError(
+            f"--max-cost needs a price for every model called; none for "
+            f"{', '.join(repr(m) for m in missing)}: add them to --price-table FILE or to the "
+            "pricing: section of legaleval.yaml ({input: USD, output: USD} per million tokens)"
+        )
+    return prices
+
+
+def _answer_tokens(settings: Settings, model: str) -> tuple[int, str]:
+    if settings.max_new_tokens is not None:
+        return settings.max_new_tokens, "--max-new-tokens"
+    value = (settings.per_model.get(model) or {}).get("max_new_tokens")
+    if isinstance(value, int) and value > 0:
+        return value, f"models: {model}"
+    return DEFAULT_OUTPUT_TOKENS, "default: set --max-new-tokens to bound it"
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], list[int]] = {}
+
+    def add(self, model: str, purpose: str, calls: int, tokens_in: int, tokens_out: int) -> None:
+        row = self.rows.setdefault((model, purpose), [0, 0, 0])
+        row[0] += calls
+        row[1] += tokens_in
+        row[2] += tokens_out
+
+    def estimate(self, table: PriceTable) -> tuple[CallEstimate, ...]:
+        out = []
+        for (model, purpose), (calls, tokens_in, tokens_out) in self.rows.items():
+            free = model.startswith("local/")
+            cost = 0.0 if free else table.cost(model, tokens_in, tokens_out)
+            out.append(CallEstimate(model, purpose, calls, tokens_in, tokens_out, cost))
+        return tuple(out)
+
+
+def _judge_prompt_tokens(record: Record, answer: str, plan: RunPlan) -> list[int]:
+    from pytest_legaleval.grading.judge import build_tasks
+    from pytest_legaleval.grading.panel import JUDGE_SYSTEM_PROMPT
+
+    policy = plan.grading.policy(record)
+    return [
+        estimate_prompt_tokens(
+            [
+                {"role": "system", "content": task.system or JUDGE_SYSTEM_PROMPT},
+                {"role": "user", "content": task.prompt},
+            ]
+        )
+        for task in build_tasks(record, answer, policy)
+    ]
+
+
+def plan_entries(
+    plan: RunPlan, *, stream: bool = False, selected: bool = True
+) -> Iterator[Record | RejectedRecord]:
+    """The entries of ``plan`` in file order: those selected (its items'), else all.
+
+    ``stream``: read the files one entry at a time instead of loading them (an xdist
+    controller, which never holds the dataset), with the same selection as
+    ``pipeline.selection.select``. A plan already loaded is read from memory.
+    """
+    s = plan.settings
+    if plan.loaded is not None or not stream:
+        yield from plan.selected if selected else plan.load().entries
+        return
+    from pytest_legaleval.formats import DatasetStream
+    from pytest_legaleval.pipeline.selection import entry_key, in_shard
+
+    files = DatasetStream(list(s.dataset), s.dataset_format)
+    if not selected:
+        yield from files
+        return
+    shard = s.shard
+    keep: set[int] | None = None
+    if s.sample is not None:
+        count = sum(1 for e in files if shard is None or in_shard(entry_key(e), shard))
+        if s.sample < count:
+            rng = random.Random(s.seed if s.seed is not None else 0)
+            keep = set(rng.sample(range(count), s.sample))
+    index = taken = 0
+    for entry in files:
+        if shard is not None and not in_shard(entry_key(entry), shard):
+            continue
+        index += 1
+        if keep is not None and index - 1 not in keep:
+            continue
+        if s.limit is not None and taken >= s.limit:
+            return
+        taken += 1
+        yield entry
+
+
+def _records(plan: RunPlan, stream: bool) -> Iterator[tuple[Record, str]]:
+    models = plan.models
+    for entry in plan_entries(plan, stream=stream):
+        if isinstance(entry, Record):
+            for model in models:
+                yield entry, model
+
+
+def estimate_run(
+    plan: RunPlan, table: PriceTable | None = None, *, stream: bool = False
+) -> CostEstimate:
+    """The planned calls of ``plan`` and their estimated cost (see the module).
+
+    ``stream``: see :func:`plan_entries` (an xdist controller streams the dataset).
+
+    Raises:
+        DatasetRejected: the dataset is rejected (nothing would be called).
+        ConfigError: an unreadable dataset, price table or impossible selection.
+
+    """
+    from pytest_legaleval.grading.attachments import missing_attachments
+    from pytest_legaleval.grading.prompts import build_messages
+
+    s = plan.settings
+    table = table if table is not None else run_prices(s)
+    tally = _Tally()
+    judges = s.judge_model
+    conversation: Mapping[tuple[str, str], str] = (
+        plan.conversation.responses if plan.conversation is not None else {}
+    )
+    first_conversation_model = plan.conversation.models[0] if plan.conversation else None
+    answer_tokens, answer_source = DEFAULT_OUTPUT_TOKENS, "default"
+    for record, model in _records(plan, stream):
+        if record.attachments and missing_attachments(record):
+            continue  # an error at setup: never sent
+        needs_judge = plan.grading.grader(record).needs_judge
+        tokens, answer_source = _answer_tokens(s, model)
+        answer_tokens = tokens
+        answer: str | None = None
+        if plan.responses is not None:
+            answer = plan.responses.get(record.id, model)
+            if answer is None:
+                continue  # missing_response: nothing to judge
+        else:
+            if needs_judge and not judges and not s.generate_ungraded:
+                continue  # skipped before any call
+            previous = conversation.get((record.id, model))
+            if previous is None and first_conversation_model is not None:
+                previous = conversation.get((record.id, first_conversation_model))
+            policy = plan.grading.policy(record)
+            messages = build_messages(record, policy, previous_response=previous)
+            tally.add(model, "generation", 1, estimate_prompt_tokens(messages), tokens)
+        if needs_judge and judges:
+            prompts = _judge_prompt_tokens(record, answer or "x" * (4 * tokens), plan)
+            for judge in judges:
+                tally.add(
+                    judge, "judge", len(prompts), sum(prompts), len(prompts) * s.judge_max_tokens
+                )
+    return CostEstimate(
+        tally.estimate(table),
+        answer_tokens,
+        answer_source,
+        ", ".join(table.sources) or "none",
+        s.max_cost,
+    )

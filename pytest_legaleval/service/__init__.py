@@ -1,0 +1,87 @@
+"""The Dataset Contract's batch service: ``legaleval serve``.
+
+What it is for: teams point their upload tooling, dashboards and other languages at an
+HTTP API instead of running pytest. A client uploads a contract document
+(``POST /v1/runs``) and gets the contract's §2 answer — HTTP 202 with ``record_errors``, or
+the 400/413 envelope and no run; the run then moves through the §3.1 states in a worker
+process and leaves the eight §4.1 artifacts, served with their sha256 and deleted after
+the §4.3 retention periods.
+
+One code path: a worker evaluates a run with
+:func:`pytest_legaleval.pipeline.run.run_evaluation`, the same planning, engine, grading and
+run-directory code as ``pytest suites/``; nothing here grades or writes an artifact itself.
+
+Main names: :class:`Service` and :func:`serve` (``server``), :func:`create_app` (``app``,
+FastAPI), :class:`RunStore` (``store``, the SQLite run table), :class:`RunQueue` and
+:class:`SqliteRunQueue` (``queue``), :class:`WorkerPool` (``workers``), :func:`execute`
+(``execution``: fresh or continued runs), :class:`UploadValidator` (``validation``),
+:func:`sweep` (``retention``), :class:`Tokens` (``auth``), :class:`ServiceConfig`
+(``config``).
+
+It must never import pytest (or ``_pytest``), nor the ``cli`` package. Only ``app``,
+``files``, ``handlers``, ``models`` and ``server`` import FastAPI, Starlette or uvicorn (the
+``[serve]`` extra); the workers and ``client`` never do. Names are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_legaleval.service.app import Backend as Backend
+    from pytest_legaleval.service.app import create_app as create_app
+    from pytest_legaleval.service.auth import Tokens as Tokens
+    from pytest_legaleval.service.config import (
+        DataDir as DataDir,
+    )
+    from pytest_legaleval.service.config import (
+        Limits as Limits,
+    )
+    from pytest_legaleval.service.config import (
+        Retention as Retention,
+    )
+    from pytest_legaleval.service.config import (
+        ServiceConfig as ServiceConfig,
+    )
+    from pytest_legaleval.service.execution import execute as execute
+    from pytest_legaleval.service.queue import (
+        RunQueue as RunQueue,
+    )
+    from pytest_legaleval.service.queue import (
+        SqliteRunQueue as SqliteRunQueue,
+    )
+    from pytest_legaleval.service.retention import sweep as sweep
+    from pytest_legaleval.service.server import Service as Service
+    from pytest_legaleval.service.server import serve as serve
+    from pytest_legaleval.service.store import RunStore as RunStore
+    from pytest_legaleval.service.validation import UploadValidator as UploadValidator
+    from pytest_legaleval.service.workers import WorkerPool as WorkerPool
+
+_LAZY = {
+    "Backend": "app",
+    "create_app": "app",
+    "Tokens": "auth",
+    "DataDir": "config",
+    "Limits": "config",
+    "Retention": "config",
+    "ServiceConfig": "config",
+    "execute": "execution",
+    "RunQueue": "queue",
+    "SqliteRunQueue": "queue",
+    "sweep": "retention",
+    "Service": "server",
+    "serve": "server",
+    "RunStore": "store",
+    "UploadValidator": "validation",
+    "WorkerPool": "workers",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

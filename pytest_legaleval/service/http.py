@@ -1,0 +1,193 @@
+"""HTTP plumbing: the error envelope, request ids, and reading an upload within its limits.
+
+Every error the service answers is the contract's envelope
+``{"error": {"code", "message", "details"?}, "request_id"}``: ``invalid_request`` (400) and
+``payload_too_large`` (413) as the contract defines them, and for the rest of the API
+``unauthorized`` (401), ``forbidden`` (403), ``not_found`` (404), ``method_not_allowed``
+(405), ``request_timeout`` (408), ``conflict`` (409), ``gone`` (410), ``rate_limited``
+(429), ``internal_error`` (500) and ``service_unavailable`` (503).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from pytest_legaleval.validation import contract as limits
+
+__all__ = [
+    "REQUEST_ID_HEADER",
+    "ApiError",
+    "RequestIdMiddleware",
+    "check_upload_headers",
+    "envelope",
+    "receive_upload",
+    "request_id_of",
+]
+
+REQUEST_ID_HEADER = "X-Request-ID"
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_CODES = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    409: "conflict",
+    410: "gone",
+    413: "payload_too_large",
+    429: "rate_limited",
+    500: "internal_error",
+    503: "service_unavailable",
+}
+
+
+class ApiError(Exception):
+    """An error answered with the envelope (``code`` defaults to the status's)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code or _CODES.get(status, "invalid_request")
+        self.message = message
+        self.details = details
+        self.headers = headers or {}
+
+
+def envelope(
+    code: str, message: str, request_id: str, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The contract's error envelope."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        error["details"] = details
+    return {"error": error, "request_id": request_id}
+
+
+def request_id_of(scope: Scope) -> str:
+    """The request id the middleware gave this request."""
+    state = scope.get("state") or {}
+    return str(state.get("request_id") or "")
+
+
+class RequestIdMiddleware:
+    """Gives every request a fresh id (UUID4) and every response its ``X-Request-ID``.
+
+    A client's own ``X-Request-ID`` is not trusted: ids end up in logs and artifacts.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one request with its id."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = str(uuid.uuid4())
+        scope.setdefault("state", {})["request_id"] = request_id
+        header = (REQUEST_ID_HEADER.lower().encode(), request_id.encode())
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), header]
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+def _too_large(received: int) -> ApiError:
+    return ApiError(
+        413,
+        f"payload is over the limit of {limits.MAX_PAYLOAD_BYTES:,} bytes (100 MB): at least "
+        f"{received:,} bytes were sent",
+        details={"payload_bytes": received, "max_payload_bytes": limits.MAX_PAYLOAD_BYTES},
+    )
+
+
+async def _next(receive: Receive, idle_timeout: float) -> Message:
+    try:
+        return await asyncio.wait_for(receive(), idle_timeout)
+    except TimeoutError:
+        raise ApiError(
+            408, f"the request body stalled for more than {idle_timeout:g} s; send it again"
+        ) from None
+
+
+async def receive_upload(receive: Receive, target: Path, *, limit: int, idle_timeout: float) -> int:
+    """Write the request body to ``target`` as it arrives; return its size.
+
+    Never holds more than one chunk: the size limit is enforced while reading. An oversized
+    body is refused (413) as soon as it passes ``limit``; uvicorn reads and drops the rest
+    of it after the answer, so a client still sending sees the answer, not a reset.
+
+    Raises:
+        ApiError: 413 past ``limit``, 408 when the client stalls for ``idle_timeout``,
+            400 when it disconnects.
+
+    """
+    received = 0
+    with target.open("wb") as handle:
+        while True:
+            message = await _next(receive, idle_timeout)
+            if message["type"] != "http.request":
+                raise ApiError(400, "the client disconnected before the body was complete")
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > limit:
+                handle.close()
+                target.unlink(missing_ok=True)
+                raise _too_large(received)
+            handle.write(chunk)
+            if not message.get("more_body"):
+                return received
+
+
+def check_upload_headers(headers: Mapping[str, str]) -> None:
+    """The transport rules of §1.3 that the headers show: JSON, UTF-8, no compression.
+
+    ``headers`` is case-insensitive on lower-case names (Starlette's ``Headers``).
+
+    Raises:
+        ApiError: 400 for another type, charset or encoding.
+        DatasetRejected: 413 when ``Content-Length`` is over 100 MB (nothing is read).
+
+    """
+    media, _, params = headers.get("content-type", "").partition(";")
+    if media.strip().lower() != "application/json":
+        raise ApiError(400, "Content-Type must be application/json (a Dataset Contract document)")
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip().strip('"').lower() not in (
+            "utf-8",
+            "utf8",
+        ):
+            raise ApiError(
+                400, f"charset={value.strip()} is not accepted: the payload must be UTF-8"
+            )
+    encoding = headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise ApiError(400, f"Content-Encoding {encoding} is not accepted: send the JSON as is")
+    length = headers.get("content-length")
+    if length is not None:
+        if not length.strip().isdigit():
+            raise ApiError(400, f"Content-Length {length!r} is not a number")
+        limits.check_payload_size(int(length))  # 413 before a byte of the body is read

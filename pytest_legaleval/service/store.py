@@ -1,0 +1,357 @@
+"""The service's run table: one SQLite file in the data directory, shared by its processes.
+
+The HTTP process creates runs and notes cancellation requests; the worker processes write
+the states, the progress and the final figures. Every process opens its own connections
+(one per thread), in WAL mode, so readers never wait for a writer. A row holds only what
+the API answers with; the artifacts stay in the run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_legaleval.run.manifest import TERMINAL_STATES, utc_now
+
+__all__ = ["ACTIVE_STATES", "RunRow", "RunStore", "connect"]
+
+ACTIVE_STATES = ("validating", "running", "retrying", "finalizing")
+"""States of a run that a worker has started and not finished."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    status TEXT NOT NULL,
+    models TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    completed_at TEXT,
+    transitions TEXT NOT NULL,
+    validation TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0,
+    total INTEGER NOT NULL DEFAULT 0,
+    cancel_requested_at TEXT,
+    resumes INTEGER NOT NULL DEFAULT 0,
+    denominators TEXT,
+    metrics TEXT,
+    error TEXT,
+    raw_deleted_at TEXT,
+    summary_deleted_at TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_by_owner ON runs (owner, seq);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
+"""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in autocommit mode, WAL, waiting up to 30 s for a lock."""
+    conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    # A committed row survives a crash of the process (only an OS crash can lose the last
+    # commits): the run directory, not this table, is the record of a run.
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One run as the table holds it."""
+
+    seq: int
+    run_id: str
+    owner: str
+    """The token's id (``tok_…``, a digest prefix, never the token) or ``local``."""
+    status: str
+    models: tuple[str, ...]
+    request_id: str
+    """The request id of the upload that created the run."""
+    created_at: str
+    updated_at: str
+    completed_at: str | None
+    transitions: tuple[Mapping[str, str], ...]
+    validation: Mapping[str, Any]
+    """``status`` (accepted …), ``summary`` and the number of ``record_errors``."""
+    dataset: Mapping[str, Any]
+    """``dataset_id``, ``dataset_version``, ``schema_version``, ``sha256``, ``bytes``."""
+    done: int
+    total: int
+    cancel_requested_at: str | None
+    resumes: int
+    """How often a worker took the run up again after the one running it stopped."""
+    denominators: Mapping[str, Any] | None
+    metrics: Mapping[str, Any] | None
+    error: str | None
+    raw_deleted_at: str | None
+    summary_deleted_at: str | None
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the run has ended (§3.1)."""
+        return self.status in TERMINAL_STATES
+
+
+_COLUMNS = (
+    "seq, run_id, owner, status, models, request_id, created_at, updated_at, completed_at, "
+    "transitions, validation, dataset, done, total, cancel_requested_at, resumes, "
+    "denominators, metrics, error, raw_deleted_at, summary_deleted_at"
+)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _row(values: Sequence[Any]) -> RunRow:
+    (seq, run_id, owner, status, models, request_id, created_at, updated_at, completed_at,
+     transitions, validation, dataset, done, total, cancel_requested_at, resumes,
+     denominators, metrics, error, raw_deleted_at, summary_deleted_at) = values  # fmt: skip
+    return RunRow(
+        seq, run_id, owner, status, tuple(json.loads(models)), request_id, created_at,
+        updated_at, completed_at, tuple(json.loads(transitions)), json.loads(validation),
+        json.loads(dataset), done, total, cancel_requested_at, resumes, _loads(denominators),
+        _loads(metrics), error, raw_deleted_at, summary_deleted_at,
+    )  # fmt: skip
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class RunStore:
+    """The run table of one data directory; thread-safe (a connection per thread)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        if not path.exists():  # the run table names every upload: the owner's eyes only
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._conn().executescript(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path)
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    # -- the HTTP process -------------------------------------------------------------------
+
+    def create(
+        self,
+        *,
+        run_id: str,
+        owner: str,
+        models: Sequence[str],
+        request_id: str,
+        validation: Mapping[str, Any],
+        dataset: Mapping[str, Any],
+        total: int,
+        max_queued: int,
+        max_per_owner: int,
+    ) -> str | None:
+        """Insert a ``queued`` run unless a limit is reached; return the limit's name if so.
+
+        The counts and the insert are one transaction, so concurrent uploads never pass a
+        limit together.
+        """
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Stamped under the write lock, so created_at follows seq (the list's order).
+            now = utc_now()
+            queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()
+            if queued[0] >= max_queued:
+                return "queue"
+            marks = ",".join("?" * len(TERMINAL_STATES))
+            mine = conn.execute(
+                f"SELECT COUNT(*) FROM runs WHERE owner = ? AND status NOT IN ({marks})",
+                (owner, *TERMINAL_STATES),
+            ).fetchone()
+            if mine[0] >= max_per_owner:
+                return "owner"
+            conn.execute(
+                "INSERT INTO runs (run_id, owner, status, models, request_id, created_at, "
+                "updated_at, transitions, validation, dataset, total) "
+                "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id, owner, _dumps(list(models)), request_id, now, now,
+                    _dumps([{"state": "queued", "at": now}]), _dumps(validation),
+                    _dumps(dataset), total,
+                ),
+            )  # fmt: skip
+        finally:
+            conn.execute("COMMIT")
+        return None
+
+    def get(self, run_id: str) -> RunRow | None:
+        """The run, or ``None``."""
+        found = (
+            self._conn()
+            .execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+            .fetchone()
+        )
+        return _row(found) if found else None
+
+    def page(self, owner: str | None, *, limit: int, before: int | None) -> list[RunRow]:
+        """Runs newest first (``owner`` ``None``: everyone's), at most ``limit``.
+
+        ``before`` is the ``seq`` of the last run of the previous page.
+        """
+        where: list[str] = []
+        args: list[str | int] = []
+        if owner is not None:
+            where.append("owner = ?")
+            args.append(owner)
+        if before is not None:
+            where.append("seq < ?")
+            args.append(before)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        rows = self._conn().execute(
+            f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY seq DESC LIMIT ?", (*args, limit)
+        )
+        return [_row(values) for values in rows]
+
+    def request_cancel(self, run_id: str) -> RunRow | None:
+        """Note a cancellation request (kept if one was made); the run as it is now."""
+        now = utc_now()
+        marks = ",".join("?" * len(TERMINAL_STATES))
+        self._conn().execute(
+            "UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?), "
+            f"updated_at = ? WHERE run_id = ? AND status NOT IN ({marks})",
+            (now, now, run_id, *TERMINAL_STATES),
+        )
+        return self.get(run_id)
+
+    def count(self, status: str) -> int:
+        """Runs in ``status``."""
+        found = self._conn().execute("SELECT COUNT(*) FROM runs WHERE status = ?", (status,))
+        return int(found.fetchone()[0])
+
+    # -- the workers ------------------------------------------------------------------------
+
+    def cancel_requested(self, run_id: str) -> bool:
+        """Whether someone asked to cancel the run."""
+        found = (
+            self._conn()
+            .execute("SELECT cancel_requested_at FROM runs WHERE run_id = ?", (run_id,))
+            .fetchone()
+        )
+        return bool(found and found[0])
+
+    def taken_up(self, run_id: str) -> None:
+        """A worker takes up a run another one had started (count it)."""
+        self._conn().execute(
+            "UPDATE runs SET resumes = resumes + 1, updated_at = ? WHERE run_id = ?",
+            (utc_now(), run_id),
+        )
+
+    def set_state(self, run_id: str, state: str, at: str) -> None:
+        """Append a state transition; the status follows it unless it is terminal.
+
+        The terminal status is written by :meth:`finish`, together with the figures, once
+        the run directory is sealed: a client that sees it can fetch everything.
+        """
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = conn.execute(
+                "SELECT transitions FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if found is None:
+                return
+            transitions = json.loads(found[0])
+            transitions.append({"state": state, "at": at})
+            status_sql = "" if state in TERMINAL_STATES else ", status = ?"
+            params: tuple[Any, ...] = (_dumps(transitions), at)
+            params += () if state in TERMINAL_STATES else (state,)
+            conn.execute(
+                f"UPDATE runs SET transitions = ?, updated_at = ?{status_sql} WHERE run_id = ?",
+                (*params, run_id),
+            )
+        finally:
+            conn.execute("COMMIT")
+
+    def progress(self, run_id: str, done: int, total: int) -> None:
+        """Items recorded so far, of ``total``."""
+        self._conn().execute(
+            "UPDATE runs SET done = ?, total = ?, updated_at = ? WHERE run_id = ?",
+            (done, total, utc_now(), run_id),
+        )
+
+    def finish(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        denominators: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, Any] | None = None,
+        error: str | None = None,
+        at: str | None = None,
+    ) -> None:
+        """Write the terminal status (and the transition to it, if not noted yet)."""
+        now = at or utc_now()
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = conn.execute(
+                "SELECT transitions FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if found is None:
+                return
+            transitions = json.loads(found[0])
+            if not transitions or transitions[-1]["state"] != status:
+                transitions.append({"state": status, "at": now})
+            conn.execute(
+                "UPDATE runs SET status = ?, transitions = ?, completed_at = ?, updated_at = ?, "
+                "denominators = ?, metrics = ?, error = ? WHERE run_id = ?",
+                (
+                    status, _dumps(transitions), transitions[-1]["at"], now,
+                    None if denominators is None else _dumps(denominators),
+                    None if metrics is None else _dumps(metrics), error, run_id,
+                ),
+            )  # fmt: skip
+        finally:
+            conn.execute("COMMIT")
+
+    # -- retention --------------------------------------------------------------------------
+
+    def completed_before(self, cutoff: str, column: str) -> Iterator[RunRow]:
+        """Terminal runs completed before ``cutoff`` whose ``column`` deletion is pending."""
+        if column not in ("raw_deleted_at", "summary_deleted_at"):
+            raise ValueError(column)
+        rows = self._conn().execute(
+            f"SELECT {_COLUMNS} FROM runs WHERE completed_at IS NOT NULL AND completed_at < ? "
+            f"AND {column} IS NULL ORDER BY seq",
+            (cutoff,),
+        )
+        for values in rows.fetchall():
+            yield _row(values)
+
+    def mark_deleted(self, run_id: str, column: str) -> None:
+        """Note that the run's raw artifacts (or its summaries) were deleted."""
+        if column not in ("raw_deleted_at", "summary_deleted_at"):
+            raise ValueError(column)
+        self._conn().execute(f"UPDATE runs SET {column} = ? WHERE run_id = ?", (utc_now(), run_id))

@@ -1,0 +1,157 @@
+"""Sessions with --max-cost, --estimate-only and provider presets, against the mock server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_legaleval.engine.presets import PRESETS, base_url_variable
+from pytest_legaleval.testing.mock_openai import MockOpenAIServer
+
+from .conftest import mcq_row, read_jsonl, run_dirs, write_jsonl
+
+PRICES = "models:\n  mock-model: {input: 1000, output: 1000}\n"  # $0.001 per token
+
+
+@pytest.fixture
+def server() -> Iterator[MockOpenAIServer]:
+    with MockOpenAIServer(latency=0.0) as srv:
+        srv.add_reply(r"\[ans=B\]", "Answer: B")
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def _no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for preset in PRESETS.values():
+        monkeypatch.delenv(preset.api_key_env, raising=False)
+        monkeypatch.delenv(base_url_variable(preset.name), raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def _dataset(path: Path, n: int) -> Path:
+    rows = [mcq_row(f"q{i:03d}", prompt=f"Question q{i:03d} [ans=B]?") for i in range(n)]
+    return write_jsonl(path, rows)
+
+
+def _args(server: MockOpenAIServer, data: Path, *extra: str) -> list[str]:
+    return [
+        "--dataset",
+        str(data),
+        "--model",
+        "openai/mock-model",
+        "--base-url",
+        server.base_url,
+        "--run-dir",
+        "runs",
+        "--no-cache",
+        "--retry-delays",
+        "0.01",
+        *extra,
+    ]
+
+
+def test_max_cost_stops_the_run_and_finalizes_it(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 30)
+    (pytester.path / "prices.yaml").write_text(PRICES)
+    result = pytester.runpytest(
+        *_args(server, data, "--concurrency", "1", "--max-new-tokens", "8"),
+        "--price-table",
+        "prices.yaml",
+        "--max-cost",
+        "0.2",
+    )
+    result.stdout.fnmatch_lines(["legaleval estimate: 30 calls*", "*--max-cost $0.2000*"])
+    sent = server.stats()["requests"]
+    assert 0 < sent < 30
+    (run,) = run_dirs(pytester.path / "runs")
+    predictions = read_jsonl(run / "predictions.jsonl")
+    assert len(predictions) == 30
+    stopped = [p for p in predictions if p["reason"] == "budget"]
+    assert len(stopped) == 30 - sent
+    assert all("--max-cost $0.2000 reached" in p["explanation"] for p in stopped)
+    failures = read_jsonl(run / "failures.jsonl")
+    assert {(f["failure_type"], f["reason"]) for f in failures} == {("cancelled", "budget")}
+    assert len(failures) == len(stopped)
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    assert manifest["status"] == "completed_with_failures"
+    assert (run / "metrics_summary.json").exists() and (run / "SHA256SUMS").exists()
+
+
+def test_max_cost_without_a_price_is_a_usage_error(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 2)
+    result = pytester.runpytest(*_args(server, data, "--max-cost", "1"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--max-cost needs a price*'openai/mock-model'*"])
+    assert server.stats()["requests"] == 0
+
+
+@pytest.mark.parametrize("workers", [["-p", "no:xdist"], ["-n", "2"]], ids=["n0", "n2"])
+def test_estimate_only_makes_no_call(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer, workers: list[str]
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 12)
+    (pytester.path / "prices.yaml").write_text(PRICES)
+    result = pytester.runpytest_subprocess(
+        *_args(server, data, "--estimate-only", "--price-table", "prices.yaml"), *workers
+    )
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "legaleval estimate: 12 calls, about * input + 3,072 output tokens, $*",
+            "  openai/mock-model (generation): 12 calls*",
+        ]
+    )
+    assert server.stats()["requests"] == 0
+    assert not run_dirs(pytester.path / "runs")
+
+
+def test_a_preset_model_is_routed_by_its_models_entry(
+    pytester: pytest.Pytester,
+    suite: Path,
+    server: MockOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-session-test-0123456789")
+    server.update_config(api_key="sk-ant-session-test-0123456789")
+    data = _dataset(pytester.path / "d.jsonl", 3)
+    (pytester.path / "legaleval.yaml").write_text(
+        f"models:\n  anthropic/claude-sonnet-4-5:\n    base_url: {server.base_url}\n"
+    )
+    result = pytester.runpytest(
+        "--dataset",
+        str(data),
+        "--model",
+        "anthropic/claude-sonnet-4-5",
+        "--run-dir",
+        "runs",
+        "--no-cache",
+        "--temperature",
+        "0.1",
+        "--top-p",
+        "0.5",
+    )
+    result.assert_outcomes(passed=3)
+    body = server.last_request()
+    assert body is not None and body["model"] == "claude-sonnet-4-5"
+    assert body["temperature"] == 0.1 and "top_p" not in body  # one of the two, not both
+    (run,) = run_dirs(pytester.path / "runs")
+    files = "".join(p.read_text() for p in run.iterdir() if p.is_file())
+    assert "sk-ant-session-test-0123456789" not in files
+
+
+def test_a_preset_without_its_key_is_a_usage_error_naming_it(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 1)
+    result = pytester.runpytest(
+        "--dataset", str(data), "--model", "gemini/gemini-2.5-flash", "--run-dir", "runs"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*GEMINI_API_KEY is not set*LEGALEVAL_GEMINI_BASE_URL*"])
