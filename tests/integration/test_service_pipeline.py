@@ -45,7 +45,7 @@ def test_run_evaluation_writes_what_a_pytest_session_writes(
     result = pytester.runpytest(
         "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
     )
-    result.assert_outcomes(passed=12, failed=7, errors=1)
+    result.assert_outcomes(passed=12, failed=6, errors=2)  # a missing response: an error
     (session_run,) = run_dirs(pytester.path / "runs")
 
     settings = resolve_settings(
