@@ -1,0 +1,94 @@
+"""What the controller (or the single process) says before any worker starts or call is paid.
+
+The planned calls and their estimated cost (``--estimate-only`` stops there with exit
+status 0), and the rows of ``--responses`` / ``--conversation-from`` that match no record
+(a warning; none matching is a usage error).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
+from pytest_legaleval.pipeline.plan import RunPlan
+from pytest_legaleval.pytest.state import STATE_KEY
+from pytest_legaleval.records import Record
+
+__all__ = ["before_any_call"]
+
+
+def before_any_call(session: pytest.Session) -> None:
+    """The planned calls and their estimated cost, before any worker starts or call is paid.
+
+    ``--estimate-only`` stops here with exit status 0 (``pipeline.estimate``).
+    """
+    config = session.config
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    import warnings
+
+    # Loading the plan here warns (unknown policy ids) outside pytest's capture: the
+    # warnings are handed to pytest, which shows them in its summary as before.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _estimate_before_any_call(config, state)
+        finally:
+            for found in caught:
+                config.issue_config_time_warning(found.message, stacklevel=2)  # type: ignore[arg-type]
+
+
+def _estimate_before_any_call(config: pytest.Config, state: RunPlan) -> None:
+    _check_response_rows(config, state)
+    s = state.settings
+    if not (s.estimate_only or s.judge_model or state.responses is None):
+        return  # pre-computed answers graded without a judge: nothing is paid
+    from pytest_legaleval.pipeline.estimate import estimate_run
+
+    try:
+        lines = estimate_run(state, stream=_streams(config)).lines()
+    except (ConfigError, DatasetRejected) as exc:
+        if s.estimate_only:
+            raise pytest.UsageError(getattr(exc, "message", str(exc))) from None
+        return  # collection reports it, as without an estimate
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            print(line)
+    if s.estimate_only:
+        pytest.exit("--estimate-only: no call was made", returncode=0)
+
+
+def _streams(config: pytest.Config) -> bool:
+    """An xdist controller reads the dataset as a stream: it never holds it."""
+    return config.pluginmanager.get_plugin("dsession") is not None
+
+
+def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
+    """Rows of --responses / --conversation-from that match no record: a warning; all: an error."""
+    from pytest_legaleval.pipeline.responses import ResponsesWarning, match_responses
+
+    tables = [("--responses", state.responses), ("--conversation-from", state.conversation)]
+    if all(table is None for _, table in tables):
+        return
+    from pytest_legaleval.pipeline.estimate import plan_entries
+
+    try:
+        entries = plan_entries(state, stream=_streams(config), selected=False)
+        ids = [e.id if isinstance(e, Record) else e.record_id for e in entries]
+    except (ConfigError, DatasetRejected):
+        return  # collection reports it
+    for flag, table in tables:
+        if table is None:
+            continue
+        found = match_responses(table, ids)
+        try:
+            found.check(flag)
+        except ResponsesError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        warning = found.warning()
+        if warning is not None:
+            config.issue_config_time_warning(ResponsesWarning(f"{flag}: {warning}"), stacklevel=2)
