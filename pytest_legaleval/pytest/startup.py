@@ -72,7 +72,7 @@ def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
     from pytest_legaleval.pipeline.responses import ResponsesWarning, match_responses
 
     tables = [("--responses", state.responses), ("--conversation-from", state.conversation)]
-    if all(table is None for _, table in tables):
+    if all(table is None for _, table in tables) and not state.settings.judgments:
         return
     from pytest_legaleval.pipeline.estimate import plan_entries
 
@@ -92,3 +92,39 @@ def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
         warning = found.warning()
         if warning is not None:
             config.issue_config_time_warning(ResponsesWarning(f"{flag}: {warning}"), stacklevel=2)
+    if state.settings.judgments:
+        _check_judgments(config, state.settings.judgments, {i for i in ids if i is not None})
+
+
+_SHOWN = 5
+
+
+def _check_judgments(config: pytest.Config, path: str, ids: set[str]) -> None:
+    """The verdict file's bad lines, and verdicts that match no record: a warning; none: error."""
+    from pytest_legaleval.grading.verdicts import read_verdicts
+    from pytest_legaleval.pipeline.responses import ResponsesWarning
+
+    try:
+        with open(path, "rb") as handle:
+            found = read_verdicts(handle)
+    except OSError as exc:
+        raise pytest.UsageError(f"--judgments {path}: cannot be read ({exc})") from None
+    unmatched = sorted({record for record, _ in found.verdicts if record not in ids})
+    if found.verdicts and len(unmatched) == len({r for r, _ in found.verdicts}):
+        raise pytest.UsageError(
+            f"--judgments {path}: none of its {len(found.verdicts)} verdicts names a record "
+            f"of the dataset (e.g. {unmatched[0]!r}); is it the verdict file of this dataset?"
+        )
+    notes = []
+    if found.problems:
+        shown = "; ".join(str(p) for p in found.problems[:_SHOWN])
+        notes.append(f"{len(found.problems)} unusable lines ({shown})")
+    if unmatched:
+        notes.append(
+            f"verdicts for {len(unmatched)} records not in the dataset "
+            f"(e.g. {', '.join(map(repr, unmatched[:_SHOWN]))})"
+        )
+    if notes:
+        config.issue_config_time_warning(
+            ResponsesWarning(f"--judgments {path}: {'; '.join(notes)}"), stacklevel=2
+        )

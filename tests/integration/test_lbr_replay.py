@@ -84,3 +84,31 @@ def test_lbr_s_run_replays_offline_with_lbr_s_scores(
     )
     for model, stats in SUMMARY["models"].items():
         assert passes[model] == stats["pass_count"] - counted_anyway[model], model
+
+
+def test_verdicts_of_another_dataset_are_a_usage_error_and_bad_lines_a_warning(
+    pytester: pytest.Pytester, lbr_files: dict[str, Path]
+) -> None:
+    records = lbr_files["records"]
+    first = records.read_text(encoding="utf-8").splitlines()[0]
+    other = pytester.path / "other.jsonl"
+    row = json.loads(first)
+    row["id"] = "not-in-the-judgments"
+    other.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    answer = pytester.path / "answer.jsonl"
+    answer.write_text(json.dumps({"record_id": row["id"], "response": "x"}) + "\n")
+    result = pytester.runpytest(
+        "--dataset", str(other), "--responses", str(answer),
+        "--judgments", str(lbr_files["judgments"]), "--run-dir", "runs",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--judgments" in result.stderr.str() and "verdicts names a record" in result.stderr.str()
+    broken = pytester.path / "broken.jsonl"
+    broken.write_text(
+        lbr_files["judgments"].read_text(encoding="utf-8") + "{not json\n", encoding="utf-8"
+    )
+    result = pytester.runpytest(
+        "--dataset", str(records), "--responses", str(lbr_files["responses"]),
+        "--judgments", str(broken), "--run-dir", "runs", "-k", "lexam",
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(["*--judgments*1 unusable lines (line 1000: not JSON*"])
