@@ -38,10 +38,22 @@ def pytest_configure(config: pytest.Config) -> None:
     configure(config)
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, specname="pytest_sessionstart")
+def pytest_sessionstart_estimate_only(session: pytest.Session) -> None:
+    """``--estimate-only``: the estimate, then the end, before any xdist worker starts."""
+    if startup.estimate_only(session.config):
+        startup.before_any_call(session)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """The planned calls and their estimated cost, before any worker starts or call is paid."""
-    startup.before_any_call(session)
+    """The planned calls and their estimated cost, before the first call is paid.
+
+    Last: an xdist controller starts its workers first, and estimates while they start up
+    (a worker's first call comes after its interpreter, imports and collection).
+    """
+    if not startup.estimate_only(session.config):
+        startup.before_any_call(session)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -146,6 +146,19 @@ Outcome = Literal["passed", "failed", "skipped", "error"]
 """An item's verdict as a pytest outcome."""
 
 
+def _shallow(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A dict copy of a mapping whose values are JSON-ready (the common case, cheap)."""
+    if type(value) is dict and all(
+        type(v) in _SCALARS or (type(v) is list and all(type(x) in _SCALARS for x in v))
+        for v in value.values()
+    ):
+        return dict(value)
+    return _plain(value)  # type: ignore[no-any-return]
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
     """A JSON-safe copy: mappings become dicts, tuples lists (recursively)."""
     if isinstance(value, Mapping):
@@ -341,7 +354,7 @@ class EvalResult:
             "explanation": self.explanation,
             "response": self.response,
             "grader": self.grader,
-            "details": _plain(self.details),
+            "details": _shallow(self.details),
             "record_sha256": self.record_sha256,
             "latency_ms": self.latency_ms,
             "input_tokens": self.input_tokens,
@@ -349,7 +362,7 @@ class EvalResult:
             "total_tokens": self.total_tokens,
             "first_attempt_at": self.first_attempt_at,
             "last_attempt_at": self.last_attempt_at,
-            "attempts": _plain(self.attempts),
+            "attempts": [dict(attempt) for attempt in self.attempts],
             "policy_id": self.policy_id,
             "policy_sha256": self.policy_sha256,
             "judge": self.judge.to_dict() if self.judge is not None else None,

@@ -266,7 +266,10 @@ def plan_entries(
 
 def _records(plan: RunPlan, stream: bool) -> Iterator[tuple[Record, str]]:
     models = plan.models
-    for entry in plan_entries(plan, stream=stream):
+    entries = (
+        plan.stream_selected() if stream and plan.loaded is None else plan_entries(plan)
+    )
+    for entry in entries:
         if isinstance(entry, Record):
             for model in models:
                 yield entry, model

@@ -7,33 +7,39 @@ item's index means the same everywhere. Nothing here knows pytest.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
-from pytest_legaleval.formats import DatasetStream, LoadResult, RejectedRecord, load_dataset
+from pytest_legaleval.formats import (
+    DatasetInfo,
+    DatasetStream,
+    LoadResult,
+    RejectedRecord,
+    load_dataset,
+)
 from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.grading.registry import default_registry
-from pytest_legaleval.grading.replay import ReplayGrader
-from pytest_legaleval.grading.verdicts import VerdictFile, read_verdicts
-from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
 from pytest_legaleval.pipeline.selection import entry_key, in_shard, select, selected_count
 from pytest_legaleval.pipeline.settings import Settings, generation_settings
 from pytest_legaleval.records import EvalResult, Record
 from pytest_legaleval.run.ids import new_request_id
-from pytest_legaleval.run.manifest import RunConfig
-from pytest_legaleval.run.recorder import DatasetSource
-from pytest_legaleval.run.redaction import Redactor
 
+# The run directory's pieces, the verdict reader and asyncio are imported where they are
+# used: an xdist worker (and every unrelated pytest run in the environment) needs none.
 if TYPE_CHECKING:
+    from pytest_legaleval.grading.verdicts import VerdictFile
+    from pytest_legaleval.metrics.prices import PriceTable
     from pytest_legaleval.pipeline.evaluator import LiveEvaluator
+    from pytest_legaleval.run.manifest import RunConfig
+    from pytest_legaleval.run.recorder import DatasetSource
+    from pytest_legaleval.run.redaction import Redactor
 
 __all__ = ["ItemSpec", "RunPlan"]
 
@@ -97,12 +103,16 @@ class RunPlan:
         self.graders = default_registry()
         """The graders of this run; the pytest layer lets users' hooks add theirs."""
         if settings.judgments:
+            from pytest_legaleval.grading.replay import ReplayGrader
+
             replay = ReplayGrader(self.read_judgments, settings.judgments)
             for task_type in ("reference_qa", "rubric_qa", "criteria"):
                 self.graders.register(replay, task_type=task_type)
         self.warn_policies = True
         """Warn about unknown policy ids (one xdist worker does, not every one)."""
         self._load: LoadResult | None = None
+        self._streamed: tuple[list[DatasetInfo], int, int] | None = None
+        """Datasets, records and selected records, from a full streaming pass."""
         self._rejection: DatasetRejected | None = None
 
     @property
@@ -188,6 +198,8 @@ class RunPlan:
             ConfigError: the file cannot be read.
 
         """
+        from pytest_legaleval.grading.verdicts import read_verdicts
+
         path = self.settings.judgments
         assert path is not None
         records = {r.id: r for r in self.load().records}
@@ -201,6 +213,8 @@ class RunPlan:
 
     def run_config(self, run_id: str) -> RunConfig:
         """What the run directory records about this run's configuration."""
+        from pytest_legaleval.run.manifest import RunConfig
+
         s = self.settings
         return RunConfig(
             run_dir=s.run_dir,
@@ -241,10 +255,14 @@ class RunPlan:
 
     def redactor(self) -> Redactor:
         """What every output of this run meant to be read or shared is scrubbed with."""
+        from pytest_legaleval.run.redaction import Redactor
+
         return Redactor.for_settings(self.settings.redact, self.key_env_vars())
 
     def secret_scrubber(self) -> Callable[[str], str]:
         """Secrets only (PII stays): for the response cache, local working state."""
+        from pytest_legaleval.run.redaction import Redactor
+
         return Redactor.for_settings((), self.key_env_vars()).text
 
     def dataset_source(self) -> DatasetSource:
@@ -259,6 +277,8 @@ class RunPlan:
             ConfigError: an unreadable dataset or an impossible selection.
 
         """
+        from pytest_legaleval.run.recorder import DatasetSource
+
         s = self.settings
         loaded = self.loaded
         if loaded is not None:
@@ -267,6 +287,9 @@ class RunPlan:
                 loaded.datasets, loaded.entries, len(loaded.records), len(self.selected)
             )
         stream = DatasetStream(list(s.dataset), s.dataset_format)
+        if self._streamed is not None:  # counted by an earlier pass (the estimate's)
+            datasets, records, selected = self._streamed
+            return DatasetSource(datasets, stream, records, selected)
         shard_count = records = 0
         for entry in stream:
             records += isinstance(entry, Record)
@@ -279,6 +302,35 @@ class RunPlan:
             selected_count(shard_count, sample=s.sample, limit=s.limit),
         )
 
+    def stream_selected(self) -> Iterator[Record | RejectedRecord]:
+        """The selected entries, read from the files one at a time (none held in memory).
+
+        Read to its end, the pass also keeps what :meth:`dataset_source` needs (the
+        datasets and their counts), so a process that never loads the dataset (an xdist
+        controller) reads the files for the run directory once more only to write them.
+        ``--sample`` needs a count first: those runs read the files for it.
+        """
+        from pytest_legaleval.pipeline.estimate import plan_entries
+
+        s = self.settings
+        if s.sample is not None:
+            yield from plan_entries(self, stream=True)
+            return
+        stream = DatasetStream(list(s.dataset), s.dataset_format)
+        records = shard_count = 0
+        for entry in stream:
+            records += isinstance(entry, Record)
+            if s.shard is not None and not in_shard(entry_key(entry), s.shard):
+                continue
+            shard_count += 1
+            if s.limit is None or shard_count <= s.limit:
+                yield entry
+        self._streamed = (
+            list(stream.datasets),
+            records,
+            selected_count(shard_count, sample=None, limit=s.limit),
+        )
+
     def evaluate(self, spec: ItemSpec) -> EvalResult:
         """The graded result of one item (pre-computed responses are graded here)."""
         record = spec.entry
@@ -286,6 +338,8 @@ class RunPlan:
         if self.responses is not None and self.live is None:
             value = self.grading.prefilled(record, spec.model, self.responses, None)
             if inspect.isawaitable(value):  # a user's grader that awaits: on its own loop
+                import asyncio
+
                 return asyncio.run(_awaited(value))
             return value
         if self.live is None:

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from pytest_legaleval.engine.types import Attempt, GenerationResult
 from pytest_legaleval.grading.base import Grade
 from pytest_legaleval.grading.policies import Policy
 from pytest_legaleval.grading.scoring import scoring_rule
 from pytest_legaleval.pipeline.responses import Recorded
 from pytest_legaleval.records import EvalResult, Record
+
+if TYPE_CHECKING:  # the engine's types load with the engine, not with every result
+    from pytest_legaleval.engine.types import GenerationResult
 
 __all__ = [
     "cancelled_result",
@@ -42,7 +45,11 @@ def _policy_fields(policy: Policy | None) -> dict[str, Any]:
     }
 
 
-_ATTEMPT_FIELDS = tuple(f.name for f in dataclasses.fields(Attempt))
+@cache
+def _attempt_fields() -> tuple[str, ...]:
+    from pytest_legaleval.engine.types import Attempt
+
+    return tuple(f.name for f in dataclasses.fields(Attempt))
 
 
 def _never_answered(
@@ -78,6 +85,7 @@ def _never_answered(
 def _generation_fields(generation: GenerationResult | None) -> dict[str, Any]:
     if generation is None:
         return {}
+    fields = _attempt_fields()
     return {
         "latency_ms": generation.latency_ms,
         "input_tokens": generation.input_tokens,
@@ -87,7 +95,7 @@ def _generation_fields(generation: GenerationResult | None) -> dict[str, Any]:
         "last_attempt_at": generation.last_attempt_at,
         # Attempt holds only scalars: a flat copy is what asdict would give, without its
         # deep copies.
-        "attempts": tuple({f: getattr(a, f) for f in _ATTEMPT_FIELDS} for a in generation.attempts),
+        "attempts": tuple({f: getattr(a, f) for f in fields} for a in generation.attempts),
     }
 
 

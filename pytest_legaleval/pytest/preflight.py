@@ -18,7 +18,6 @@ import pytest
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats import FORMATS
-from pytest_legaleval.importers.cache import split_import_arg
 from pytest_legaleval.pipeline.plan import RunPlan
 
 __all__ = [
@@ -42,7 +41,11 @@ def check_settings(state: RunPlan, *, controller: bool = True) -> None:
         )
     for path in s.dataset:
         # SOURCE:PATH (``lexam:data/``) names a benchmark to import: its PATH must exist.
-        imported = split_import_arg(path) if ":" in path else None
+        imported = None
+        if ":" in path:  # SOURCE:PATH; the importers load only when one is named
+            from pytest_legaleval.importers.cache import split_import_arg
+
+            imported = split_import_arg(path)
         if not Path(imported[1] if imported else path).exists():
             raise ConfigError(f"--dataset {path}: no such file or directory")
     if s.judgments:

@@ -75,7 +75,10 @@ class RecordingPlugin:
     def _call_result_hook(
         self, result: Mapping[str, Any], record: Mapping[str, Any] | None
     ) -> None:
-        self.config.hook.pytest_legaleval_result(
+        hook = self.config.hook.pytest_legaleval_result
+        if not hook.get_hookimpls():  # nobody listens: no result is rebuilt for nothing
+            return
+        hook(
             result=EvalResult.from_dict(result),
             record=record,
             run_id=self.run_id,

@@ -14,7 +14,13 @@ from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest.state import STATE_KEY
 from pytest_legaleval.records import Record
 
-__all__ = ["before_any_call"]
+__all__ = ["before_any_call", "estimate_only"]
+
+
+def estimate_only(config: pytest.Config) -> bool:
+    """Whether this session only estimates (``--estimate-only``) and calls nothing."""
+    state = config.stash.get(STATE_KEY, None)
+    return state is not None and bool(state.settings.estimate_only)
 
 
 def before_any_call(session: pytest.Session) -> None:

@@ -11,7 +11,8 @@ versions they were measured on and step aside on others. Figures: ``benchmarks/R
   blocks that build many long-lived objects and free none (a dataset load, the SDK
   import, a bulk submit); :func:`freeze` moves what exists into the permanent generation
   once the process's long-lived objects are built (the dataset, the SDK, the controller's
-  plugins), so the run's collections do not re-scan them. Both are undone at unconfigure.
+  plugins), so the run's collections do not re-scan them. The pause ends with its block;
+  the freeze stays (see :func:`freeze`).
 - **Background imports.** An xdist worker that will call a model imports the engine on
   a thread while it collects (:func:`start_engine_import`); a single process does not
   (the thread would only compete with collection for the GIL).
@@ -32,6 +33,7 @@ versions they were measured on and step aside on others. Figures: ``benchmarks/R
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import json
@@ -40,7 +42,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import pytest
@@ -72,7 +73,10 @@ def enabled() -> bool:
     return os.environ.get(SWITCH, "").strip().lower() in ("", "0", "false", "no")
 
 
+@functools.cache
 def _major(distribution: str) -> int | None:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return int(version(distribution).split(".", 1)[0])
     except (PackageNotFoundError, ValueError):
@@ -88,7 +92,6 @@ def _measured_on(distribution: str, majors: tuple[int, ...]) -> bool:
 _pause_lock = threading.Lock()
 _pauses = 0
 _restore_collector = False
-_frozen = False
 
 
 @contextmanager
@@ -122,21 +125,20 @@ def freeze() -> None:
     """Move every object that exists now into the collector's permanent generation.
 
     Called where a process's long-lived objects are built: after the dataset load, after
-    the SDK import, at an xdist controller's first report. :func:`restore` undoes it.
+    the SDK import, at an xdist controller's first report. It changes no setting of the
+    collector (it stays on, its thresholds as they were), and it is the one trick not
+    undone at unconfigure: unfreezing then would make the collections pytest runs at its
+    end, and the one at interpreter exit, scan everything the run kept (see
+    ``benchmarks/RESULTS.md``). Frozen objects that die later stay in memory until the
+    process ends; with ``LEGALEVAL_NO_TRICKS=1`` nothing is frozen.
     """
-    global _frozen
     if enabled():
         gc.freeze()
-        _frozen = True
 
 
 def restore(config: pytest.Config) -> None:
     """Undo what the tricks changed in this process (call it at unconfigure)."""
-    global _frozen
     finish_engine_import(config)
-    if _frozen:
-        gc.unfreeze()
-        _frozen = False
 
 
 # -- background imports ---------------------------------------------------------------------
