@@ -33,8 +33,10 @@ __all__ = [
     "with_local_urls",
 ]
 
-REDACT_KINDS: tuple[str, ...] = ("pii",)
-"""Opt-in redaction kinds (secrets are always redacted)."""
+REDACT_KINDS: tuple[str, ...] = (
+    "pii", "email", "phone", "iban", "card_number", "us_ssn", "uk_nino",
+)  # fmt: skip
+"""Opt-in redaction kinds: ``pii`` (all of them) or single kinds (secrets always go)."""
 
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
@@ -443,7 +445,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "--redact",
         "redact",
-        "Extra redaction before persistence: pii (secrets are always redacted; repeatable).",
+        "Extra redaction of every output meant to be read or shared: pii, or kinds among "
+        "email, phone, iban, card_number, us_ssn, uk_nino (comma-separated or repeated; "
+        "secrets are always redacted).",
         (),
         None,
         True,
@@ -766,6 +770,10 @@ def resolve_settings(
         raise ConfigError(f"--transport {values['transport']!r}: choose auto, httpx or aiohttp")
     if values["judge_reasks"] < 0:
         raise ConfigError(f"--judge-reasks must be >= 0, got {values['judge_reasks']}")
+    # --redact email,phone and --redact email --redact phone say the same.
+    values["redact"] = tuple(
+        kind.strip() for value in values["redact"] for kind in value.split(",") if kind.strip()
+    )
     for kind in values["redact"]:
         if kind not in REDACT_KINDS:
             raise ConfigError(f"--redact {kind!r}: choose from {', '.join(REDACT_KINDS)}")

@@ -269,3 +269,15 @@ def test_service_tokens_are_secrets_and_placeholders_are_not() -> None:
     redacted = redactor.text("the token tok-abcdefgh1234 here")
     assert redacted == "the token [REDACTED:configured_key] here"
     assert redactor.text("api key EMPTY; short") == "api key EMPTY; short"
+
+
+def test_redact_chooses_pii_kinds_one_by_one() -> None:
+    from pytest_legaleval.pipeline.settings import REDACT_KINDS, resolve_settings
+    from pytest_legaleval.run.redaction import PII_KINDS, Redactor
+
+    assert set(REDACT_KINDS) == {"pii", *PII_KINDS}
+    settings = resolve_settings({"redact": ["email,phone"]})
+    assert settings.redact == ("email", "phone")
+    redactor = Redactor(pii=settings.redact)
+    text = redactor.text("me@example.com, +41 44 123 45 67, 4111 1111 1111 1111")
+    assert text == "[REDACTED:email], [REDACTED:phone], 4111 1111 1111 1111"
