@@ -44,9 +44,9 @@ __all__ = [
 ]
 
 PREFERRED_TRANSPORT = "aiohttp"
-"""What ``transport="auto"`` means. Measured with ``benchmarks/transport.py`` (2,000 calls,
-concurrency 50, 100 ms latency, ideal 4.0 s): aiohttp 4.5 s and 0.72 ms client CPU per call,
-httpx 4.5 s and 1.52 ms; the CPU gap decides once the client shares a busy machine."""
+"""What ``transport="auto"`` means: the transport that costs the client less CPU per call
+at the same wall time (``benchmarks/transport.py``; figures in ``benchmarks/RESULTS.md``),
+which decides once the client shares a busy machine."""
 
 _PATH = "/chat/completions"
 _OPTIONS: Mapping[str, Any] = {"security": {"bearer_auth": True}}
@@ -311,9 +311,9 @@ class _Sender:
     """The SDK's request path without its per-call option models (most of its CPU per call).
 
     ``AsyncOpenAI.post`` validates and copies a pydantic options model, merges headers and
-    parses the URL again on every call: about 0.5 ms of CPU, half of the engine's cost per
-    call. Everything here is the SDK's, computed once per client: its own ``_build_request``
-    builds a template request (URL, auth and platform headers, timeouts), each call copies
+    parses the URL again on every call, about half of the engine's CPU per call (see
+    ``benchmarks/RESULTS.md``). Everything here is the SDK's, computed once per client:
+    its own ``_build_request`` builds a template request (URL, auth and platform headers, timeouts), each call copies
     it with its own body and goes out through the client's HTTP client (the SDK's httpx or
     aiohttp transport), and error statuses become the SDK's exception types through the
     client's own mapping. The SDK's retries are off, so nothing else of ``request`` applies.

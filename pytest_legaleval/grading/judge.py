@@ -249,7 +249,7 @@ def parse_reply(
     cleaned = strip_reasoning(text)
     if not cleaned:
         return ParsedReply(None, "the reply is empty")
-    # Imported here: a run without a judge never needs jsonschema (~45 ms per process).
+    # Imported here: a run without a judge never needs jsonschema (slow to import).
     from jsonschema import Draft202012Validator
 
     validator = Draft202012Validator(schema)

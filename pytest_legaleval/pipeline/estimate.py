@@ -26,7 +26,7 @@ Also the checks of ``--max-cost``: every model called needs a price
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -208,6 +208,60 @@ class _Tally:
         return tuple(out)
 
 
+def _own_chars(record: Record, previous: str | None) -> int:
+    """The characters of a record's own text that its prompt carries."""
+    return (
+        len(record.prompt)
+        + len(record.context)
+        + sum(len(c.id) + len(c.text) for c in record.choices)
+        + sum(len(m.content) for m in record.messages)
+        + len(previous or "")
+    )
+
+
+class _Framing:
+    """A prompt's tokens without building every prompt.
+
+    The engine counts a prompt's tokens from its characters. What a policy adds around a
+    record's own text (system prompt, scaffold, labels, one line per choice) depends only on
+    the record's shape, so the prompt is built once per policy and shape and the framing's
+    characters are reused; records with attachments are built whole (their text is read).
+    """
+
+    def __init__(self, build: Any, roots: Sequence[str]) -> None:
+        self._build = build
+        self._roots = roots
+        self._framing: dict[tuple[Any, ...], tuple[int, int]] = {}
+
+    def prompt_tokens(self, record: Record, policy: Any, previous: str | None) -> int:
+        if record.attachments:
+            return estimate_prompt_tokens(self._messages(record, policy, previous))
+        key = (
+            policy.id,
+            len(record.choices),
+            bool(record.context),
+            tuple(m.role for m in record.messages),
+            record.messages[-1].content == record.prompt if record.messages else None,
+            previous is not None,
+        )
+        found = self._framing.get(key)
+        if found is None:
+            messages = self._messages(record, policy, previous)
+            chars = sum(len(m.get("content", "")) for m in messages)
+            found = self._framing[key] = (chars - _own_chars(record, previous), len(messages))
+        extra, count = found
+        return (_own_chars(record, previous) + extra) // 4 + 4 * count
+
+    def _messages(
+        self, record: Record, policy: Any, previous: str | None
+    ) -> list[dict[str, str]]:
+        return list(
+            self._build(
+                record, policy, previous_response=previous, attachment_roots=self._roots
+            )
+        )
+
+
 def _judge_prompt_tokens(record: Record, answer: str, plan: RunPlan) -> list[int]:
     from pytest_legaleval.grading.judge import build_tasks
     from pytest_legaleval.grading.panel import JUDGE_SYSTEM_PROMPT
@@ -299,6 +353,7 @@ def estimate_run(
     )
     first_conversation_model = plan.conversation.models[0] if plan.conversation else None
     answer_tokens, answer_source = DEFAULT_OUTPUT_TOKENS, "default"
+    framing = _Framing(build_messages, s.attachments_root)
     for record, model in _records(plan, stream):
         if record.attachments and missing_attachments(record):
             continue  # an error at setup: never sent
@@ -317,8 +372,8 @@ def estimate_run(
             if previous is None and first_conversation_model is not None:
                 previous = conversation.get((record.id, first_conversation_model))
             policy = plan.grading.policy(record)
-            messages = build_messages(record, policy, previous_response=previous)
-            tally.add(model, "generation", 1, estimate_prompt_tokens(messages), tokens)
+            prompt_tokens = framing.prompt_tokens(record, policy, previous)
+            tally.add(model, "generation", 1, prompt_tokens, tokens)
         if needs_judge and judges:
             prompts = _judge_prompt_tokens(record, answer or "x" * (4 * tokens), plan)
             for judge in judges:

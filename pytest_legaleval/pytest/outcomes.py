@@ -166,7 +166,7 @@ def fast_report(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestRe
     """The report of an item that raised one of our outcomes, built without a traceback.
 
     pytest's default report renders (and filters) the traceback even for ``pytrace=False``,
-    about 1 ms per failure; a benchmark run fails thousands of records. ``None`` for any
+    at a cost per failure that a run failing thousands of records notices. ``None`` for any
     other report (pytest builds those).
     """
     excinfo = call.excinfo

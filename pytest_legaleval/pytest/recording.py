@@ -103,7 +103,7 @@ class RecordingPlugin:
             # An xdist controller runs no test code: what exists now (modules, plugins,
             # configuration, the open run directory) lives until it ends. Frozen, it is not
             # scanned again by the run's full collections or by the two pytest makes after
-            # the last result (~78 ms -> ~4 ms there). A process that runs tests froze
+            # the last result. A process that runs tests froze
             # before its first test instead (after the load and the evaluator's start).
             tricks.freeze()
         tricks.preload_summary_imports(self.config)

@@ -24,7 +24,7 @@ import pytest
 
 if TYPE_CHECKING:
     # The server is imported when a test asks for it: this module is loaded as a plugin
-    # by every pytest process, and the server module (asyncio, http.server) is ~12 ms.
+    # by every pytest process, which need not import the server (aiohttp) for nothing.
     from pytest_legaleval.testing.mock_openai import (
         HostileOpenAIServer,
         MockConfig,

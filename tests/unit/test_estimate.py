@@ -26,6 +26,8 @@ from pytest_legaleval.run.artifacts import failure_line
 
 TABLE = PriceTable({"gpt-4.1-mini": Price(0.4, 1.6), "judge-m": Price(2.0, 8.0)}, ("test",))
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
 
 def _rows() -> list[dict[str, Any]]:
     mcq = [
@@ -184,3 +186,34 @@ def test_a_streamed_plan_selects_what_a_loaded_one_does(
     assert estimate_run(streamed, TABLE, stream=True) == estimate_run(loaded, TABLE)
     every = [e.id for e in plan_entries(streamed, stream=True, selected=False)]  # type: ignore[union-attr]
     assert every == ["m0", "m1", "m2", "r0"]
+
+
+def test_the_estimate_counts_each_prompt_exactly_without_building_each() -> None:
+    """Framing is built once per policy and record shape, and gives every prompt's count."""
+    from pytest_legaleval.engine.ratelimit import estimate_prompt_tokens
+    from pytest_legaleval.formats import load_dataset
+    from pytest_legaleval.grading.policies import PolicyBook
+    from pytest_legaleval.grading.prompts import build_messages
+    from pytest_legaleval.pipeline.estimate import _Framing
+
+    from ..lbr_run import records as lbr_records
+
+    book = PolicyBook()
+    records = list(lbr_records().values())
+    for path in ("legal_mcq.jsonl", "legal_judged.jsonl"):
+        records += load_dataset([str(EXAMPLES / path)]).records
+    calls: list[int] = []
+
+    def build(*args: object, **kwargs: object) -> list[dict[str, str]]:
+        calls.append(1)
+        return build_messages(*args, **kwargs)  # type: ignore[arg-type]
+
+    framing = _Framing(build, ())
+    for record in records:
+        policy = book.for_record(record)
+        exact = estimate_prompt_tokens(build_messages(record, policy))
+        assert framing.prompt_tokens(record, policy, None) == exact, record.id
+        previous = "an earlier answer"
+        exact = estimate_prompt_tokens(build_messages(record, policy, previous_response=previous))
+        assert framing.prompt_tokens(record, policy, previous) == exact, record.id
+    assert len(calls) < len(records)  # most prompts were counted, not built
