@@ -312,11 +312,12 @@ class _Sender:
 
     ``AsyncOpenAI.post`` validates and copies a pydantic options model, merges headers and
     parses the URL again on every call, about half of the engine's CPU per call (see
-    ``benchmarks/RESULTS.md``). Everything here is the SDK's, computed once per client:
-    its own ``_build_request`` builds a template request (URL, auth and platform headers,
-    timeouts), each call copies it with its own body and goes out through the client's HTTP client (the SDK's httpx or
-    aiohttp transport), and error statuses become the SDK's exception types through the
-    client's own mapping. The SDK's retries are off, so nothing else of ``request`` applies.
+    ``benchmarks/RESULTS.md``). Everything here is the SDK's, computed once per client: its own
+    ``_build_request`` builds a template request (URL, auth and platform headers, timeouts),
+    each call copies it with its own body and goes out through the client's HTTP client (the
+    SDK's httpx or aiohttp transport), and error statuses become the SDK's exception types
+    through the client's own mapping. The SDK's retries are off, so nothing else of ``request``
+    applies.
 
     ``build`` returns ``None`` when this SDK version lacks one of the (private) pieces; the
     provider then calls ``client.post`` as before.
