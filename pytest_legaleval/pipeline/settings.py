@@ -531,56 +531,61 @@ OPTIONS: tuple[OptionSpec, ...] = (
 _BY_DEST = {spec.dest: spec for spec in OPTIONS}
 
 
+def _default(dest: str) -> Any:
+    """An option's default, written once, in :data:`OPTIONS`."""
+    return _BY_DEST[dest].default
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """The resolved configuration of one session."""
 
-    dataset: tuple[str, ...] = ()
-    dataset_format: str = "auto"
-    responses: str | None = None
-    judgments: str | None = None
-    model: tuple[str, ...] = ()
-    base_url: str | None = None
-    judge_model: tuple[str, ...] = ()
-    concurrency: int = 32
-    run_dir: str = "legaleval-runs"
-    run_id: str | None = None
-    limit: int | None = None
-    sample: int | None = None
-    seed: int | None = None
-    shard: Shard | None = None
-    cache: str | None = ".legaleval/cache.sqlite"
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float | None = None
-    top_p: float | None = None
-    max_new_tokens: int | None = None
-    rpm: float | None = None
-    tpm: float | None = None
-    request_timeout: float = 120.0
-    retry_delays: tuple[float, ...] = (2.0, 6.0, 14.0)
-    max_attempts: int = 3
-    transport: str = "auto"
-    conversation_from: str | None = None
+    dataset: tuple[str, ...] = _default("dataset")
+    dataset_format: str = _default("dataset_format")
+    responses: str | None = _default("responses")
+    judgments: str | None = _default("judgments")
+    model: tuple[str, ...] = _default("model")
+    base_url: str | None = _default("base_url")
+    judge_model: tuple[str, ...] = _default("judge_model")
+    concurrency: int = _default("concurrency")
+    run_dir: str = _default("run_dir")
+    run_id: str | None = _default("run_id")
+    limit: int | None = _default("limit")
+    sample: int | None = _default("sample")
+    seed: int | None = _default("seed")
+    shard: Shard | None = _default("shard")  # noqa: RUF009 - the default is None
+    cache: str | None = _default("cache")
+    api_key_env: str = _default("api_key_env")
+    temperature: float | None = _default("temperature")
+    top_p: float | None = _default("top_p")
+    max_new_tokens: int | None = _default("max_new_tokens")
+    rpm: float | None = _default("rpm")
+    tpm: float | None = _default("tpm")
+    request_timeout: float = _default("request_timeout")
+    retry_delays: tuple[float, ...] = _default("retry_delays")
+    max_attempts: int = _default("max_attempts")
+    transport: str = _default("transport")
+    conversation_from: str | None = _default("conversation_from")
     per_model: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per-model settings from the YAML ``models:`` mapping."""
-    attachments_root: tuple[str, ...] = ()
-    generate_ungraded: bool = False
-    judge_base_url: str | None = None
-    judge_temperature: float = 0.0
-    judge_max_tokens: int = 1024
-    judge_concurrency: int = 32
-    judge_reasks: int = 2
-    policy_dir: str | None = None
-    slice_by: tuple[str, ...] = ()
-    redact: tuple[str, ...] = ()
-    price_table: str | None = None
-    max_cost: float | None = None
-    estimate_only: bool = False
-    gate: tuple[str, ...] = ()
-    baseline: str | None = None
-    max_regression: float | None = None
-    regression_alpha: float = 0.05
-    allow_scoring_mismatch: bool = False
+    attachments_root: tuple[str, ...] = _default("attachments_root")
+    generate_ungraded: bool = _default("generate_ungraded")
+    judge_base_url: str | None = _default("judge_base_url")
+    judge_temperature: float = _default("judge_temperature")
+    judge_max_tokens: int = _default("judge_max_tokens")
+    judge_concurrency: int = _default("judge_concurrency")
+    judge_reasks: int = _default("judge_reasks")
+    policy_dir: str | None = _default("policy_dir")
+    slice_by: tuple[str, ...] = _default("slice_by")
+    redact: tuple[str, ...] = _default("redact")
+    price_table: str | None = _default("price_table")
+    max_cost: float | None = _default("max_cost")
+    estimate_only: bool = _default("estimate_only")
+    gate: tuple[str, ...] = _default("gate")
+    baseline: str | None = _default("baseline")
+    max_regression: float | None = _default("max_regression")
+    regression_alpha: float = _default("regression_alpha")
+    allow_scoring_mismatch: bool = _default("allow_scoring_mismatch")
     config_file: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Where each value came from: ``cli``, ``yaml``, ``ini`` or ``default``."""
