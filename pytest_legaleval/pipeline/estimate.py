@@ -252,13 +252,9 @@ class _Framing:
         extra, count = found
         return (_own_chars(record, previous) + extra) // 4 + 4 * count
 
-    def _messages(
-        self, record: Record, policy: Any, previous: str | None
-    ) -> list[dict[str, str]]:
+    def _messages(self, record: Record, policy: Any, previous: str | None) -> list[dict[str, str]]:
         return list(
-            self._build(
-                record, policy, previous_response=previous, attachment_roots=self._roots
-            )
+            self._build(record, policy, previous_response=previous, attachment_roots=self._roots)
         )
 
 
@@ -320,9 +316,7 @@ def plan_entries(
 
 def _records(plan: RunPlan, stream: bool) -> Iterator[tuple[Record, str]]:
     models = plan.models
-    entries = (
-        plan.stream_selected() if stream and plan.loaded is None else plan_entries(plan)
-    )
+    entries = plan.stream_selected() if stream and plan.loaded is None else plan_entries(plan)
     for entry in entries:
         if isinstance(entry, Record):
             for model in models:

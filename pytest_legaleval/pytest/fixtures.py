@@ -124,9 +124,7 @@ def record(request: pytest.FixtureRequest) -> Record:
             errors = [error.to_dict() for error in missing]
             # Recorded like any other result (failures.jsonl: invalid_record), not dropped.
             policy = state.policies.for_record(entry)
-            request.node.stash[RESULT_KEY] = record_error_result(
-                entry, spec.model, errors, policy
-            )
+            request.node.stash[RESULT_KEY] = record_error_result(entry, spec.model, errors, policy)
             raise InvalidItem(json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False))
     return entry
 

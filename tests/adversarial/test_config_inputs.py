@@ -131,9 +131,7 @@ def test_an_alias_bomb_in_legaleval_yaml_is_refused_small(tmp_path: Path) -> Non
     tracemalloc.start()
     try:
         with pytest.raises(ConfigError, match=r"legaleval\.yaml"):
-            resolve_settings(
-                {}, config_file=tmp_path / "legaleval.yaml", config_is_automatic=True
-            )
+            resolve_settings({}, config_file=tmp_path / "legaleval.yaml", config_is_automatic=True)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

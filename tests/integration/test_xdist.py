@@ -177,4 +177,3 @@ def test_a_live_configuration_error_is_a_usage_error_under_xdist(
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     assert not (pytester.path / "runs").exists()
     assert (pytester.path / "notdb.sqlite").read_text() == "a text file, not a database\n"
-
