@@ -335,7 +335,6 @@ def estimate_run(
         ConfigError: an unreadable dataset, price table or impossible selection.
 
     """
-    from pytest_legaleval.grading.attachments import missing_attachments
     from pytest_legaleval.grading.prompts import build_messages
 
     s = plan.settings
@@ -349,7 +348,7 @@ def estimate_run(
     answer_tokens, answer_source = DEFAULT_OUTPUT_TOKENS, "default"
     framing = _Framing(build_messages, s.attachments_root)
     for record, model in _records(plan, stream):
-        if record.attachments and missing_attachments(record):
+        if record.attachments and plan.attachment_errors(record):
             continue  # an error at setup: never sent
         needs_judge = plan.grading.grader(record).needs_judge
         tokens, answer_source = _answer_tokens(s, model)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from pytest_legaleval.run.manifest import RunConfig
     from pytest_legaleval.run.recorder import DatasetSource
     from pytest_legaleval.run.redaction import Redactor
+    from pytest_legaleval.validation import RecordError
 
 __all__ = ["ItemSpec", "RunPlan"]
 
@@ -330,6 +331,18 @@ class RunPlan:
             records,
             selected_count(shard_count, sample=None, limit=s.limit),
         )
+
+    def attachment_errors(self, record: Record) -> list[RecordError]:
+        """The record's refused or missing attachments, under the roots the user allowed.
+
+        One rule wherever an item can stop before its call: a pytest item's setup, the
+        pytest-free pipeline, the cost estimate. Nothing is read.
+        """
+        if not record.attachments:
+            return []
+        from pytest_legaleval.grading.attachments import missing_attachments
+
+        return missing_attachments(record, self.settings.attachments_root)
 
     def evaluate(self, spec: ItemSpec) -> EvalResult:
         """The graded result of one item (pre-computed responses are graded here)."""

@@ -143,14 +143,6 @@ class _Run:
             self.on_progress(self.done, self.recorder.items)
 
 
-def _missing_attachments(record: Record) -> list[dict[str, Any]]:
-    if not record.attachments:
-        return []
-    from pytest_legaleval.grading.attachments import missing_attachments
-
-    return [error.to_dict() for error in missing_attachments(record)]
-
-
 def _start_live(
     run: _Run, specs: Sequence[ItemSpec], resume: Resume | None, share: int, position: int
 ) -> None:
@@ -216,7 +208,7 @@ def _evaluate_all(
             lost = unfinished_result(entry, spec.model, "failed", resume.reason, run.policy(entry))
             run.record(spec, lost, "failed")
             continue
-        missing = _missing_attachments(entry)
+        missing = [error.to_dict() for error in run.plan.attachment_errors(entry)]
         if missing:
             run.record(
                 spec, record_error_result(entry, spec.model, missing, run.policy(entry)), "failed"

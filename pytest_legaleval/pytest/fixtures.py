@@ -116,10 +116,8 @@ def record(request: pytest.FixtureRequest) -> Record:
         errors = [error.to_dict() for error in entry.errors]
         raise InvalidItem(json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False))
     if entry.attachments:
-        from pytest_legaleval.grading.attachments import missing_attachments
-
         state = request.config.stash[STATE_KEY]
-        missing = missing_attachments(entry, state.settings.attachments_root)
+        missing = state.attachment_errors(entry)
         if missing:
             errors = [error.to_dict() for error in missing]
             # Recorded like any other result (failures.jsonl: invalid_record), not dropped.

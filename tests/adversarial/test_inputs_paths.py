@@ -103,3 +103,44 @@ def test_attachments_root_widens_the_allowed_folders_explicitly(
         assert server.stats()["requests"] == 1
         assert "SHARED-EXHIBIT-TEXT" in json.dumps(server.last_request()["messages"])
     assert allowed.ret in (0, 1)
+
+
+def test_the_pipeline_and_the_estimate_apply_the_same_roots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pytest-free pipeline (the service's driver) and the cost estimate apply the
+    allowed roots as a pytest session does: refused without, sent and counted with."""
+    from pytest_legaleval.pipeline.estimate import estimate_run
+    from pytest_legaleval.pipeline.plan import RunPlan
+    from pytest_legaleval.pipeline.run import run_evaluation
+    from pytest_legaleval.pipeline.settings import resolve_settings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "unused-key-value")
+    shared = tmp_path / "shared-docs"
+    shared.mkdir()
+    (shared / "exhibit.txt").write_text("SHARED-EXHIBIT-TEXT")
+    (tmp_path / "data").mkdir()
+    dataset = tmp_path / "data" / "set.jsonl"
+    dataset.write_text(json.dumps(_row("outside", "../shared-docs/exhibit.txt")) + "\n")
+    with MockOpenAIServer(latency=0.0) as server:
+        server.add_reply("Question", "Answer: A")
+        base = {"dataset": [str(dataset)], "model": ["openai/m"],
+                "base_url": server.base_url, "cache": None}  # fmt: skip
+
+        refused = resolve_settings({**base, "run_dir": str(tmp_path / "a")})
+        assert estimate_run(RunPlan(refused)).rows == ()
+        run_evaluation(refused, "refused")
+        assert server.stats()["requests"] == 0
+        (line,) = (tmp_path / "a" / "refused" / "predictions.jsonl").read_text().splitlines()
+        assert "attachments must stay inside" in json.loads(line)["explanation"]
+
+        allowed = resolve_settings(
+            {**base, "run_dir": str(tmp_path / "b"), "attachments_root": [str(shared)]}
+        )
+        (row,) = estimate_run(RunPlan(allowed)).rows
+        assert row.calls == 1
+        run_evaluation(allowed, "allowed")
+        assert server.stats()["requests"] == 1
+        assert "SHARED-EXHIBIT-TEXT" in json.dumps(server.last_request()["messages"])
+        (line,) = (tmp_path / "b" / "allowed" / "predictions.jsonl").read_text().splitlines()
+        assert json.loads(line)["passed"] is True
