@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.engine.types import EngineSettings
 from pytest_legaleval.errors import ConfigError
 
 __all__ = [
@@ -149,6 +150,9 @@ class OptionSpec:
     """A command-line switch without a value (``--generate-ungraded``); YAML takes a bool."""
 
 
+_ENGINE = EngineSettings()
+"""The engine's own defaults: an option that configures the engine defaults to them."""
+
 OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "--dataset", "dataset", "Dataset file or directory (repeatable).", (), None, True, "PATH"
@@ -209,7 +213,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "--concurrency",
         "concurrency",
         "Model calls in flight, in total.",
-        32,
+        _ENGINE.concurrency,
         _count,
         False,
         "N",
@@ -263,13 +267,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "K/N",
     ),
     OptionSpec(
-        "--cache", "cache", "SQLite response cache.", ".legaleval/cache.sqlite", None, False, "PATH"
+        "--cache", "cache", "SQLite response cache.", _ENGINE.cache_path, None, False, "PATH"
     ),
     OptionSpec(
         "--api-key-env",
         "api_key_env",
         "Environment variable holding the API key (the key is never read elsewhere).",
-        "OPENAI_API_KEY",
+        _ENGINE.api_key_env,
         None,
         False,
         "VAR",
@@ -317,7 +321,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "--request-timeout",
         "request_timeout",
         "Seconds per model call attempt.",
-        120.0,
+        _ENGINE.request_timeout_s,
         _timeout,
         False,
         "S",
@@ -326,7 +330,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "--retry-delays",
         "retry_delays",
         "Backoff before retries 1, 2, … in seconds (±20 %% jitter).",
-        (2.0, 6.0, 14.0),
+        _ENGINE.retry.delays_s,
         _delays,
         False,
         "S,S,…",
@@ -335,7 +339,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "--max-attempts",
         "max_attempts",
         "Attempts per call, the first included.",
-        3,
+        _ENGINE.retry.max_attempts,
         _bounded(int, 1, 100),
         False,
         "N",
@@ -344,7 +348,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "--transport",
         "transport",
         "HTTP transport of the openai SDK: auto, httpx or aiohttp.",
-        "auto",
+        _ENGINE.transport,
         None,
         False,
         "NAME",
@@ -409,7 +413,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "--judge-concurrency",
         "judge_concurrency",
         "Judge calls in flight, in total (their own pool, so judging overlaps generation).",
-        32,
+        _ENGINE.concurrency,
         _count,
         False,
         "N",
