@@ -77,6 +77,16 @@ class SourceRow:
     error: str | None = None
     skip: str | None = None
 
+    @classmethod
+    def built(
+        cls, where: str, split: str | None, build: Callable[..., dict[str, Any]], *args: Any
+    ) -> SourceRow:
+        """The record ``build(*args)`` makes, or the reason its :class:`RowError` gives."""
+        try:
+            return cls(where, split, record=build(*args))
+        except RowError as exc:
+            return cls(where, split, error=str(exc))
+
 
 @dataclass(frozen=True)
 class Importer:

@@ -103,10 +103,7 @@ def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
         split = path.stem.split("-")[0]
         for position, row in enumerate(read_table(path), start=1):
             where = f"{path.name} row {position}"
-            try:
-                yield SourceRow(where, split, record=_record(row, position, split))
-            except RowError as exc:
-                yield SourceRow(where, split, error=str(exc))
+            yield SourceRow.built(where, split, _record, row, position, split)
 
 
 IMPORTER = Importer(

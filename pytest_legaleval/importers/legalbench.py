@@ -224,12 +224,9 @@ def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
                 if not wanted:
                     yield SourceRow(where, split)
                     continue
-                try:
-                    record = _record(task, tsv, position, row, labels, shots)
-                except RowError as exc:
-                    yield SourceRow(where, split, error=str(exc))
-                else:
-                    yield SourceRow(where, split, record=record)
+                yield SourceRow.built(
+                    where, split, _record, task, tsv, position, row, labels, shots
+                )
 
 
 IMPORTER = Importer(

@@ -182,10 +182,7 @@ def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
     for path in files(paths):
         for position, row in enumerate(read_table(path), start=1):
             where = f"{path.name} row {position}"
-            try:
-                yield SourceRow(where, None, record=record(row))
-            except RowError as exc:
-                yield SourceRow(where, None, error=str(exc))
+            yield SourceRow.built(where, None, record, row)
 
 
 IMPORTER = Importer(
