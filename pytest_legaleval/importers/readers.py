@@ -34,7 +34,7 @@ def missing_extra(module: str, what: str) -> ConfigError:
     )
 
 
-def _xlsx(path: Path) -> Iterator[dict[str, Any]]:
+def _xlsx(path: Path, sheet: str | None) -> Iterator[dict[str, Any]]:
     try:
         import openpyxl  # type: ignore[import-untyped]  # deferred: only XLSX needs it
     except ImportError:
@@ -44,7 +44,11 @@ def _xlsx(path: Path) -> Iterator[dict[str, Any]]:
     except Exception as exc:  # openpyxl raises many types for a damaged file
         raise ConfigError(f"{path} is not a readable XLSX file: {exc}") from None
     try:
-        rows = workbook.worksheets[0].iter_rows(values_only=True)
+        if sheet is not None and sheet not in workbook.sheetnames:
+            raise ConfigError(
+                f"{path}: no sheet {sheet!r}; sheets: {', '.join(workbook.sheetnames)}"
+            )
+        rows = (workbook[sheet] if sheet else workbook.worksheets[0]).iter_rows(values_only=True)
         header = next(rows, None)
         if header is None:
             return
@@ -84,13 +88,17 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
             yield row
 
 
-def _json(path: Path) -> Iterator[dict[str, Any]]:
+def _json(path: Path, records_key: str | None) -> Iterator[dict[str, Any]]:
     try:
         document = json.loads(path.read_text(encoding="utf-8-sig"))
     except ValueError as exc:
         raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+    if records_key is not None:
+        document = document.get(records_key) if isinstance(document, dict) else None
+        if not isinstance(document, list):
+            raise ConfigError(f"{path}: expected an array of objects at key {records_key!r}")
     # A Hugging Face JSON export is an array of rows, or {"data": [...]}; nothing else.
-    if isinstance(document, dict) and isinstance(document.get("data"), list):
+    elif isinstance(document, dict) and isinstance(document.get("data"), list):
         document = document["data"]
     if not isinstance(document, list):
         raise ConfigError(f"{path}: expected an array of row objects")
@@ -114,8 +122,16 @@ def _parquet(path: Path) -> Iterator[dict[str, Any]]:
             yield from batch.to_pylist()
 
 
-def read_table(path: Path) -> Iterator[dict[str, Any]]:
+def read_table(
+    path: Path, *, sheet: str | None = None, records_key: str | None = None
+) -> Iterator[dict[str, Any]]:
     """Yield the rows of one file as dicts, blank rows skipped; its suffix names its format.
+
+    Args:
+        path: the file.
+        sheet: the XLSX sheet (default: the first).
+        records_key: for JSON, the key of the array of rows when the top level is an
+            object (default: the top level, or Hugging Face's ``data``).
 
     Raises:
         ConfigError: an unknown suffix, an unreadable file or a missing reader (the
@@ -124,13 +140,13 @@ def read_table(path: Path) -> Iterator[dict[str, Any]]:
     """
     suffix = path.suffix.lower()
     if suffix == ".xlsx":
-        return _xlsx(path)
+        return _xlsx(path, sheet)
     if suffix in (".csv", ".tsv"):
         return _delimited(path, "\t" if suffix == ".tsv" else ",")
     if suffix == ".jsonl":
         return _jsonl(path)
     if suffix == ".json":
-        return _json(path)
+        return _json(path, records_key)
     if suffix == ".parquet":
         return _parquet(path)
     raise ConfigError(f"{path}: unsupported file type; use one of {', '.join(READABLE_SUFFIXES)}")

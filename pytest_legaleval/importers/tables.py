@@ -1,20 +1,20 @@
-"""Row readers for ``legaleval convert``: CSV, TSV, JSON, JSONL and XLSX, streamed.
+"""Row reading for ``legaleval convert``: CSV, TSV, JSON, JSONL and XLSX, streamed.
 
-Every reader yields one ``dict`` per row. Spreadsheet and delimited cells come out as
-strings (an empty cell is ``""``; a whole-number spreadsheet cell ``2022.0`` is ``"2022"``),
-so a mapping reads every tabular source alike; JSON values keep their JSON types.
+The importers' readers (:mod:`~pytest_legaleval.importers.readers`) read the files; here
+spreadsheet and delimited cells come out as strings (an empty cell is ``""``; a
+whole-number spreadsheet cell ``2022.0`` is ``"2022"``), so a mapping reads every tabular
+source alike; JSON values keep their JSON types.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.importers.readers import read_table
 
 __all__ = ["TABLE_SUFFIXES", "read_rows"]
 
@@ -33,76 +33,11 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def _delimited(path: Path, delimiter: str) -> Iterator[dict[str, Any]]:
-    csv.field_size_limit(1 << 30)
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter)
-        if reader.fieldnames is None:
-            return
-        for row in reader:
-            if None in row:
-                raise ConfigError(f"{path} line {reader.line_num}: more cells than header columns")
-            values = {key: value if value is not None else "" for key, value in row.items()}
-            if any(values.values()):
-                yield values
-
-
-def _xlsx(path: Path, sheet: str | None) -> Iterator[dict[str, Any]]:
-    try:
-        import openpyxl  # type: ignore[import-untyped]  # deferred: only spreadsheets need it
-    except ImportError:
-        raise ConfigError(
-            f"input {path}: reading XLSX files needs openpyxl, which is not installed; "
-            "install the import extra: pip install 'pytest-legaleval[import]'"
-        ) from None
-
-    workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    try:
-        if sheet is not None and sheet not in workbook.sheetnames:
-            raise ConfigError(
-                f"{path}: no sheet {sheet!r}; sheets: {', '.join(workbook.sheetnames)}"
-            )
-        rows = (workbook[sheet] if sheet else workbook.worksheets[0]).iter_rows(values_only=True)
-        header = next(rows, None)
-        if header is None:
-            return
-        names = [_cell(name) for name in header]
-        for values in rows:
-            cells = [_cell(v) for v in values]
-            if any(cells):
-                yield dict(zip(names, cells + [""] * (len(names) - len(cells)), strict=False))
-    finally:
-        workbook.close()
-
-
-def _json(path: Path, records_key: str | None) -> Iterator[dict[str, Any]]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8-sig"))
-    except ValueError as exc:
-        raise ConfigError(f"{path} is not valid JSON: {exc}") from None
-    if records_key is not None:
-        document = document.get(records_key) if isinstance(document, dict) else None
-    if not isinstance(document, list):
-        where = f"key {records_key!r}" if records_key else "the top level"
-        raise ConfigError(f"{path}: expected an array of objects at {where} (mapping records_key)")
-    for position, row in enumerate(document):
-        if not isinstance(row, dict):
-            raise ConfigError(f"{path}: item {position} is not an object")
-        yield row
-
-
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise ConfigError(f"{path} line {number} is not valid JSON: {exc}") from None
-            if not isinstance(row, dict):
-                raise ConfigError(f"{path} line {number} is not a JSON object")
-            yield row
+def _as_text(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for row in rows:
+        cells = {name: _cell(value) for name, value in row.items()}
+        if any(cells.values()):
+            yield cells
 
 
 def read_rows(
@@ -122,16 +57,9 @@ def read_rows(
     suffix = path.suffix.lower()
     if not path.is_file():
         raise ConfigError(f"input {path}: no such file")
-    if suffix == ".csv":
-        return _delimited(path, ",")
-    if suffix == ".tsv":
-        return _delimited(path, "\t")
-    if suffix == ".json":
-        return _json(path, records_key)
-    if suffix == ".jsonl":
-        return _jsonl(path)
-    if suffix == ".xlsx":
-        return _xlsx(path, sheet)
-    raise ConfigError(
-        f"input {path}: unsupported file type; use one of {', '.join(TABLE_SUFFIXES)}"
-    )
+    if suffix not in TABLE_SUFFIXES:
+        raise ConfigError(
+            f"input {path}: unsupported file type; use one of {', '.join(TABLE_SUFFIXES)}"
+        )
+    rows = read_table(path, sheet=sheet, records_key=records_key)
+    return rows if suffix in (".json", ".jsonl") else _as_text(rows)

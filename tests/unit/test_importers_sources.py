@@ -181,3 +181,34 @@ def test_missing_reader_names_the_extra(tmp_path: Path, monkeypatch: pytest.Monk
             list(read_table(path))
     with pytest.raises(ConfigError, match=r"pytest-legaleval\[import\]"):
         list(read_rows(DATA / "lexam" / "MCQs_test.xlsx"))
+
+
+def test_one_reader_typed_for_importers_and_as_text_for_mappings(tmp_path: Path) -> None:
+    """``legaleval convert`` reads through the importers' reader: same rows, cells as text,
+    the sheet and the JSON key it names."""
+    openpyxl = import_or_skip("openpyxl")
+    workbook = openpyxl.Workbook()
+    workbook.active.title = "first"
+    workbook.active.append(["question", "gold"])
+    workbook.active.append(["first sheet", 1])
+    second = workbook.create_sheet("second")
+    second.append(["question", "gold", "year"])
+    second.append(["Which court?", 2, 2022.0])
+    second.append([None, None, None])  # blank: skipped by both
+    workbook.save(tmp_path / "book.xlsx")
+    book = tmp_path / "book.xlsx"
+    assert list(read_table(book, sheet="second")) == [
+        {"question": "Which court?", "gold": 2, "year": 2022}
+    ]
+    assert list(read_rows(book, sheet="second")) == [
+        {"question": "Which court?", "gold": "2", "year": "2022"}
+    ]
+    assert list(read_rows(book)) == [{"question": "first sheet", "gold": "1"}]
+    with pytest.raises(ConfigError, match="no sheet 'third'; sheets: first, second"):
+        list(read_rows(book, sheet="third"))
+    nested = tmp_path / "nested.json"
+    nested.write_text('{"items": [{"gold": 2}], "data": [{"gold": 3}]}')
+    assert list(read_rows(nested, records_key="items")) == [{"gold": 2}]  # JSON keeps types
+    assert list(read_table(nested)) == [{"gold": 3}]  # a Hugging Face export's "data"
+    with pytest.raises(ConfigError, match="at key 'rows'"):
+        list(read_rows(nested, records_key="rows"))
