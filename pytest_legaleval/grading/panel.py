@@ -438,15 +438,7 @@ def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, An
     if outcome.criteria:
         details["criteria"] = outcome.criteria
     if outcome.rubric is not None:
-        rubric = outcome.rubric
-        details["rubric"] = {
-            "scoring": policy.scoring,
-            "judged": rubric.judged,
-            "total": rubric.total,
-            "span": rubric.span,
-            "full_span": rubric.full_span,
-            "coverage": rubric.describe(),
-        }
+        details["rubric"] = outcome.rubric.details(policy.scoring)
     if outcome.cancelled:
         return Grade(
             "error",

@@ -92,15 +92,7 @@ class ReplayGrader:
         if verdict.criteria:
             details["criteria"] = _criteria(verdict)
         if scored.rubric is not None:
-            rubric = scored.rubric
-            details["rubric"] = {
-                "scoring": policy.scoring,
-                "judged": rubric.judged,
-                "total": rubric.total,
-                "span": rubric.span,
-                "full_span": rubric.full_span,
-                "coverage": rubric.describe(),
-            }
+            details["rubric"] = scored.rubric.details(policy.scoring)
         if scored.passed is None:
             return Grade(
                 "error",

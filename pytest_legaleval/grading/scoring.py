@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "PARTIAL_FAILURE_MODES",
@@ -188,6 +189,17 @@ class RubricOutcome:
     def partial(self) -> bool:
         """Scored over part of the rubric (``score_judged`` with failed criteria)."""
         return self.score is not None and self.judged < self.total
+
+    def details(self, scoring: str) -> dict[str, Any]:
+        """The ``details.rubric`` of a prediction line (live or replayed alike)."""
+        return {
+            "scoring": scoring,
+            "judged": self.judged,
+            "total": self.total,
+            "span": self.span,
+            "full_span": self.full_span,
+            "coverage": self.describe(),
+        }
 
     def describe(self) -> str:
         """One line for explanations: the share of the rubric the score covers."""
