@@ -344,6 +344,28 @@ class RunPlan:
 
         return missing_attachments(record, self.settings.attachments_root)
 
+    def start_live(
+        self, share: int = 1, position: int = 0, *, sdk_fast_path: bool = False
+    ) -> LiveEvaluator:
+        """Build this process's live evaluator (the engine ready) and keep it in ``live``.
+
+        ``share`` processes split the run's limits; this one is number ``position``.
+        """
+        from pytest_legaleval.pipeline.evaluator import LiveEvaluator
+
+        self.live = LiveEvaluator(
+            self.settings,
+            share=share,
+            position=position,
+            conversation=self.conversation,
+            responses=self.responses,
+            policies=self.policies,
+            graders=self.graders,
+            scrub=self.secret_scrubber(),
+            sdk_fast_path=sdk_fast_path,
+        )
+        return self.live
+
     def evaluate(self, spec: ItemSpec) -> EvalResult:
         """The graded result of one item (pre-computed responses are graded here)."""
         record = spec.entry

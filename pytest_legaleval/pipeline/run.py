@@ -157,19 +157,7 @@ def _start_live(
     ]
     if not todo or (plan.responses is not None and not settings.judge_model):
         return  # pre-computed answers graded without the engine: RunPlan.evaluate does it
-    from pytest_legaleval.pipeline.evaluator import LiveEvaluator
-
-    live = LiveEvaluator(
-        settings,
-        share=share,
-        position=position,
-        conversation=plan.conversation,
-        responses=plan.responses,
-        policies=plan.policies,
-        graders=plan.graders,
-        scrub=plan.secret_scrubber(),
-    )
-    run.live = plan.live = live
+    live = run.live = plan.start_live(share, position)
     try:
         live.prefetch(todo)
     except BaseException:

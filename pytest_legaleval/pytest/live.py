@@ -75,19 +75,7 @@ def live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
     # The SDK import creates many long-lived objects and no garbage: no collections.
     try:
         with tricks.collector_paused():
-            from pytest_legaleval.pipeline.evaluator import LiveEvaluator
-
-            live = LiveEvaluator(
-                state.settings,
-                share=share,
-                position=position,
-                conversation=state.conversation,
-                responses=state.responses,
-                policies=state.policies,
-                graders=state.graders,
-                scrub=state.secret_scrubber(),
-                sdk_fast_path=tricks.sdk_fast_path(),
-            )
+            live = state.start_live(share, position, sdk_fast_path=tricks.sdk_fast_path())
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     # The SDK's modules and the collected items live until the process ends.
@@ -112,7 +100,7 @@ def evaluating(session: pytest.Session) -> Iterator[None]:
         and session.items
         and not session.config.option.collectonly
     ):
-        live = state.live = live_evaluator(session, state)
+        live = live_evaluator(session, state)
         try:
             # Bulk-creating futures and jobs: no garbage, so no collections meanwhile.
             with tricks.collector_paused():
