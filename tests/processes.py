@@ -11,7 +11,8 @@ def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie waiting for its reaper counts as gone)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # ProcessLookupError: the process was reaped between opening its stat and reading it.
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
