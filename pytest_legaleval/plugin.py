@@ -47,13 +47,22 @@ def pytest_sessionstart_estimate_only(session: pytest.Session) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
+    """Response rows that match no record: a warning, or a usage error before any worker."""
+    if not startup.estimate_only(session.config):
+        startup.before_any_call(session, estimate=False)
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_sessionstart")
+def pytest_sessionstart_estimate(session: pytest.Session) -> Generator[None, None, None]:
     """The planned calls and their estimated cost, before the first call is paid.
 
-    Last: an xdist controller starts its workers first, and estimates while they start up
-    (a worker's first call comes after its interpreter, imports and collection).
+    After every implementation: an xdist controller starts its workers in its own (the
+    last one called), and estimates while they start up (a worker's first call comes after
+    its interpreter, its imports and its collection).
     """
+    yield
     if not startup.estimate_only(session.config):
-        startup.before_any_call(session)
+        startup.before_any_call(session, checks=False)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -14,11 +14,10 @@ from collections.abc import Awaitable
 from typing import Any
 
 from pytest_legaleval.grading.base import Grade, GradeRequest
-from pytest_legaleval.grading.citations import rag_citations
-from pytest_legaleval.grading.judge import judge_kind
-from pytest_legaleval.grading.lexical import best_exact_match, best_token_f1
-from pytest_legaleval.grading.text import strip_reasoning
 from pytest_legaleval.records import Record
+
+# The lexical, citation and judge modules are imported where a judged record is graded:
+# a run of MCQ records (and an xdist controller, which grades nothing) never needs them.
 
 __all__ = ["JudgeGrader", "McqGrader", "lexical_details", "needs_judge_grade"]
 
@@ -55,6 +54,10 @@ def lexical_details(record: Record, answer: str) -> dict[str, Any]:
     """Exact match and token F1 against the reference answers, and the citation check."""
     if not record.reference_answers:
         return {}
+    from pytest_legaleval.grading.citations import rag_citations
+    from pytest_legaleval.grading.lexical import best_exact_match, best_token_f1
+    from pytest_legaleval.grading.text import strip_reasoning
+
     text = strip_reasoning(answer)
     details: dict[str, Any] = {
         "exact_match": best_exact_match(text, record.reference_answers),
@@ -94,6 +97,7 @@ class JudgeGrader:
         return self._judged(request, details)
 
     async def _judged(self, request: GradeRequest, details: dict[str, Any]) -> Grade:
+        from pytest_legaleval.grading.judge import judge_kind
         from pytest_legaleval.grading.panel import judged_grade
 
         assert request.judges is not None

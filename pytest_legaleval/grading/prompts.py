@@ -152,15 +152,17 @@ def _fill_line(template: str, **values: str) -> str:
     return "".join(parts)
 
 
-def render(template: str, values: Mapping[str, str]) -> str:
-    """Fill ``template``; lay out its own text only, never the values.
+@lru_cache(maxsize=1024)
+def _frame(
+    template: str, names: tuple[str, ...], filled: tuple[bool, ...]
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The template laid out for values of which ``filled`` says which are non-empty.
 
-    A template line holding nothing but placeholders whose values are all empty is
-    dropped; runs of blank lines in what remains become one; the result is trimmed. The
-    values are put in last, as they are (a prompt's own blank lines stay).
+    Returns the literal pieces and, between each two, the index of the value that goes
+    there. The layout depends only on the template and on which values are empty, so it is
+    done once per policy and record shape, not once per record.
     """
-    names = list(values)
-    slot = {name: f"\x00{i}\x00" if values[name] else "" for i, name in enumerate(names)}
+    slot = {name: f"\x00{i}\x00" if filled[i] else "" for i, name in enumerate(names)}
     kept = []
     for texts, placeholders in _template_lines(template):
         if not placeholders:
@@ -170,11 +172,28 @@ def render(template: str, values: Mapping[str, str]) -> str:
         for name, text in zip(placeholders, texts[1:], strict=True):
             parts.append(slot[name])
             parts.append(text)
-        filled = "".join(parts)
-        if filled.strip():
-            kept.append(filled)
-    framed = _BLANK_RUNS.sub("\n\n", "\n".join(kept)).strip()
-    return _SLOT.sub(lambda m: values[names[int(m.group(1))]], framed)
+        filled_line = "".join(parts)
+        if filled_line.strip():
+            kept.append(filled_line)
+    pieces = _SLOT.split(_BLANK_RUNS.sub("\n\n", "\n".join(kept)).strip())
+    return tuple(pieces[0::2]), tuple(int(index) for index in pieces[1::2])
+
+
+def render(template: str, values: Mapping[str, str]) -> str:
+    """Fill ``template``; lay out its own text only, never the values.
+
+    A template line holding nothing but placeholders whose values are all empty is
+    dropped; runs of blank lines in what remains become one; the result is trimmed. The
+    values are put in last, as they are (a prompt's own blank lines stay).
+    """
+    names = tuple(values)
+    given = [values[name] for name in names]
+    texts, slots = _frame(template, names, tuple(bool(value) for value in given))
+    parts = [texts[0]]
+    for index, text in zip(slots, texts[1:], strict=True):
+        parts.append(given[index])
+        parts.append(text)
+    return "".join(parts)
 
 
 def user_turns(

@@ -16,7 +16,7 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.engine import (
     Engine,
@@ -31,8 +31,7 @@ from pytest_legaleval.engine.capabilities import StructuredOutput, structured_pa
 from pytest_legaleval.grading.attachments import missing_attachments, record_attachments
 from pytest_legaleval.grading.base import Grade, GradeRequest
 from pytest_legaleval.grading.graders import needs_judge_grade
-from pytest_legaleval.grading.judge import mcq_answer_schema
-from pytest_legaleval.grading.panel import JudgePanel
+from pytest_legaleval.grading.judge_schemas import mcq_answer_schema
 from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.grading.prompts import build_messages, template_version
 from pytest_legaleval.grading.registry import GraderRegistry
@@ -41,6 +40,9 @@ from pytest_legaleval.pipeline.responses import ResponseTable
 from pytest_legaleval.pipeline.results import generation_failed, graded_result, skipped_result
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.records import EvalResult, Record
+
+if TYPE_CHECKING:
+    from pytest_legaleval.grading.panel import JudgePanel
 
 __all__ = ["LiveEvaluator", "engine_settings"]
 
@@ -148,17 +150,18 @@ class LiveEvaluator:
                 self.engine.check_model(model)
         for judge in settings.judge_model:
             self.engine.check_model(judge)
-        self.judges = (
-            JudgePanel(
+        self.judges: JudgePanel | None = None
+        if settings.judge_model:
+            # Imported here: a run without a judge never loads the panel and its prompts.
+            from pytest_legaleval.grading.panel import JudgePanel
+
+            self.judges = JudgePanel(
                 self.engine,
                 settings.judge_model,
                 temperature=settings.judge_temperature,
                 max_tokens=settings.judge_max_tokens,
                 reasks=settings.judge_reasks,
             )
-            if settings.judge_model
-            else None
-        )
         self.params = GenerationParams(
             temperature=settings.temperature,
             top_p=settings.top_p,

@@ -113,9 +113,11 @@ LOCAL_URLS = "legaleval_local_urls"
 
 def _start_local_servers(config: pytest.Config, state: RunPlan) -> None:
     """Start one server per ``local/`` model for the whole session (controller only)."""
+    s = state.settings
+    if not any(model.startswith("local/") for model in (*s.model, *s.judge_model)):
+        return  # the server code (and its ctypes and HTTP imports) is not needed
     from pytest_legaleval.engine import local_model
 
-    s = state.settings
     models = local_model.local_model_names((*s.model, *s.judge_model), s.per_model)
     if not models or config.option.collectonly:
         return

@@ -23,10 +23,14 @@ def estimate_only(config: pytest.Config) -> bool:
     return state is not None and bool(state.settings.estimate_only)
 
 
-def before_any_call(session: pytest.Session) -> None:
-    """The planned calls and their estimated cost, before any worker starts or call is paid.
+def before_any_call(session: pytest.Session, *, checks: bool = True, estimate: bool = True) -> None:
+    """What is said before any worker starts or call is paid.
 
-    ``--estimate-only`` stops here with exit status 0 (``pipeline.estimate``).
+    ``checks``: the rows of ``--responses`` / ``--conversation-from`` / ``--judgments``
+    that match no record (a warning; none matching is a usage error), before any worker
+    starts. ``estimate``: the planned calls and their estimated cost; an xdist controller
+    gives it while its workers start up. ``--estimate-only`` stops after the estimate with
+    exit status 0 (``pipeline.estimate``).
     """
     config = session.config
     state = config.stash.get(STATE_KEY, None)
@@ -39,14 +43,16 @@ def before_any_call(session: pytest.Session) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            _estimate_before_any_call(config, state)
+            if checks:
+                _check_response_rows(config, state)
+            if estimate:
+                _estimate(config, state)
         finally:
             for found in caught:
                 config.issue_config_time_warning(found.message, stacklevel=2)  # type: ignore[arg-type]
 
 
-def _estimate_before_any_call(config: pytest.Config, state: RunPlan) -> None:
-    _check_response_rows(config, state)
+def _estimate(config: pytest.Config, state: RunPlan) -> None:
     s = state.settings
     if not (s.estimate_only or s.judge_model or state.responses is None):
         return  # pre-computed answers graded without a judge: nothing is paid
