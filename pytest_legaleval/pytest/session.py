@@ -41,6 +41,10 @@ def configure(config: pytest.Config) -> None:
             if settings.responses or settings.model:
                 raise ConfigError("--responses/--model need --dataset PATH")
             return
+        if hasattr(config, "workerinput") and (not settings.responses or settings.judge_model):
+            # Model calls ahead: the engine's import overlaps the rest of the set-up and the
+            # collection (see tricks); a usage error below still joins it at unconfigure.
+            tricks.start_engine_import(config)
         state = RunPlan(settings)
         check_settings(state, controller=not hasattr(config, "workerinput"))
     except (ConfigError, ResponsesError) as exc:
@@ -55,9 +59,6 @@ def configure(config: pytest.Config) -> None:
 
     config.pluginmanager.register(RedactingPlugin(state.redactor()), "legaleval-redacting")
     workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and (state.responses is None or settings.judge_model):
-        # Model calls ahead: the engine's import overlaps collection (see tricks).
-        tricks.start_engine_import(config)
     # Unknown policy ids are warned about once, not by every xdist worker.
     state.warn_policies = workerinput is None or workerinput.get("workerid") == "gw0"
     if workerinput is not None:
