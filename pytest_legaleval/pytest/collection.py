@@ -104,6 +104,10 @@ def parametrize_record_test(metafunc: pytest.Metafunc) -> None:
         # A load builds millions of long-lived objects and no garbage: no collections.
         with tricks.collector_paused():
             items = state.items
+            if fresh:
+                # The records live for the whole session: frozen before the collector is
+                # back, so neither its first pass nor the run's later ones scan them.
+                tricks.freeze()
     except DatasetRejected as exc:
         failure = f"dataset rejected (HTTP {exc.status}):\n{exc.envelope_json(state.request_id)}"
     except ConfigError as exc:
@@ -112,9 +116,6 @@ def parametrize_record_test(metafunc: pytest.Metafunc) -> None:
         # Failing outside the except block: inside it pytest prints the caught error first,
         # with "During handling of the above exception", before the user's message.
         pytest.fail(failure, pytrace=False)
-    if fresh:
-        # The records live for the whole session: the run's collections need not re-scan them.
-        tricks.freeze()
     cache: dict[str, Any] = {}
     metafunc.parametrize(
         "record", [_param(config, spec, cache, extra) for spec in items], indirect=True

@@ -76,10 +76,11 @@ def live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
     try:
         with tricks.collector_paused():
             live = state.start_live(share, position, sdk_fast_path=tricks.sdk_fast_path())
+            # The SDK's modules and the collected items live until the process ends. Frozen
+            # before the collector is back: else its first pass is a full one over them all.
+            tricks.freeze()
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
-    # The SDK's modules and the collected items live until the process ends.
-    tricks.freeze()
     return live
 
 

@@ -167,6 +167,7 @@ def _import_engine() -> None:
         # As in the run loop: the import creates long-lived objects and no garbage.
         with collector_paused():
             importlib.import_module(ENGINE_MODULE)
+            freeze()  # before the collector is back (see live_evaluator)
     except BaseException:  # the run loop imports it again, and reports the failure
         pass
 
