@@ -11,6 +11,7 @@ import pytest
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
 from pytest_legaleval.pipeline.plan import RunPlan
+from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.state import STATE_KEY
 from pytest_legaleval.records import Record
 
@@ -59,7 +60,13 @@ def _estimate(config: pytest.Config, state: RunPlan) -> None:
     from pytest_legaleval.pipeline.estimate import estimate_run
 
     try:
-        lines = estimate_run(state, stream=_streams(config)).lines()
+        fresh = state.loaded is None
+        # A single process loads its dataset here, for good (collection reuses it): as in
+        # collection, no collections while it is built, and frozen before they come back.
+        with tricks.collector_paused():
+            lines = estimate_run(state, stream=_streams(config)).lines()
+            if fresh and state.loaded is not None:
+                tricks.freeze()
     except (ConfigError, DatasetRejected) as exc:
         if s.estimate_only:
             raise pytest.UsageError(getattr(exc, "message", str(exc))) from None
