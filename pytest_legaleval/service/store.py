@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,27 @@ class RunStore:
                 self._all.append(conn)
         return conn
 
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, its lock taken at once (``BEGIN IMMEDIATE``).
+
+        What the block reads stays true until it commits; it is rolled back if it raises.
+        """
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @staticmethod
+    def _transitions(conn: sqlite3.Connection, run_id: str) -> list[dict[str, str]] | None:
+        """The run's state transitions, or ``None`` when there is no such run."""
+        found = conn.execute("SELECT transitions FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if found is None else list(json.loads(found[0]))
+
     def close(self) -> None:
         """Close every connection this store opened."""
         with self._lock:
@@ -177,9 +199,7 @@ class RunStore:
         The counts and the insert are one transaction, so concurrent uploads never pass a
         limit together.
         """
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._writing() as conn:
             # Stamped under the write lock, so created_at follows seq (the list's order).
             now = utc_now()
             queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()
@@ -202,8 +222,6 @@ class RunStore:
                     _dumps(dataset), total,
                 ),
             )  # fmt: skip
-        finally:
-            conn.execute("COMMIT")
         return None
 
     def get(self, run_id: str) -> RunRow | None:
@@ -274,15 +292,10 @@ class RunStore:
         The terminal status is written by :meth:`finish`, together with the figures, once
         the run directory is sealed: a client that sees it can fetch everything.
         """
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            found = conn.execute(
-                "SELECT transitions FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            if found is None:
+        with self._writing() as conn:
+            transitions = self._transitions(conn, run_id)
+            if transitions is None:
                 return
-            transitions = json.loads(found[0])
             transitions.append({"state": state, "at": at})
             status_sql = "" if state in TERMINAL_STATES else ", status = ?"
             params: tuple[Any, ...] = (_dumps(transitions), at)
@@ -291,8 +304,6 @@ class RunStore:
                 f"UPDATE runs SET transitions = ?, updated_at = ?{status_sql} WHERE run_id = ?",
                 (*params, run_id),
             )
-        finally:
-            conn.execute("COMMIT")
 
     def progress(self, run_id: str, done: int, total: int) -> None:
         """Items recorded so far, of ``total``."""
@@ -313,15 +324,10 @@ class RunStore:
     ) -> None:
         """Write the terminal status (and the transition to it, if not noted yet)."""
         now = at or utc_now()
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            found = conn.execute(
-                "SELECT transitions FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            if found is None:
+        with self._writing() as conn:
+            transitions = self._transitions(conn, run_id)
+            if transitions is None:
                 return
-            transitions = json.loads(found[0])
             if not transitions or transitions[-1]["state"] != status:
                 transitions.append({"state": status, "at": now})
             conn.execute(
@@ -333,8 +339,6 @@ class RunStore:
                     None if metrics is None else _dumps(metrics), error, run_id,
                 ),
             )  # fmt: skip
-        finally:
-            conn.execute("COMMIT")
 
     # -- retention --------------------------------------------------------------------------
 
