@@ -214,3 +214,16 @@ def test_receive_upload_writes_chunks_and_enforces_the_limit_while_reading(tmp_p
         if status == 413:
             assert caught.value.details == {"payload_bytes": 5, "max_payload_bytes": 104857600}
             assert not target.exists()
+
+
+def test_the_openapi_models_name_the_contracts_codes_and_states() -> None:
+    """The schema's closed lists are written out for the OpenAPI document; they must be the
+    ones the validator and the run states use."""
+    from typing import get_args
+
+    from pytest_legaleval.run.manifest import RUN_STATES, TERMINAL_STATES
+    from pytest_legaleval.service.models import ErrorCode, RunState
+    from pytest_legaleval.validation import ERROR_CODES
+
+    assert set(get_args(ErrorCode)) == set(ERROR_CODES)
+    assert get_args(RunState) == (*RUN_STATES, *TERMINAL_STATES)
