@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from pytest_legaleval.errors import ConfigError
 
-__all__ = ["CHECKSUMS", "RunDirectory", "dump_json_line", "verify_checksums"]
+__all__ = ["CHECKSUMS", "RunDirectory", "dump_json_line", "file_sha256", "verify_checksums"]
 
 CHECKSUMS = "SHA256SUMS"
 """Written last, in ``sha256sum`` format (``<hex>  <name>``), over every artifact."""
@@ -34,7 +34,8 @@ def _dump_item(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read a block at a time."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -49,7 +50,7 @@ def verify_checksums(path: str | Path) -> list[str]:
     for line in (root / CHECKSUMS).read_text(encoding="utf-8").splitlines():
         digest, _, name = line.partition("  ")
         target = root / name
-        if not target.is_file() or _sha256(target) != digest:
+        if not target.is_file() or file_sha256(target) != digest:
             bad.append(name)
     return bad
 
@@ -182,7 +183,7 @@ class RunDirectory:
         names = sorted(
             p.name for p in self.path.iterdir() if p.is_file() and not p.name.startswith(".")
         )
-        sums = "".join(f"{_sha256(self.path / n)}  {n}\n" for n in names if n != CHECKSUMS)
+        sums = "".join(f"{file_sha256(self.path / n)}  {n}\n" for n in names if n != CHECKSUMS)
 
         def write(handle: IO[str]) -> None:
             handle.write(sums)

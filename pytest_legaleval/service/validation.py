@@ -10,7 +10,6 @@ own that ends with it, so its memory goes back to the system.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import multiprocessing
 import os
 import threading
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
+from pytest_legaleval.run.directory import file_sha256
 
 __all__ = ["LARGE_UPLOAD_BYTES", "Checked", "UploadValidator", "check_upload"]
 
@@ -67,18 +67,10 @@ def check_upload(path: str) -> Checked:
         "dataset_id": info.dataset_id,
         "dataset_version": info.dataset_version,
         "schema_version": info.schema_version,
-        "sha256": info.sha256 or _sha256(Path(path)),
+        "sha256": info.sha256 or file_sha256(Path(path)),
         "bytes": Path(path).stat().st_size,
     }
     return Checked(202, body, dataset, info.accepted_records)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _die_with_parent(parent: int) -> None:
