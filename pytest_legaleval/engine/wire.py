@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,6 +51,18 @@ def _message_of(body: bytes) -> tuple[str, str | None]:
     return text.strip(), None
 
 
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY`` …), if any.
+
+    Read once per client: aiohttp's ``trust_env`` reads the whole environment (and
+    ``.netrc``) on every request, which costs more CPU than the request itself.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
+
+
 def error_from_status(status: int, headers: Mapping[str, str], body: bytes) -> ProviderError:
     """The classified failure of an HTTP error response (the SDK's status errors, as ours)."""
     message, body_code = _message_of(body)
@@ -72,7 +86,7 @@ class WireClient:
 
     The session is created on the engine's loop at the first call (aiohttp binds it to the
     running loop). Proxy variables (``HTTPS_PROXY``, ``NO_PROXY``) are honoured, as the SDK
-    honours them.
+    honours them (read once, see :func:`proxy_for`).
 
     """
 
@@ -87,6 +101,7 @@ class WireClient:
             headers["Authorization"] = f"Bearer {api_key}"
         self._headers = headers
         self._pool_size = pool_size
+        self._proxy = proxy_for(self.url)
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
@@ -98,8 +113,6 @@ class WireClient:
                 connector=connector,
                 headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=None),
-                trust_env=True,
-                auto_decompress=True,
             )
             self._session = session
         return session
@@ -119,6 +132,7 @@ class WireClient:
             self.url,
             data=data.encode(),
             headers={"Idempotency-Key": idempotency_key},
+            proxy=self._proxy,
             # A redirect is no completion; following one would resend the key elsewhere.
             allow_redirects=False,
         ) as response:

@@ -138,3 +138,14 @@ def test_auto_is_the_wire_client_and_the_sdk_is_not_imported(
         request = GenerationRequest("openai/mock-model", ({"role": "user", "content": "x"},))
         assert engine.submit(request).result(timeout=30).ok
     assert "pytest_legaleval.engine.sdk_client" not in sys.modules
+
+
+def test_proxy_variables_are_read_once_per_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_legaleval.engine.wire import WireClient, proxy_for
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    assert proxy_for("https://api.example/v1/chat/completions") == "http://proxy.example:3128"
+    assert proxy_for("https://internal.example/v1/chat/completions") is None
+    assert proxy_for("http://api.example/v1/chat/completions") is None  # no HTTP_PROXY
+    assert WireClient("https://api.example/v1", "", 4)._proxy == "http://proxy.example:3128"
