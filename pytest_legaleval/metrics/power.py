@@ -334,31 +334,33 @@ class Plan:
     def render(self) -> str:
         """The planner's text, as ``legaleval plan`` prints it."""
         m, s = self.model, self.model.sources
+        epochs = f"{self.epochs} epoch{'s' if self.epochs != 1 else ''}"
         clusters = (
             f"{self.clusters} clusters by {self.cluster_by} (design effect "
             f"{self.design_effect:.2f})"
             if self.cluster_by
             else "records independent (no --cluster-by)"
         )
+        measured = f" (baseline {self.baseline})" if self.baseline else ""
         lines = [
-            f"plan: {self.records} records, {clusters}, {self.epochs} epoch(s) per record, "
-            "compared pairwise with a run of the same plan",
-            f"variance model: p = {m.p:.3f} ({s.get('p')}); between records "
-            f"{m.between:.4f} ({s.get('between')}); within a record {m.within:.4f} "
-            f"({s.get('within')}); paired correlation {m.correlation:.2f} "
-            f"({s.get('correlation')}); intracluster correlation {m.icc:.2f} ({s.get('icc')})"
-            + (f"; baseline {self.baseline}" if self.baseline else ""),
+            f"plan: {self.records} records, {clusters}, {epochs} per record,",
+            "  compared pairwise with a second run of the same plan",
+            f"variance model{measured}:",
+            f"  pass rate p                  {m.p:<8.3f}{s.get('p')}",
+            f"  between-record variance      {m.between:<8.4f}{s.get('between')}",
+            f"  within-record variance       {m.within:<8.4f}{s.get('within')}",
+            f"  paired correlation           {m.correlation:<8.2f}{s.get('correlation')}",
+            f"  intracluster correlation     {m.icc:<8.2f}{s.get('icc')}",
             f"minimum detectable difference (alpha {self.alpha:g} two-sided, power "
-            f"{self.power:.0%}): {self.mde:.3f} = {self.mde * 100:.1f} points of pass rate "
-            f"(se of the paired difference {self.se:.4f})",
+            f"{self.power:.0%}): {self.mde * 100:.1f} points of pass rate (se {self.se:.4f})",
         ]
         if self.target is not None and self.records_for_target is not None:
             lines.append(
-                f"records needed for {self.target * 100:.1f} points at {self.epochs} epoch(s): "
+                f"records needed for {self.target * 100:.1f} points at {epochs}: "
                 f"{self.records_for_target}"
             )
         header = "records " + "".join(f"{f'K={k}':>9}" for k in self.epoch_columns)
-        lines += ["", "MDE (points) by records and epochs:", header]
+        lines += ["", "minimum detectable difference (points) by records and epochs:", header]
         for n, row in self.table:
             lines.append(f"{n:>7} " + "".join(f"{v * 100:>9.1f}" for v in row))
         return "\n".join(lines) + "\n"

@@ -247,7 +247,7 @@ def test_the_plan_and_its_table() -> None:
         assert n == 100 or mdes[0] < rows[n // 2][0]
     assert result.records_for_target == records_for(0.03, model, 3, result.design_effect)
     text = result.render()
-    assert f"{result.mde * 100:.1f} points" in text and "(assumed)" in text
+    assert f"{result.mde * 100:.1f} points" in text and "0.10    assumed" in text
     assert result.to_dict()["table"]["rows"][1]["records"] == 200
 
 
