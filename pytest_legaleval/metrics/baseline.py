@@ -151,7 +151,8 @@ class PairedItem:
 
     key: ItemKey
     change: str
-    """``pass_to_fail``, ``fail_to_pass``, ``pass_to_error``, ``only_in_baseline`` or
+    """``pass_to_fail``, ``fail_to_pass``, ``pass_to_error``, ``fewer_passes`` (epochs: the
+    share of passing epochs fell, the reduced verdict did not change), ``only_in_baseline`` or
     ``only_in_current``."""
     baseline: Mapping[str, Any] | None
     current: Mapping[str, Any] | None
@@ -251,7 +252,8 @@ class Comparison:
 
     def regressed_items(self) -> list[PairedItem]:
         """Items that got worse or vanished (the ``regressions.jsonl`` lines)."""
-        return [c for c in self.changes if c.change in ("pass_to_fail", "pass_to_error")] + [
+        worse = ("pass_to_fail", "pass_to_error", "fewer_passes")
+        return [c for c in self.changes if c.change in worse] + [
             c for c in self.changes if c.change == "only_in_baseline"
         ]
 
@@ -398,6 +400,11 @@ def compare_runs(
             out.changes.append(PairedItem(key, "fail_to_pass", before, now))
         else:
             out.both_failed += 1
+        if (
+            was == isnow
+            and base_items[key].c * cur_items[key].n > cur_items[key].c * base_items[key].n
+        ):
+            out.changes.append(PairedItem(key, "fewer_passes", before, now))
         s_before, s_now = before.get("score"), now.get("score")
         if isinstance(s_before, int | float) and isinstance(s_now, int | float):
             diffs.append(float(s_now) - float(s_before))

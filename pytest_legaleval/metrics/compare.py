@@ -130,6 +130,7 @@ def comparison(
                 "pass_to_fail",
                 "fail_to_pass",
                 "pass_to_error",
+                "fewer_passes",
                 "only_in_baseline",
                 "only_in_current",
             )

@@ -42,6 +42,7 @@ def test_one_epoch_without_clusters_is_todays_mcnemar() -> None:
     base = run({"a": [1], "b": [1], "c": [0]})
     cur = run({"a": [0], "b": [1], "c": [1]})
     result = compare_runs(base, cur)
+    assert [c.change for c in result.changes] == ["pass_to_fail", "fail_to_pass"]
     assert result.method == "mcnemar" and result.pass_difference is None
     assert (result.regressions, result.improvements) == (1, 1)
     assert result.to_dict()["method"] == "mcnemar"
@@ -99,6 +100,10 @@ def test_the_clustered_gate_calls_a_real_regression() -> None:
     assert not result.regressed(0.3, 0.05)  # the allowed drop is larger
     # mean reducer on 2 of 4 at MCQ's 0.5: still passed -> no item flipped at all
     assert result.regressions == 0
+    # ... but the 50 items that lost half their passing epochs are listed as regressed
+    fewer = [c for c in result.regressed_items() if c.change == "fewer_passes"]
+    assert len(fewer) == 50 == len(result.regressed_items())
+    assert fewer[0].to_dict()["current"]["epoch_passes"] == 2
 
 
 def test_errored_epochs_are_left_out_of_the_record_means() -> None:
