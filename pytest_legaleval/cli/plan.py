@@ -15,19 +15,7 @@ from typing import Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
 
-__all__ = ["record_fields", "register"]
-
-
-def record_fields(record: Any) -> dict[str, Any]:
-    """The fields of a ``Record`` that a cluster path can name, as a dict."""
-    return {
-        "id": record.id,
-        "dataset": record.dataset,
-        "dataset_version": record.dataset_version,
-        "task_type": record.task_type,
-        "tags": list(record.tags),
-        "metadata": dict(record.metadata),
-    }
+__all__ = ["register"]
 
 
 def _fraction(text: str) -> float:
@@ -62,7 +50,7 @@ def _correlation(text: str) -> float:
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from pytest_legaleval.formats import load_dataset
-    from pytest_legaleval.metrics.power import plan
+    from pytest_legaleval.metrics.power import plan, record_fields
     from pytest_legaleval.metrics.runfiles import load_run
 
     try:

@@ -75,6 +75,7 @@ __all__ = [
     "minimum_detectable_difference",
     "plan",
     "power_at",
+    "record_fields",
     "records_for",
 ]
 
@@ -132,6 +133,18 @@ class VarianceModel:
             "icc": self.icc,
             "sources": dict(self.sources),
         }
+
+
+def record_fields(record: Any) -> dict[str, Any]:
+    """The fields of a ``Record`` that a cluster path can name, as a dict for :func:`plan`."""
+    return {
+        "id": record.id,
+        "dataset": record.dataset,
+        "dataset_version": record.dataset_version,
+        "task_type": record.task_type,
+        "tags": list(record.tags),
+        "metadata": dict(record.metadata),
+    }
 
 
 def cluster_sizes(records: Iterable[Mapping[str, Any]], cluster_by: str | None) -> list[int]:
