@@ -14,12 +14,12 @@ import pytest
 
 from pytest_legaleval.pipeline.plan import ItemSpec
 from pytest_legaleval.pytest import collection, outcomes, startup, tricks
+from pytest_legaleval.pytest.carrier import Carried, carry
 from pytest_legaleval.pytest.fixtures import INVALID_KEY, RESULT_KEY
 from pytest_legaleval.pytest.live import evaluating
 from pytest_legaleval.pytest.options import add_options
 from pytest_legaleval.pytest.preflight import restore_sigterm
 from pytest_legaleval.pytest.session import configure
-from pytest_legaleval.pytest.slimming import PAYLOAD_FIELDS, PYTEST_REPORT_FIELDS
 
 pytest_plugins = ["pytest_legaleval.testing.fixtures", "pytest_legaleval.pytest.fixtures"]
 
@@ -90,11 +90,6 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
         return (yield)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    # Before the terminal summary, which runs after every plain sessionfinish hook.
-    tricks.drop_empty_hypothesis_summary(session.config)
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
     tricks.restore(config)
     restore_sigterm(config)
@@ -111,43 +106,24 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    # Everything the run recorder writes travels on the report: an xdist controller holds
-    # no copy of the dataset.
+    # What the run recorder writes goes to it with the report (an xdist controller holds
+    # no copy of the dataset).
     invalid = item.stash.get(INVALID_KEY, None)
     if report.when == "setup" and invalid is not None:
-        report.legaleval_invalid = invalid.rejection()  # type: ignore[attr-defined]
+        carry(item, report, Carried(invalid.rejection()))
     elif report.when == "call" or (report.when == "setup" and report.failed):
         result = item.stash.get(RESULT_KEY, None)
         if result is not None:
             spec: ItemSpec = item.callspec.params["record"]  # type: ignore[attr-defined]
-            report.legaleval = result.to_dict()  # type: ignore[attr-defined]
-            report.legaleval_record = spec.provenance()  # type: ignore[attr-defined]
+            carry(item, report, Carried(spec.provenance(), result))
     outcomes.line_mode_repr(item.config, report)
     return report
-
-
-_PLAIN_REPORT_KEYS = frozenset(("$report_type", *PYTEST_REPORT_FIELDS, *PAYLOAD_FIELDS))
-"""A test report made only of these fields (as pytest serializes them) is sent whole as JSON."""
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_report_to_serializable(
-    config: pytest.Config, report: pytest.CollectReport | pytest.TestReport
-) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
-    """An xdist worker sends a report as one JSON string (``tricks.pack_report``)."""
-    data = yield
-    # Only on the way to the controller: other users of this hook (report logs) keep the
-    # values as they are.
-    if data is None or not hasattr(config, "workerinput"):
-        return data
-    return tricks.pack_report(data, _PLAIN_REPORT_KEYS, PAYLOAD_FIELDS)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_report_from_serializable(
     config: pytest.Config, data: dict[str, Any]
 ) -> Generator[None, object, object]:
-    tricks.unpack_report(data)
     report = yield
     if isinstance(report, pytest.TestReport):  # serialization made the reason a plain string
         outcomes.line_mode_repr(config, report)

@@ -7,8 +7,9 @@ Every input format is an adapter to ``Record``; every grader's work ends in one
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 __all__ = [
@@ -277,10 +278,13 @@ class JudgeSummary:
 
 @dataclass(frozen=True, slots=True)
 class EvalResult:
-    """What one (record × model) item produced, built once by the grader's side.
+    """What one (record × model) item produced, built once by the item runner.
 
-    It travels as :meth:`to_dict` (every value JSON-safe) on the pytest report from an
-    xdist worker to the controller, which writes it as a ``predictions.jsonl`` line.
+    Its fields are written once, here: :meth:`to_dict` and :meth:`from_dict` are derived
+    from them. It travels as itself through the pipeline (the run recorder, the users'
+    ``pytest_legaleval_result`` hook) and as :meth:`to_json` on the pytest report from an
+    xdist worker to the controller, which writes it as a ``predictions.jsonl`` line (one
+    per epoch with ``--epochs K``).
     """
 
     record_id: str
@@ -338,70 +342,74 @@ class EvalResult:
     """The policy's rubric scoring rule (``minmax``, ``clipped``)."""
     scoring_version: int | None = None
     """The scoring rule's revision."""
+    epoch: int = 0
+    """Which sample of the item this is (0-based; ``--epochs K`` draws K)."""
+    epochs: tuple[EvalResult, ...] = ()
+    """With ``--epochs K > 1``, on the item's reduced result: the K results it was reduced
+    from, in epoch order (each is a ``predictions.jsonl`` line of its own)."""
+    transcript: Mapping[str, Any] | None = None
+    """What was sent and what came back (``transcripts.jsonl``): the messages and
+    parameters, the raw reply, the judge's prompts and replies. Not on the prediction line."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (every field, in declaration order)."""
-        return {
-            "record_id": self.record_id,
-            "dataset": self.dataset,
-            "task_type": self.task_type,
-            "model": self.model,
-            "source": self.source,
-            "outcome": self.outcome,
-            "passed": self.passed,
-            "score": self.score,
-            "reason": self.reason,
-            "explanation": self.explanation,
-            "response": self.response,
-            "grader": self.grader,
-            "details": _shallow(self.details),
-            "record_sha256": self.record_sha256,
-            "latency_ms": self.latency_ms,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "total_tokens": self.total_tokens,
-            "first_attempt_at": self.first_attempt_at,
-            "last_attempt_at": self.last_attempt_at,
-            "attempts": [dict(attempt) for attempt in self.attempts],
-            "policy_id": self.policy_id,
-            "policy_sha256": self.policy_sha256,
-            "judge": self.judge.to_dict() if self.judge is not None else None,
-            "policy_version": self.policy_version,
-            "scoring": self.scoring,
-            "scoring_version": self.scoring_version,
-        }
+        out: dict[str, Any] = {}
+        for name in _RESULT_FIELDS:
+            value = getattr(self, name)
+            if name == "details":
+                value = _shallow(value)
+            elif name == "attempts":
+                value = [dict(attempt) for attempt in value]
+            elif name == "judge":
+                value = value.to_dict() if value is not None else None
+            elif name == "epochs":
+                value = [epoch.to_dict() for epoch in value]
+            elif name == "transcript":
+                value = _plain(value) if value is not None else None
+            out[name] = value
+        return out
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as one JSON string (how a result crosses a process boundary)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> EvalResult:
+        """Read :meth:`to_json`'s form back."""
+        return cls.from_dict(json.loads(text))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalResult:
-        """Read :meth:`to_dict`'s form back (a report payload, a prediction line)."""
+        """Read :meth:`to_dict`'s form back (a report payload, a prediction line).
+
+        A prediction line names the answer ``model_response`` and the dataset
+        ``dataset_id`` as well; older lines lack the later fields (their defaults apply).
+        """
+        values: dict[str, Any] = {}
+        for name in _RESULT_FIELDS:
+            if name in data:
+                values[name] = data[name]
+        if "response" not in data and "model_response" in data:
+            values["response"] = data["model_response"]
+        values["record_id"] = str(data["record_id"])
+        values["dataset"] = str(data.get("dataset") or data.get("dataset_id") or "")
+        for name in ("task_type", "model", "reason", "explanation", "record_sha256"):
+            values[name] = str(data.get(name) or "")
+        values["source"] = str(data.get("source") or "none")
+        values["outcome"] = data.get("outcome") or "error"
+        values["grader"] = str(data.get("grader") or "none")
+        values["details"] = dict(data.get("details") or {})
+        values["attempts"] = tuple(data.get("attempts") or ())
         judge = data.get("judge")
-        response = data["response"] if "response" in data else data.get("model_response")
-        return cls(
-            record_id=str(data["record_id"]),
-            dataset=str(data.get("dataset") or data.get("dataset_id") or ""),
-            task_type=str(data.get("task_type") or ""),
-            model=str(data.get("model") or ""),
-            source=str(data.get("source") or "none"),
-            outcome=data.get("outcome") or "error",
-            passed=data.get("passed"),
-            score=data.get("score"),
-            reason=str(data.get("reason") or ""),
-            explanation=str(data.get("explanation") or ""),
-            response=response,
-            grader=str(data.get("grader") or "none"),
-            details=dict(data.get("details") or {}),
-            record_sha256=str(data.get("record_sha256") or ""),
-            latency_ms=data.get("latency_ms"),
-            input_tokens=data.get("input_tokens"),
-            output_tokens=data.get("output_tokens"),
-            total_tokens=data.get("total_tokens"),
-            first_attempt_at=data.get("first_attempt_at"),
-            last_attempt_at=data.get("last_attempt_at"),
-            attempts=tuple(data.get("attempts") or ()),
-            policy_id=data.get("policy_id"),
-            policy_sha256=data.get("policy_sha256"),
-            judge=JudgeSummary.from_dict(judge) if isinstance(judge, Mapping) else None,
-            policy_version=data.get("policy_version"),
-            scoring=data.get("scoring"),
-            scoring_version=data.get("scoring_version"),
+        values["judge"] = JudgeSummary.from_dict(judge) if isinstance(judge, Mapping) else None
+        epoch = data.get("epoch")
+        values["epoch"] = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0
+        values["epochs"] = tuple(
+            cls.from_dict(e) for e in data.get("epochs") or () if isinstance(e, Mapping)
         )
+        transcript = data.get("transcript")
+        values["transcript"] = transcript if isinstance(transcript, Mapping) else None
+        return cls(**values)
+
+
+_RESULT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(EvalResult))

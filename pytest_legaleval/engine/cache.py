@@ -75,6 +75,8 @@ def cache_key(request: GenerationRequest, endpoint: str) -> str:
         request.params.as_dict(),
         request.template_version,
     ]
+    if request.sample:  # sample 0 keeps the key every run before epochs had
+        payload.append(["sample", request.sample])
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -132,6 +132,10 @@ class GenerationRequest:
     """``generation`` or ``judge``; judges can have their own concurrency pool."""
     max_attempts: int | None = None
     """Overrides the retry policy's attempts for this request (capability probes use 1)."""
+    sample: int = 0
+    """Which sample of this same request it is (``--epochs``: the epoch). Each sample is a
+    call of its own: from 1 on it is part of the cache key, so samples are neither
+    deduplicated in flight nor answered by each other's cache rows."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,16 @@
 """The grader interface: one ``Grader`` protocol, what it is asked and what it answers.
 
 A grader gets a :class:`GradeRequest` (the record, the answer, the policy, the judge
-panel when one is configured) and returns a :class:`Grade` — or an awaitable of one, for
-graders that ask a judge: those run on the engine's event loop, so judging one item
-overlaps generating the next. The pipeline turns a grade into the item's
+panel when one is configured) and its coroutine ``grade`` returns a :class:`Grade`. Graders
+run on the item runner's event loop, so judging one item overlaps generating the next; a
+grader whose ``grade`` never awaits anything may say so (``grades_inline = True``) and is
+then driven without a loop. The pipeline turns a grade into the item's
 :class:`~pytest_legaleval.records.EvalResult` once; nothing changes it afterwards.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from pytest_legaleval.grading.panel import JudgePanel
     from pytest_legaleval.grading.policies import Policy
 
-__all__ = ["Grade", "GradeRequest", "Grader"]
+__all__ = ["Grade", "GradeRequest", "Grader", "run_inline"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,9 @@ class Grade:
     """JSON-safe details kept on the prediction line."""
     judge: JudgeSummary | None = None
     """Judging provenance and verdicts, for graders that asked a judge."""
+    exchanges: tuple[Mapping[str, Any], ...] = ()
+    """What the judges were sent and answered, for the item's transcript: per judge
+    question ``model``, ``criterion_id`` (or ``None``), ``messages`` and ``reply``."""
 
     @classmethod
     def passing(cls, grader: str, explanation: str = "", **details: Any) -> Grade:
@@ -68,6 +72,8 @@ class GradeRequest:
     """The record's policy (prompts, judge templates, pass threshold)."""
     judges: JudgePanel | None = None
     """The session's judge panel, or ``None`` when no ``--judge-model`` is configured."""
+    epoch: int = 0
+    """Which sample of the item the answer is (``--epochs K``; 0-based)."""
 
 
 @runtime_checkable
@@ -76,6 +82,9 @@ class Grader(Protocol):
 
     ``needs_judge`` says whether the grader asks a judge: without a judge panel, the items
     it would grade are skipped with reason ``needs_judge`` before any model is called.
+    ``grade`` is a coroutine; a grader may also set ``grades_inline = True`` when its
+    ``grade`` never suspends (it awaits nothing): the runner then drives it where the
+    answer arrives, without scheduling a task.
     """
 
     name: str
@@ -83,6 +92,27 @@ class Grader(Protocol):
     needs_judge: bool
     """Whether :meth:`grade` needs ``request.judges``."""
 
-    def grade(self, request: GradeRequest) -> Grade | Awaitable[Grade]:
-        """Grade one answer (a coroutine for graders that await a judge)."""
+    async def grade(self, request: GradeRequest) -> Grade:
+        """Grade one answer."""
         ...
+
+
+class _Suspended(RuntimeError):
+    """A coroutine driven inline awaited something."""
+
+
+def run_inline(coroutine: Coroutine[object, object, Grade]) -> Grade:
+    """The value of a coroutine that never suspends, driven without an event loop.
+
+    For graders with ``grades_inline = True``: one ``send`` runs them to the end.
+
+    Raises:
+        RuntimeError: the coroutine awaited something (it is closed first).
+
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise _Suspended("a grader that says grades_inline = True awaited something")

@@ -1,7 +1,8 @@
 """The built-in graders: MCQ letter extraction, and the LLM judge panel for the rest.
 
 - :class:`McqGrader` extracts the chosen option ids (``grading.mcq``); the item passes iff
-  the chosen set equals the correct set. Synchronous: it runs where the item waits.
+  the chosen set equals the correct set. It awaits nothing (``grades_inline``): it runs
+  where the answer arrives.
 - :class:`JudgeGrader` grades ``reference_qa``, ``rubric_qa`` and ``criteria`` records with
   the session's judge panel (``grading.panel``) under the record's policy; without a panel
   the item is skipped with reason ``needs_judge``. Normalized exact match and token F1
@@ -10,7 +11,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Any
 
 from pytest_legaleval.grading.base import Grade, GradeRequest
@@ -27,8 +27,9 @@ class McqGrader:
 
     name = "mcq"
     needs_judge = False
+    grades_inline = True
 
-    def grade(self, request: GradeRequest) -> Grade:
+    async def grade(self, request: GradeRequest) -> Grade:
         """Extract the chosen ids from the answer and compare them with the correct ones."""
         # Imported at the first MCQ grade: its answer patterns compile at import, which an
         # xdist controller (it grades nothing) never needs.
@@ -89,14 +90,11 @@ class JudgeGrader:
     name = "judge"
     needs_judge = True
 
-    def grade(self, request: GradeRequest) -> Grade | Awaitable[Grade]:
-        """Ask the panel (a coroutine); without one, the ``needs_judge`` skip at once."""
+    async def grade(self, request: GradeRequest) -> Grade:
+        """Ask the panel; without one, the ``needs_judge`` skip."""
         details = lexical_details(request.record, request.answer)
         if request.judges is None:
             return needs_judge_grade(request.record, details)
-        return self._judged(request, details)
-
-    async def _judged(self, request: GradeRequest, details: dict[str, Any]) -> Grade:
         from pytest_legaleval.grading.judge import judge_kind
         from pytest_legaleval.grading.panel import judged_grade
 

@@ -64,6 +64,10 @@ class _Asked:
     all_cached: bool = True
     attempts: list[dict[str, Any]] = field(default_factory=list)
     """Every network attempt of every call (re-asks included), for attempt_logs.jsonl."""
+    messages: list[dict[str, str]] = field(default_factory=list)
+    """The last call's messages (re-asks included), for the transcript."""
+    reply: str | None = None
+    """The last call's reply text, for the transcript."""
 
 
 @dataclass(slots=True)
@@ -83,6 +87,8 @@ class JudgeOutcome:
     rationale: str = ""
     rubric: RubricOutcome | None = None
     """Rubric items: the share of the rubric the score covers, under the policy's scoring."""
+    exchanges: tuple[dict[str, Any], ...] = ()
+    """Per judge question: ``model``, ``criterion_id``, ``messages`` and ``reply``."""
 
 
 def _add(total: int | None, value: int | None) -> int | None:
@@ -142,6 +148,8 @@ class JudgePanel:
             )
             result = await self.engine.agenerate(request)
             asked.calls += 1
+            asked.messages = list(messages)
+            asked.reply = result.text
             for attempt in result.attempts:
                 asked.attempts.append(
                     {
@@ -198,6 +206,30 @@ class JudgePanel:
             for model, results in zip(self.models, per_model, strict=True)
         ]
         cancelled = any(a.cancelled for a in asked)
+        exchanges = tuple(
+            {
+                "model": model,
+                "criterion_id": task.key if kind == "rubric" else None,
+                "messages": a.messages,
+                "reply": a.reply,
+            }
+            for model, results in zip(self.models, per_model, strict=True)
+            for task, a in zip(tasks, results, strict=True)
+        )
+        return dataclasses.replace(
+            self._outcome(kind, record, policy, template_sha, verdicts, cancelled),
+            exchanges=exchanges,
+        )
+
+    def _outcome(
+        self,
+        kind: str,
+        record: Record,
+        policy: Policy,
+        template_sha: str,
+        verdicts: Sequence[JudgeVerdict],
+        cancelled: bool,
+    ) -> JudgeOutcome:
         if kind == "rubric":
             return self._rubric_outcome(record, policy, template_sha, verdicts, cancelled)
         scores = [v.score for v in verdicts]
@@ -449,6 +481,7 @@ def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, An
             grader,
             details,
             outcome.summary,
+            outcome.exchanges,
         )
     if outcome.error is not None:
         raws = [v.raw for v in outcome.summary.verdicts if v.raw]
@@ -462,6 +495,7 @@ def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, An
             grader,
             details,
             outcome.summary,
+            outcome.exchanges,
         )
     score = outcome.score if outcome.score is not None else 0.0
     passed = score >= policy.pass_threshold
@@ -486,4 +520,5 @@ def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, An
         grader,
         details,
         outcome.summary,
+        outcome.exchanges,
     )

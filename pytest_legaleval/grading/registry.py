@@ -7,11 +7,38 @@ or, outside pytest, by calling :meth:`GraderRegistry.register`.
 
 from __future__ import annotations
 
+import inspect
+import warnings
+from typing import Any
+
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.grading.base import Grader
+from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
 from pytest_legaleval.records import TASK_TYPES, Record
 
-__all__ = ["GraderRegistry", "default_registry"]
+__all__ = ["GraderRegistry", "SyncGraderAdapter", "default_registry"]
+
+
+class SyncGraderAdapter:
+    """A grader whose ``grade`` is a plain function, made a ``Grader`` (deprecated).
+
+    The protocol's ``grade`` is a coroutine; a plain ``grade`` returning a ``Grade`` (or,
+    as before, an awaitable of one) still works through this wrapper, with a
+    ``DeprecationWarning`` at registration.
+    """
+
+    def __init__(self, grader: Any) -> None:
+        self.wrapped = grader
+        self.name = str(grader.name)
+        self.needs_judge = bool(grader.needs_judge)
+        self.grades_inline = not self.needs_judge
+
+    async def grade(self, request: GradeRequest) -> Grade:
+        """Call the wrapped ``grade``; await what it returns if it is awaitable."""
+        value = self.wrapped.grade(request)
+        if inspect.isawaitable(value):
+            self.grades_inline = False  # it does await: from now on, on the loop
+            value = await value
+        return value  # type: ignore[no-any-return]
 
 
 class GraderRegistry:
@@ -38,9 +65,17 @@ class GraderRegistry:
             raise ConfigError("register a grader for exactly one of task_type= or policy_id=")
         if not isinstance(grader, Grader):
             raise ConfigError(
-                f"Expected a Grader (name, needs_judge, grade(request)) but got "
+                f"Expected a Grader (name, needs_judge, async grade(request)) but got "
                 f"{grader!r} ({type(grader).__name__})"
             )
+        if not inspect.iscoroutinefunction(grader.grade):
+            warnings.warn(
+                f"grader {grader.name!r}: a plain grade() is deprecated; define "
+                "`async def grade(self, request)` (it is wrapped for now)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            grader = SyncGraderAdapter(grader)
         if task_type is not None:
             if task_type not in TASK_TYPES:
                 raise ConfigError(

@@ -47,6 +47,7 @@ class ReplayGrader:
 
     name = "judge"
     needs_judge = False
+    grades_inline = True
 
     def __init__(self, verdicts: Callable[[], VerdictFile], source: str) -> None:
         self._load = verdicts
@@ -60,7 +61,7 @@ class ReplayGrader:
             self._verdicts = self._load()
         return self._verdicts
 
-    def grade(self, request: GradeRequest) -> Grade:
+    async def grade(self, request: GradeRequest) -> Grade:
         """The recorded verdict of this item, re-scored under its policy."""
         record, policy = request.record, request.policy
         kind = judge_kind(record) or record.task_type

@@ -284,8 +284,8 @@ def plan_entries(
     ``pipeline.selection.select``. A plan already loaded is read from memory.
     """
     s = plan.settings
-    if plan.loaded is not None or not stream:
-        yield from plan.selected if selected else plan.load().entries
+    if plan.dataset.loaded is not None or not stream:
+        yield from plan.dataset.selected if selected else plan.dataset.load().entries
         return
     from pytest_legaleval.formats import DatasetStream
     from pytest_legaleval.pipeline.selection import entry_key, in_shard
@@ -316,7 +316,9 @@ def plan_entries(
 
 def _records(plan: RunPlan, stream: bool) -> Iterator[tuple[Record, str]]:
     models = plan.models
-    entries = plan.stream_selected() if stream and plan.loaded is None else plan_entries(plan)
+    entries = (
+        plan.stream_selected() if stream and plan.dataset.loaded is None else plan_entries(plan)
+    )
     for entry in entries:
         if isinstance(entry, Record):
             for model in models:
@@ -341,12 +343,13 @@ def estimate_run(
     table = table if table is not None else run_prices(s)
     tally = _Tally()
     judges = s.judge_model
-    conversation: Mapping[tuple[str, str], str] = (
+    conversation: Mapping[tuple[str, str, int], str] = (
         plan.conversation.responses if plan.conversation is not None else {}
     )
     first_conversation_model = plan.conversation.models[0] if plan.conversation else None
     answer_tokens, answer_source = DEFAULT_OUTPUT_TOKENS, "default"
     framing = _Framing(build_messages, s.attachments_root)
+    epochs = s.epochs
     for record, model in _records(plan, stream):
         if record.attachments and plan.attachment_errors(record):
             continue  # an error at setup: never sent
@@ -361,17 +364,22 @@ def estimate_run(
         else:
             if needs_judge and not judges and not s.generate_ungraded:
                 continue  # skipped before any call
-            previous = conversation.get((record.id, model))
+            previous = conversation.get((record.id, model, 0))
             if previous is None and first_conversation_model is not None:
-                previous = conversation.get((record.id, first_conversation_model))
+                previous = conversation.get((record.id, first_conversation_model, 0))
             policy = plan.grading.policy(record)
             prompt_tokens = framing.prompt_tokens(record, policy, previous)
-            tally.add(model, "generation", 1, prompt_tokens, tokens)
+            tally.add(model, "generation", epochs, epochs * prompt_tokens, epochs * tokens)
         if needs_judge and judges:
             prompts = _judge_prompt_tokens(record, answer or "x" * (4 * tokens), plan)
+            times = epochs * s.judge_epochs
             for judge in judges:
                 tally.add(
-                    judge, "judge", len(prompts), sum(prompts), len(prompts) * s.judge_max_tokens
+                    judge,
+                    "judge",
+                    times * len(prompts),
+                    times * sum(prompts),
+                    times * len(prompts) * s.judge_max_tokens,
                 )
     return CostEstimate(
         tally.estimate(table),

@@ -1,14 +1,17 @@
-"""The plan of a run: settings, the loaded dataset, the response source and the items.
+"""The plan of a run: built once from the settings and the dataset, then only read.
 
 Every process of a run (a single pytest process, an xdist controller and its workers, a
-service worker) builds the same items from the same inputs in the same order, so an
-item's index means the same everywhere. Nothing here knows pytest.
+service worker) builds the same plan from the same inputs, so an item's index means the
+same everywhere. The plan holds the settings, the grading plan (policies and graders, the
+users' included), the pre-computed responses and the dataset's items; what it derives
+(prices, the redactor, the manifest's configuration) it computes on demand. The item
+runner (``pipeline.runner``) evaluates its items; nothing here calls a model or knows
+pytest.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -23,26 +26,25 @@ from pytest_legaleval.formats import (
     load_dataset,
 )
 from pytest_legaleval.grading.policies import PolicyBook
-from pytest_legaleval.grading.registry import default_registry
+from pytest_legaleval.grading.registry import GraderRegistry, default_registry
 from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
 from pytest_legaleval.pipeline.selection import entry_key, in_shard, select, selected_count
 from pytest_legaleval.pipeline.settings import Settings, generation_settings
-from pytest_legaleval.records import EvalResult, Record
+from pytest_legaleval.records import Record
 from pytest_legaleval.run.ids import new_request_id
 
-# The run directory's pieces, the verdict reader and asyncio are imported where they are
-# used: an xdist worker (and every unrelated pytest run in the environment) needs none.
+# The run directory's pieces and the verdict reader are imported where they are used: an
+# xdist worker (and every unrelated pytest run in the environment) needs none of them.
 if TYPE_CHECKING:
     from pytest_legaleval.grading.verdicts import VerdictFile
     from pytest_legaleval.metrics.prices import PriceTable
-    from pytest_legaleval.pipeline.evaluator import LiveEvaluator
     from pytest_legaleval.run.manifest import RunConfig
     from pytest_legaleval.run.recorder import DatasetSource
     from pytest_legaleval.run.redaction import Redactor
     from pytest_legaleval.validation import RecordError
 
-__all__ = ["ItemSpec", "RunPlan"]
+__all__ = ["DatasetPlan", "ItemSpec", "RunPlan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +55,7 @@ class ItemSpec:
     model: str
     item_id: str
     index: int
-    """Position in :attr:`RunPlan.items` (the same in every process)."""
+    """Position in :attr:`DatasetPlan.items` (the same in every process)."""
 
     def provenance(self) -> dict[str, Any]:
         """What the run recorder needs to know about a result's record, besides the result.
@@ -86,50 +88,48 @@ class ItemSpec:
         }
 
 
-class RunPlan:
-    """Everything one process knows about the run it takes part in."""
+def _item_base(entry: Record | RejectedRecord) -> str:
+    if isinstance(entry, Record):
+        return f"{entry.dataset}/{entry.id}"
+    dataset = entry.dataset or Path(entry.source.path).stem
+    where = entry.record_id or (
+        f"line{entry.source.line}" if entry.source.line else f"index{entry.source.index}"
+    )
+    return f"{dataset}/{where}"
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.request_id = new_request_id()
-        self.responses: ResponseTable | None = (
-            load_responses(settings.responses) if settings.responses else None
-        )
-        self.conversation: ResponseTable | None = (
-            load_responses(settings.conversation_from, "--conversation-from")
-            if settings.conversation_from
-            else None
-        )
-        self.live: LiveEvaluator | None = None
-        self.graders = default_registry()
-        """The graders of this run; the pytest layer lets users' hooks add theirs."""
-        if settings.judgments:
-            from pytest_legaleval.grading.replay import ReplayGrader
 
-            replay = ReplayGrader(self.read_judgments, settings.judgments)
-            for task_type in ("reference_qa", "rubric_qa", "criteria"):
-                self.graders.register(replay, task_type=task_type)
-        self.warn_policies = True
-        """Warn about unknown policy ids (one xdist worker does, not every one)."""
+class DatasetPlan:
+    """The dataset of a run: read once (or streamed), selected, and made into items.
+
+    A process that collects items loads the files once and keeps them; one that never
+    collects (an xdist controller) streams them for the run directory instead.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        models: tuple[str, ...],
+        grading: GradingPlan,
+        *,
+        warn_policies: bool,
+    ) -> None:
+        self._settings = settings
+        self._models = models
+        self._grading = grading
+        self._warn_policies = warn_policies
         self._load: LoadResult | None = None
+        self._rejection: DatasetRejected | None = None
         self._streamed: tuple[list[DatasetInfo], int, int] | None = None
         """Datasets, records and selected records, from a full streaming pass."""
-        self._rejection: DatasetRejected | None = None
-
-    @property
-    def models(self) -> tuple[str, ...]:
-        """The models of this run: from the responses file, else ``--model``."""
-        if self.responses is not None:
-            return self.responses.models or ("prefilled",)
-        return self.settings.model
 
     def load(self) -> LoadResult:
         """Load (once) and validate the datasets; re-raise a dataset-level rejection."""
         if self._rejection is not None:
             raise self._rejection
         if self._load is None:
+            s = self._settings
             try:
-                self._load = load_dataset(list(self.settings.dataset), self.settings.dataset_format)
+                self._load = load_dataset(list(s.dataset), s.dataset_format)
             except DatasetRejected as exc:
                 self._rejection = exc
                 raise
@@ -148,7 +148,7 @@ class RunPlan:
     @cached_property
     def selected(self) -> list[Record | RejectedRecord]:
         """Entries this run evaluates, in file order."""
-        s = self.settings
+        s = self._settings
         return select(
             self.load().entries, shard=s.shard, sample=s.sample, seed=s.seed, limit=s.limit
         )
@@ -156,41 +156,174 @@ class RunPlan:
     @cached_property
     def items(self) -> list[ItemSpec]:
         """One item per selected entry and model."""
-        models = self.models
+        models = self._models
         several = len(models) > 1
         items: list[ItemSpec] = []
+        known = self._grading.graders.policy_ids()
         for entry in self.selected:
-            if isinstance(entry, Record):
-                base = f"{entry.dataset}/{entry.id}"
-            else:
-                dataset = entry.dataset or Path(entry.source.path).stem
-                where = entry.record_id or (
-                    f"line{entry.source.line}"
-                    if entry.source.line
-                    else f"index{entry.source.index}"
-                )
-                base = f"{dataset}/{where}"
+            base = _item_base(entry)
             for model in models:
                 item_id = f"{base}-{model}" if several else base
                 items.append(ItemSpec(entry, model, item_id, len(items)))
             if (
-                self.warn_policies
+                self._warn_policies
                 and isinstance(entry, Record)
                 and entry.policy_id
-                and entry.policy_id not in self.graders.policy_ids()
+                and entry.policy_id not in known
             ):
-                self.policies.for_record(entry)  # warns (once per id) about unknown policies
+                self._grading.policies.for_record(entry)  # warns once per unknown id
         return items
 
-    @cached_property
-    def policies(self) -> PolicyBook:
-        """The built-in policies and those of ``--policy-dir``."""
-        return PolicyBook(self.settings.policy_dir)
+    def source(self) -> DatasetSource:
+        """The accepted datasets, their counts and their entries, for the run directory.
 
-    @cached_property
-    def grading(self) -> GradingPlan:
-        """The run's policies and graders (built-in, and those added with :attr:`graders`)."""
-        return GradingPlan(self.policies, self.graders)
+        A process that loaded the dataset (it collected the items) reuses it; one that did
+        not (an xdist controller) streams the files twice: here for the verdict and the
+        counts, then again (iterating the stream returned) to write them.
+
+        Raises:
+            DatasetRejected: a dataset-level failure (nothing is written then).
+            ConfigError: an unreadable dataset or an impossible selection.
+
+        """
+        from pytest_legaleval.run.recorder import DatasetSource
+
+        s = self._settings
+        loaded = self._load
+        if loaded is not None:
+            self.items  # noqa: B018 - a selection error is raised here, as in collection
+            return DatasetSource(
+                loaded.datasets, loaded.entries, len(loaded.records), len(self.selected)
+            )
+        stream = DatasetStream(list(s.dataset), s.dataset_format)
+        if self._streamed is not None:  # counted by an earlier pass (the estimate's)
+            datasets, records, selected = self._streamed
+            return DatasetSource(datasets, stream, records, selected)
+        shard_count = records = 0
+        for entry in stream:
+            records += isinstance(entry, Record)
+            if s.shard is None or in_shard(entry_key(entry), s.shard):
+                shard_count += 1
+        return DatasetSource(
+            list(stream.datasets),
+            stream,
+            records,
+            selected_count(shard_count, sample=s.sample, limit=s.limit),
+        )
+
+    def stream_selected(
+        self, sampled: Callable[[], Iterator[Record | RejectedRecord]]
+    ) -> Iterator[Record | RejectedRecord]:
+        """The selected entries, read from the files one at a time (none held in memory).
+
+        Read to its end, the pass also keeps what :meth:`source` needs (the datasets and
+        their counts), so a process that never loads the dataset (an xdist controller)
+        reads the files for the run directory once more only to write them. ``--sample``
+        needs a count first: those runs read through ``sampled``.
+        """
+        s = self._settings
+        if s.sample is not None:
+            yield from sampled()
+            return
+        stream = DatasetStream(list(s.dataset), s.dataset_format)
+        records = shard_count = 0
+        for entry in stream:
+            records += isinstance(entry, Record)
+            if s.shard is not None and not in_shard(entry_key(entry), s.shard):
+                continue
+            shard_count += 1
+            if s.limit is None or shard_count <= s.limit:
+                yield entry
+        self._streamed = (
+            list(stream.datasets),
+            records,
+            selected_count(shard_count, sample=None, limit=s.limit),
+        )
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything one process knows about the run it takes part in; never changed.
+
+    Build it with :meth:`build`. ``grading`` holds the graders the users' hooks added;
+    ``dataset`` loads and selects the records on first use.
+    """
+
+    settings: Settings
+    """The resolved settings."""
+    grading: GradingPlan
+    """The run's policies and graders."""
+    responses: ResponseTable | None
+    """Pre-computed answers (``--responses``), else ``None``: the models are called."""
+    conversation: ResponseTable | None
+    """Earlier answers for ``--conversation-from``."""
+    dataset: DatasetPlan
+    """The dataset, its selection and its items."""
+    request_id: str
+    """The request id of the dataset's validation (the contract's ``request_id``)."""
+
+    @classmethod
+    def build(
+        cls,
+        settings: Settings,
+        *,
+        graders: GraderRegistry | None = None,
+        request_id: str | None = None,
+        warn_policies: bool = True,
+    ) -> RunPlan:
+        """The plan of ``settings``: responses read, policies loaded, graders registered.
+
+        ``graders``: the registry the users' hooks filled (default: the built-in graders);
+        ``--judgments`` adds its replay grader to it. ``warn_policies``: warn about unknown
+        policy ids (one xdist worker does, not every one).
+
+        Raises:
+            ConfigError: an unreadable policy directory.
+            ResponsesError: an unreadable responses file.
+
+        """
+        responses = load_responses(settings.responses) if settings.responses else None
+        conversation = (
+            load_responses(settings.conversation_from, "--conversation-from")
+            if settings.conversation_from
+            else None
+        )
+        registry = graders if graders is not None else default_registry()
+        grading = GradingPlan(PolicyBook(settings.policy_dir), registry)
+        if settings.judgments:
+            from pytest_legaleval.grading.replay import ReplayGrader
+
+            path = settings.judgments
+            replay = ReplayGrader(lambda: plan.read_judgments(), path)
+            for task_type in ("reference_qa", "rubric_qa", "criteria"):
+                registry.register(replay, task_type=task_type)
+        models = (responses.models or ("prefilled",)) if responses is not None else settings.model
+        plan = cls(
+            settings,
+            grading,
+            responses,
+            conversation,
+            DatasetPlan(settings, models, grading, warn_policies=warn_policies),
+            request_id or new_request_id(),
+        )
+        return plan
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models of this run: from the responses file, else ``--model``."""
+        if self.responses is not None:
+            return self.responses.models or ("prefilled",)
+        return self.settings.model
+
+    @property
+    def policies(self) -> PolicyBook:
+        """The run's policies."""
+        return self.grading.policies
+
+    @property
+    def items(self) -> list[ItemSpec]:
+        """The run's items (loads the dataset on first use)."""
+        return self.dataset.items
 
     def read_judgments(self) -> VerdictFile:
         """The ``--judgments`` file's verdicts, checked against the loaded records.
@@ -203,12 +336,24 @@ class RunPlan:
 
         path = self.settings.judgments
         assert path is not None
-        records = {r.id: r for r in self.load().records}
+        records = {r.id: r for r in self.dataset.load().records}
         try:
             with open(path, "rb") as handle:
                 return read_verdicts(handle, records=records)
         except OSError as exc:
             raise ConfigError(f"--judgments {path}: cannot be read ({exc})") from None
+
+    def attachment_errors(self, record: Record) -> list[RecordError]:
+        """The record's refused or missing attachments, under the roots the user allowed.
+
+        One rule wherever an item can stop before its call: the item runner, the cost
+        estimate. Nothing is read.
+        """
+        if not record.attachments:
+            return []
+        from pytest_legaleval.grading.attachments import missing_attachments
+
+        return missing_attachments(record, self.settings.attachments_root)
 
     # -- what the run directory needs ---------------------------------------------------
 
@@ -235,6 +380,9 @@ class RunPlan:
             redact=s.redact,
             slice_by=s.slice_by,
             seed=s.seed,
+            epochs=s.epochs,
+            epoch_reducer=s.epoch_reducer,
+            cluster_by=s.cluster_by,
         )
 
     def prices(self) -> PriceTable:
@@ -267,119 +415,11 @@ class RunPlan:
         return Redactor.for_settings((), self.key_env_vars()).text
 
     def dataset_source(self) -> DatasetSource:
-        """The accepted datasets, their counts and their entries, for the run directory.
-
-        A process that loaded the dataset (it collected the items) reuses it; one that did
-        not (an xdist controller) streams the files twice: here for the verdict and the
-        counts, then again (iterating the stream returned) to write them.
-
-        Raises:
-            DatasetRejected: a dataset-level failure (nothing is written then).
-            ConfigError: an unreadable dataset or an impossible selection.
-
-        """
-        from pytest_legaleval.run.recorder import DatasetSource
-
-        s = self.settings
-        loaded = self.loaded
-        if loaded is not None:
-            self.items  # noqa: B018 - a selection error is raised here, as in collection
-            return DatasetSource(
-                loaded.datasets, loaded.entries, len(loaded.records), len(self.selected)
-            )
-        stream = DatasetStream(list(s.dataset), s.dataset_format)
-        if self._streamed is not None:  # counted by an earlier pass (the estimate's)
-            datasets, records, selected = self._streamed
-            return DatasetSource(datasets, stream, records, selected)
-        shard_count = records = 0
-        for entry in stream:
-            records += isinstance(entry, Record)
-            if s.shard is None or in_shard(entry_key(entry), s.shard):
-                shard_count += 1
-        return DatasetSource(
-            list(stream.datasets),
-            stream,
-            records,
-            selected_count(shard_count, sample=s.sample, limit=s.limit),
-        )
+        """The run directory's view of the dataset (see :meth:`DatasetPlan.source`)."""
+        return self.dataset.source()
 
     def stream_selected(self) -> Iterator[Record | RejectedRecord]:
-        """The selected entries, read from the files one at a time (none held in memory).
-
-        Read to its end, the pass also keeps what :meth:`dataset_source` needs (the
-        datasets and their counts), so a process that never loads the dataset (an xdist
-        controller) reads the files for the run directory once more only to write them.
-        ``--sample`` needs a count first: those runs read the files for it.
-        """
+        """The selected entries, streamed (see :meth:`DatasetPlan.stream_selected`)."""
         from pytest_legaleval.pipeline.estimate import plan_entries
 
-        s = self.settings
-        if s.sample is not None:
-            yield from plan_entries(self, stream=True)
-            return
-        stream = DatasetStream(list(s.dataset), s.dataset_format)
-        records = shard_count = 0
-        for entry in stream:
-            records += isinstance(entry, Record)
-            if s.shard is not None and not in_shard(entry_key(entry), s.shard):
-                continue
-            shard_count += 1
-            if s.limit is None or shard_count <= s.limit:
-                yield entry
-        self._streamed = (
-            list(stream.datasets),
-            records,
-            selected_count(shard_count, sample=None, limit=s.limit),
-        )
-
-    def attachment_errors(self, record: Record) -> list[RecordError]:
-        """The record's refused or missing attachments, under the roots the user allowed.
-
-        One rule wherever an item can stop before its call: a pytest item's setup, the
-        pytest-free pipeline, the cost estimate. Nothing is read.
-        """
-        if not record.attachments:
-            return []
-        from pytest_legaleval.grading.attachments import missing_attachments
-
-        return missing_attachments(record, self.settings.attachments_root)
-
-    def start_live(
-        self, share: int = 1, position: int = 0
-    ) -> LiveEvaluator:
-        """Build this process's live evaluator (the engine ready) and keep it in ``live``.
-
-        ``share`` processes split the run's limits; this one is number ``position``.
-        """
-        from pytest_legaleval.pipeline.evaluator import LiveEvaluator
-
-        self.live = LiveEvaluator(
-            self.settings,
-            share=share,
-            position=position,
-            conversation=self.conversation,
-            responses=self.responses,
-            policies=self.policies,
-            graders=self.graders,
-            scrub=self.secret_scrubber(),
-        )
-        return self.live
-
-    def evaluate(self, spec: ItemSpec) -> EvalResult:
-        """The graded result of one item (pre-computed responses are graded here)."""
-        record = spec.entry
-        assert isinstance(record, Record), "rejected records never reach evaluation"
-        if self.responses is not None and self.live is None:
-            value = self.grading.prefilled(record, spec.model, self.responses, None)
-            if inspect.isawaitable(value):  # a user's grader that awaits: on its own loop
-                import asyncio
-
-                return asyncio.run(_awaited(value))
-            return value
-        if self.live is None:
-            raise RuntimeError("live evaluation was not started for this process")
-        return self.live.evaluate(record, spec.model)
-
-
-async def _awaited(value: Awaitable[EvalResult]) -> EvalResult:
-    return await value
+        return self.dataset.stream_selected(lambda: plan_entries(self, stream=True))

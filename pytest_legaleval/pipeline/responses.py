@@ -1,6 +1,7 @@
-"""Pre-computed responses (``--responses FILE``): one JSONL row per (record, model).
+"""Pre-computed responses (``--responses FILE``): one JSONL row per (record, model, epoch).
 
-Two row shapes are read: ours ``{"record_id", "response", "model"?}`` and the Legal
+Two row shapes are read: ours ``{"record_id", "response", "model"?, "epoch"?}`` (``epoch``
+0-based, for ``--epochs K``; absent means 0) and the Legal
 Benchmark Runner's prefilled rows ``{"example_id", "candidate_name", "response_text"}``.
 Either may carry the call's ``usage`` (``prompt_tokens``/``completion_tokens``, or
 ``input_tokens``/``output_tokens``) and ``latency_s``, as LBR's ``responses.jsonl`` does:
@@ -13,6 +14,11 @@ reply. A key repeated in a row is an error naming it (parsers disagree on which 
 counts). A ``.json`` file holding a JSON array is a Turing answer file
 (``answers/<question-model>/<answer-model>.json``): each succeeded entry's last attempt
 answers the benchmark record of its question, for the model ``answer_model``.
+
+A file in which no row names a model answers for one unnamed model (labelled
+``prefilled``, which a row may also name); a file that mixes rows with and without
+``model`` is an error naming the lines (each unnamed row would become an item of a model
+of its own).
 
 Rows that match no record of the dataset are counted by :func:`match_responses`; the
 pytest layer warns about them, and none matching at all is a usage error.
@@ -69,23 +75,32 @@ class Recorded:
     """What was repaired or dropped in the row (no row text is quoted)."""
 
 
+Key = tuple[str, str, int]
+"""``(record_id, model, epoch)``."""
+
+
 @dataclass(frozen=True, slots=True)
 class ResponseTable:
-    """Responses keyed by ``(record_id, model)``; ``models`` in first-seen order."""
+    """Responses keyed by ``(record_id, model, epoch)``; ``models`` in first-seen order."""
 
     path: str
     models: tuple[str, ...]
-    responses: dict[tuple[str, str], str]
-    recorded: dict[tuple[str, str], Recorded] = field(default_factory=dict)
+    responses: dict[Key, str]
+    recorded: dict[Key, Recorded] = field(default_factory=dict)
     """Usage, latency and warnings of the rows that have any."""
 
-    def get(self, record_id: str, model: str) -> str | None:
-        """The response for one record and model, or ``None`` when the file has none."""
-        return self.responses.get((record_id, model))
+    def get(self, record_id: str, model: str, epoch: int = 0) -> str | None:
+        """The response for one record, model and epoch, or ``None`` when the file has none."""
+        return self.responses.get((record_id, model, epoch))
 
-    def recorded_for(self, record_id: str, model: str) -> Recorded | None:
+    def recorded_for(self, record_id: str, model: str, epoch: int = 0) -> Recorded | None:
         """The row's usage, latency and warnings, when it has any."""
-        return self.recorded.get((record_id, model))
+        return self.recorded.get((record_id, model, epoch))
+
+    @property
+    def epochs(self) -> int:
+        """One more than the highest epoch of any row (1 for a file without ``epoch``)."""
+        return 1 + max((epoch for _, _, epoch in self.responses), default=0)
 
     def __len__(self) -> int:
         return len(self.responses)
@@ -139,7 +154,7 @@ def match_responses(table: ResponseTable, record_ids: Iterable[str | None]) -> R
         known.add(record_id)
         if len(shown) < 3:
             shown.append(_printable(record_id))
-    unmatched = [rid for rid, _ in table.responses if rid not in known]
+    unmatched = [rid for rid, _, _ in table.responses if rid not in known]
     examples = tuple(dict.fromkeys(_printable(rid) for rid in unmatched))[:5]
     return ResponseMatch(
         table.path,
@@ -207,8 +222,23 @@ def _clean(value: str, name: str, warnings: list[str]) -> str:
     return text
 
 
-def _parse_row(obj: object) -> tuple[str, str, str, Recorded | None] | None:
-    """``(record_id, model, response, recorded)``; ``None`` for a prediction without answer."""
+_Row = tuple[str, str | None, int, str, Recorded | None]
+
+
+def _epoch(obj: Mapping[str, object]) -> int:
+    value = obj.get("epoch", 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10_000:
+        raise ValueError(f"epoch must be an integer in [0, 10000), got {_printable_value(value)}")
+    return value
+
+
+def _parse_row(obj: object) -> _Row | None:
+    """The row's ``(record_id, model, epoch, response, recorded)``.
+
+    ``model`` is ``None`` when the row names none; ``None`` for a prediction without answer.
+    """
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     if "model_response" in obj and "response" not in obj:
@@ -233,20 +263,20 @@ def _parse_row(obj: object) -> tuple[str, str, str, Recorded | None] | None:
         )
     if not isinstance(response, str):
         raise ValueError(f"{names[1]} must be a string, got {type(response).__name__}")
-    if model is None:
-        model = DEFAULT_RESPONSE_MODEL
-    if not isinstance(model, str) or not model:
+    epoch = _epoch(obj)
+    if model is not None and (not isinstance(model, str) or not model):
         raise ValueError(
             f"{names[2]} must be a non-empty string when present, got {_printable_value(model)}"
         )
     warnings: list[str] = []
     record_id = _clean(record_id, names[0], warnings)
-    model = _clean(model, names[2], warnings)
+    if model is not None:
+        model = _clean(model, names[2], warnings)
     response = _clean(response, names[1], warnings)
     controls = len(_CONTROL.findall(response))
     if controls:
         warnings.append(f"{names[1]}: {controls} NUL/control character(s), kept as sent")
-    return record_id, model, response, _recorded(obj, warnings)
+    return record_id, model, epoch, response, _recorded(obj, warnings)
 
 
 def _printable_value(value: object) -> str:
@@ -288,7 +318,8 @@ def _turing_answers(file: Path, path: str | Path, flag: str) -> ResponseTable:
         shown = "\n  ".join(problems[:_MAX_PROBLEMS_SHOWN])
         raise ResponsesError(f"{flag} {path}: {len(problems)} bad entries:\n  {shown}")
     models = tuple(dict.fromkeys(model for _, model in responses))
-    return ResponseTable(path=str(file), models=models, responses=responses)
+    keyed = {(record_id, model, 0): text for (record_id, model), text in responses.items()}
+    return ResponseTable(path=str(file), models=models, responses=keyed)
 
 
 def load_responses(path: str | Path, flag: str = "--responses") -> ResponseTable:
@@ -307,11 +338,13 @@ def load_responses(path: str | Path, flag: str = "--responses") -> ResponseTable
         raise ResponsesError(f"{flag} {path}: no such file")
     if _is_turing_answers(file):
         return _turing_answers(file, path, flag)
-    responses: dict[tuple[str, str], str] = {}
-    recorded: dict[tuple[str, str], Recorded] = {}
-    first_line: dict[tuple[str, str], int] = {}
+    responses: dict[Key, str] = {}
+    recorded: dict[Key, Recorded] = {}
+    first_line: dict[Key, int] = {}
     models: dict[str, None] = {}
     problems: list[str] = []
+    named: list[int] = []
+    unnamed: list[int] = []
     for number, raw in _rows(file):
         text = raw.decode("utf-8", errors="strict") if raw.isascii() else None
         if text is None:
@@ -333,12 +366,17 @@ def load_responses(path: str | Path, flag: str = "--responses") -> ResponseTable
             continue
         if parsed is None:
             continue
-        record_id, model, response, row = parsed
-        key = (record_id, model)
+        record_id, named_model, epoch, response, row = parsed
+        # A row naming the unnamed model's label is one of the unnamed ones.
+        unlabelled = named_model is None or named_model == DEFAULT_RESPONSE_MODEL
+        (unnamed if unlabelled else named).append(number)
+        model = named_model if named_model is not None else DEFAULT_RESPONSE_MODEL
+        key = (record_id, model, epoch)
         if key in responses:
+            at = f" epoch {epoch}" if epoch else ""
             problems.append(
                 f"line {number}: duplicate response for record {record_id!r} and model "
-                f"{model!r} (first on line {first_line[key]})"
+                f"{model!r}{at} (first on line {first_line[key]})"
             )
             continue
         responses[key] = response
@@ -346,6 +384,8 @@ def load_responses(path: str | Path, flag: str = "--responses") -> ResponseTable
             recorded[key] = row
         first_line[key] = number
         models.setdefault(model, None)
+    if named and unnamed:
+        problems.append(_mixed_models(named, unnamed))
     if problems:
         shown = "\n  ".join(problems[:_MAX_PROBLEMS_SHOWN])
         more = len(problems) - _MAX_PROBLEMS_SHOWN
@@ -353,4 +393,16 @@ def load_responses(path: str | Path, flag: str = "--responses") -> ResponseTable
         raise ResponsesError(f"{flag} {path}: {len(problems)} bad rows:\n  {shown}{tail}")
     return ResponseTable(
         path=str(file), models=tuple(models), responses=responses, recorded=recorded
+    )
+
+
+def _lines(numbers: list[int]) -> str:
+    shown = ", ".join(map(str, numbers[:5]))
+    return shown + (f" and {len(numbers) - 5} more" if len(numbers) > 5 else "")
+
+
+def _mixed_models(named: list[int], unnamed: list[int]) -> str:
+    return (
+        f"rows without a model (line {_lines(unnamed)}) beside rows that name one (line "
+        f"{_lines(named)}): give every row its model, or none (one unnamed model)"
     )

@@ -2,7 +2,9 @@
 
 A graded answer (:func:`graded_result`), a failed generation (:func:`generation_failed`),
 or an item that never got an answer (missing response, invalid record, cancelled,
-skipped, crashed). Each builder returns a complete, frozen result.
+skipped, crashed). Each builder returns a complete, frozen result. An item without a
+verdict has ``outcome`` ``error`` with ``passed`` and ``score`` ``None``: never a 0. With
+``--epochs K`` the epochs' results are reduced to the item's (:func:`reduce_epochs`).
 """
 
 from __future__ import annotations
@@ -19,17 +21,24 @@ from pytest_legaleval.pipeline.responses import Recorded
 from pytest_legaleval.records import EvalResult, Record
 
 if TYPE_CHECKING:  # the engine's types load with the engine, not with every result
-    from pytest_legaleval.engine.types import GenerationResult
+    from pytest_legaleval.engine.types import GenerationRequest, GenerationResult
 
 __all__ = [
+    "TRANSCRIPT_TEXT_LIMIT",
     "cancelled_result",
     "generation_failed",
     "graded_result",
     "missing_response_result",
     "record_error_result",
+    "reduce_epochs",
     "skipped_result",
+    "transcript",
     "unfinished_result",
 ]
+
+TRANSCRIPT_TEXT_LIMIT = 1_000_000
+"""Characters of one message or reply kept in a transcript (the rest is cut, and
+``truncated`` says so); the answer itself is whole on the prediction line."""
 
 
 def _policy_fields(policy: Policy | None) -> dict[str, Any]:
@@ -221,20 +230,26 @@ def generation_failed(
 
 
 def missing_response_result(
-    record: Record, model: str, responses_path: str, policy: Policy | None = None
+    record: Record,
+    model: str,
+    responses_path: str,
+    policy: Policy | None = None,
+    epoch: int = 0,
 ) -> EvalResult:
-    """The result of a selected record that has no response: a failure, never a skip."""
-    return _never_answered(
+    """The result of a selected record that has no response: an error, never a skip or a 0."""
+    at = f" epoch {epoch}" if epoch else ""
+    result = _never_answered(
         record,
         model,
-        outcome="failed",
+        outcome="error",
         reason="missing_response",
-        explanation=f"no response for record {record.id!r} and model {model!r} in {responses_path}",
+        explanation=(
+            f"no response for record {record.id!r} and model {model!r}{at} in {responses_path}"
+        ),
         source="prefilled",
-        passed=False,
-        score=0.0,
         policy=policy,
     )
+    return dataclasses.replace(result, epoch=epoch) if epoch else result
 
 
 def record_error_result(
@@ -308,3 +323,84 @@ def unfinished_result(
         explanation=f"the item ended without a result: {message}",
         policy=policy,
     )
+
+
+# -- epochs and transcripts --------------------------------------------------------------------
+
+
+def reduce_epochs(results: Sequence[EvalResult], reducer: str) -> EvalResult:
+    """The item's result from its epochs' (``--epochs K``), by ``metrics.epochs``' reducer.
+
+    The result of the first epoch whose own verdict is the reduced one stands for the
+    item, with the reduced ``outcome``, ``passed`` and ``score`` (the mean score of the
+    epochs with a verdict) and ``epochs`` holding every epoch's result. Epochs without a
+    verdict take no part; an item none of whose epochs has one keeps its first epoch's
+    error. Readers of ``predictions.jsonl`` reduce its epoch lines the same way.
+    """
+    from pytest_legaleval.metrics.epochs import group_items
+
+    lines = [result.to_dict() for result in results]
+    (item,) = group_items(lines, reducer).values()
+    chosen = results[item.representative]
+    summary = f"{item.c} of {item.n} epochs passed ({reducer})"
+    if item.passed is None:
+        return dataclasses.replace(chosen, epochs=tuple(results), transcript=None)
+    return dataclasses.replace(
+        chosen,
+        outcome="passed" if item.passed else "failed",
+        passed=item.passed,
+        score=item.score,
+        explanation=f"{summary}; {chosen.explanation}",
+        details={**chosen.details, "epochs": {"reducer": reducer, "n": item.n, "passed": item.c}},
+        epochs=tuple(results),
+        transcript=None,
+    )
+
+
+def _bounded(text: str) -> tuple[str, bool]:
+    if len(text) <= TRANSCRIPT_TEXT_LIMIT:
+        return text, False
+    return text[:TRANSCRIPT_TEXT_LIMIT], True
+
+
+def transcript(
+    request: GenerationRequest | None, reply: str | None, grade: Grade | None
+) -> dict[str, Any]:
+    """What one epoch sent and got back.
+
+    The messages and parameters (``None`` for a pre-computed answer), the raw reply, and
+    the judge's prompts and replies.
+    """
+    cut = False
+    sent: dict[str, Any] | None = None
+    if request is not None:
+        messages = []
+        for message in request.messages:
+            content, shortened = _bounded(str(message.get("content", "")))
+            cut |= shortened
+            messages.append({"role": message.get("role"), "content": content})
+        sent = {"model": request.model, "messages": messages, "params": request.params.as_dict()}
+    text = None
+    if reply is not None:
+        text, shortened = _bounded(reply)
+        cut |= shortened
+    judge = []
+    for exchange in grade.exchanges if grade is not None else ():
+        messages = []
+        for message in exchange.get("messages") or ():
+            content, shortened = _bounded(str(message.get("content", "")))
+            cut |= shortened
+            messages.append({"role": message.get("role"), "content": content})
+        answer = exchange.get("reply")
+        if isinstance(answer, str):
+            answer, shortened = _bounded(answer)
+            cut |= shortened
+        judge.append(
+            {
+                "model": exchange.get("model"),
+                "criterion_id": exchange.get("criterion_id"),
+                "messages": messages,
+                "reply": answer,
+            }
+        )
+    return {"request": sent, "reply": text, "judge": judge, "truncated": cut}

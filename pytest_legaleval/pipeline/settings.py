@@ -590,6 +590,12 @@ class Settings:
     max_regression: float | None = _default("max_regression")
     regression_alpha: float = _default("regression_alpha")
     allow_scoring_mismatch: bool = _default("allow_scoring_mismatch")
+    epochs: int = 1
+    epoch_reducer: str = "mean"
+    cluster_by: str | None = None
+    human_labels: str | None = None
+    judge_epochs: int = 1
+    protocol: str | None = None
     config_file: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Where each value came from: ``cli``, ``yaml``, ``ini`` or ``default``."""

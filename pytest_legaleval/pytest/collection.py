@@ -98,7 +98,7 @@ def parametrize_record_test(metafunc: pytest.Metafunc) -> None:
         return
     config.stash[_RECORD_TEST_SEEN] = True
     extra = _async_marks(metafunc)
-    fresh = state.loaded is None
+    fresh = state.dataset.loaded is None
     failure = None
     try:
         # A load builds millions of long-lived objects and no garbage: no collections.

@@ -15,9 +15,8 @@ import pytest
 
 from pytest_legaleval.formats import RejectedRecord
 from pytest_legaleval.pipeline.plan import ItemSpec
-from pytest_legaleval.pipeline.results import record_error_result
 from pytest_legaleval.pytest.outcomes import InvalidItem, NoVerdict, RecordFailed, has_no_verdict
-from pytest_legaleval.pytest.state import STATE_KEY
+from pytest_legaleval.pytest.state import RUNNER_KEY
 from pytest_legaleval.records import EvalResult, Record
 
 __all__ = [
@@ -31,7 +30,7 @@ __all__ = [
 ]
 
 RESULT_KEY = pytest.StashKey[EvalResult]()
-"""An item's result, put on its report by the plugin's ``makereport``."""
+"""An item's result, handed to the recorder by the plugin's ``makereport``."""
 INVALID_KEY = pytest.StashKey[ItemSpec]()
 """The item of an invalid record."""
 
@@ -108,7 +107,12 @@ def _spec(request: pytest.FixtureRequest) -> ItemSpec:
 
 @pytest.fixture
 def record(request: pytest.FixtureRequest) -> Record:
-    """The dataset record of this test item (invalid records error here with their errors)."""
+    """The dataset record of this test item.
+
+    An invalid record errors here with its ``record_errors``, and so does a record that
+    cannot be asked on this machine (an attachment refused or missing: the item runner's
+    own rule, so nothing is sent for it either).
+    """
     spec = _spec(request)
     entry = spec.entry
     if isinstance(entry, RejectedRecord):
@@ -116,13 +120,11 @@ def record(request: pytest.FixtureRequest) -> Record:
         errors = [error.to_dict() for error in entry.errors]
         raise InvalidItem(json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False))
     if entry.attachments:
-        state = request.config.stash[STATE_KEY]
-        missing = state.attachment_errors(entry)
-        if missing:
-            errors = [error.to_dict() for error in missing]
+        early = request.config.stash[RUNNER_KEY].before_any_call(spec)
+        if early is not None and early.reason == "invalid_record":
             # Recorded like any other result (failures.jsonl: invalid_record), not dropped.
-            policy = state.policies.for_record(entry)
-            request.node.stash[RESULT_KEY] = record_error_result(entry, spec.model, errors, policy)
+            request.node.stash[RESULT_KEY] = early
+            errors = list(early.details.get("record_errors") or ())
             raise InvalidItem(json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False))
     return entry
 
@@ -137,8 +139,7 @@ def evaluation(request: pytest.FixtureRequest, record: Record) -> Evaluation:
     not run.
     """
     spec: ItemSpec = request.node.callspec.params["record"]
-    state = request.config.stash[STATE_KEY]
-    result = state.evaluate(spec)
+    result = request.config.stash[RUNNER_KEY].evaluate(spec)
     request.node.stash[RESULT_KEY] = result
     if has_no_verdict(result):
         raise NoVerdict(f"{result.reason}: {result.explanation}")

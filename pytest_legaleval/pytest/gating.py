@@ -35,10 +35,10 @@ from pytest_legaleval.metrics.baseline import (
 )
 from pytest_legaleval.metrics.gates import Gate, GateResult, default_gates, evaluate_gates
 from pytest_legaleval.metrics.runfiles import iter_jsonl
-from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED
-from pytest_legaleval.metrics.summary import MetricsAccumulator
 from pytest_legaleval.pipeline.plan import RunPlan
+from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin
+from pytest_legaleval.pytest.state import RECORDER_KEY
 
 __all__ = ["REGRESSIONS_FILE", "SHOWN_REGRESSIONS", "Baseline", "Gatekeeper", "load_baseline"]
 
@@ -56,10 +56,10 @@ class Baseline:
     predictions: list[dict[str, Any]]
 
 
-def load_baseline(path: str) -> Baseline:
+def load_baseline(path: str, cluster_by: str | None = None) -> Baseline:
     """The baseline run directory, or a ``ConfigError`` that says what to pass.
 
-    Only the fields pairing needs are kept, read line by line.
+    Only the fields pairing needs are kept (the cluster field's too), read line by line.
     """
     root = Path(path)
     if not root.is_dir():
@@ -73,7 +73,7 @@ def load_baseline(path: str) -> Baseline:
             f"--baseline {path}: not a run directory (no readable run_manifest.json); pass "
             "the directory of one run, e.g. legaleval-runs/run_01J…"
         )
-    predictions = [pair_fields(row) for row in iter_jsonl(root / "predictions.jsonl")]
+    predictions = [pair_fields(row, cluster_by) for row in iter_jsonl(root / "predictions.jsonl")]
     if not predictions:
         raise ConfigError(f"--baseline {path}: the run has no predictions.jsonl lines")
     return Baseline(str(manifest.get("run_id") or root.name), root, predictions)
@@ -102,54 +102,31 @@ class Gatekeeper:
         self.scoring_mismatch: str | None = None
         """Why the baseline could not be paired (rubrics scored under other rules)."""
         self.run_path: Path | None = None
-        self._invalid: list[dict[str, Any]] = []
-        self._other_failures = 0
         self.stopped = False
+        self._other_failures = 0
+        """Failures outside the records (from the recorder): they keep exit status 1."""
 
-    # -- collecting ------------------------------------------------------------------------
+    def _recorder(self, session: pytest.Session) -> RecorderPlugin | None:
+        return session.config.stash.get(RECORDER_KEY, None)
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Note invalid items (for ``invalid_rate``) and failures that are no record's."""
-        if report.passed or report.skipped:
-            return
-        rejection = getattr(report, "legaleval_invalid", None)
-        if report.when == "setup" and rejection:
-            self._invalid.append(
-                {
-                    "dataset": rejection["dataset"],
-                    "record_id": rejection["record_id"],
-                    "model": rejection["model"],
-                }
-            )
-        elif getattr(report, "legaleval", None) is None:  # not a record's result
-            self._other_failures += 1
-
-    # -- deciding --------------------------------------------------------------------------
-
-    def _recorder(self, session: pytest.Session) -> Any:
-        """The run recorder (``run.recorder.RunRecorder``) of the recording plugin."""
-        plugin = session.config.pluginmanager.get_plugin("legaleval-recorder")
-        return getattr(plugin, "recorder", None)
-
-    def _evaluate(self, recorder: Any) -> None:
-        directory = getattr(recorder, "directory", None)
-        if directory is None:
+    def _evaluate(self, plugin: RecorderPlugin | None) -> None:
+        if plugin is None or plugin.directory is None:
             return  # the dataset was rejected: no run, nothing to gate
+        self._other_failures = plugin.other_failures
+        recorder = plugin.recorder
+        directory = plugin.directory
         self.run_path = Path(directory.path)
         predictions = self.run_path / "predictions.jsonl"
         seed = self.state.settings.seed
         seed = BOOTSTRAP_SEED if seed is None else seed
         # The recorder's own accumulators hold the finished metrics: the values gated on
         # are the ones metrics_summary.json and metrics_by_slice.json are about to hold.
-        summary_acc = getattr(recorder, "summary", None)
-        summary = (
-            summary_acc.to_dict(seed=seed) if isinstance(summary_acc, MetricsAccumulator) else None
-        )
-        slices = getattr(recorder, "slices", None)
+        summary: dict[str, Any] | None = recorder.summary.to_dict(seed=seed)
+        slices = recorder.slices
         blocks: dict[tuple[tuple[str, str], ...], dict[str, Any] | None] = {}
 
         def slice_entry(conditions: tuple[tuple[str, str], ...]) -> dict[str, Any] | None:
-            if not isinstance(slices, SliceAccumulator) or len(conditions) != 1:
+            if len(conditions) != 1:
                 return None
             if conditions not in blocks:
                 key, value = conditions[0]
@@ -165,14 +142,14 @@ class Gatekeeper:
         self.results = evaluate_gates(
             self.gates,
             _Lines(predictions) if needs_rows else (),
-            self._invalid,
+            plugin.invalid,
             summary=summary,
             slice_entry=slice_entry,
-            prices=getattr(recorder, "prices", None),
+            prices=recorder.prices,
         )
         if self.baseline is not None:
             settings = self.state.settings
-            current = [pair_fields(row) for row in iter_jsonl(predictions)]
+            current = [pair_fields(row, settings.cluster_by) for row in iter_jsonl(predictions)]
             if not settings.allow_scoring_mismatch:
                 try:
                     check_same_scoring(self.baseline.predictions, current)
@@ -181,7 +158,11 @@ class Gatekeeper:
                     self.regressed = True
                     return
             self.comparison = compare_runs(
-                self.baseline.predictions, current, level=1 - settings.regression_alpha
+                self.baseline.predictions,
+                current,
+                level=1 - settings.regression_alpha,
+                cluster_by=settings.cluster_by,
+                reducer=settings.epoch_reducer,
             )
             # nothing in common proves nothing: a renamed dataset must not pass silently
             self.regressed = self.comparison.paired == 0 or self.comparison.regressed(
@@ -203,7 +184,8 @@ class Gatekeeper:
         except (pytest.Session.Failed, pytest.Session.Interrupted):
             # -x / --maxfail stopped a run that had started: a partial run proves nothing
             # either way. (Collection errors also interrupt, before any run: no message.)
-            self.stopped = getattr(self._recorder(session), "directory", None) is not None
+            plugin = self._recorder(session)
+            self.stopped = plugin is not None and plugin.directory is not None
             raise
         if session.shouldstop or session.shouldfail:
             self.stopped = True  # -x / --maxfail: a partial run proves nothing either way
@@ -243,9 +225,11 @@ class Gatekeeper:
         ci = cmp.mean_score_delta_ci
         write(
             f"baseline {self.baseline.run_id}: {cmp.paired} paired items, "
-            f"{cmp.regressions} pass→fail, {cmp.improvements} fail→pass, McNemar exact "
-            f"p={cmp.p_value:.4g}" + (f", pass rate {delta:+.1%}" if delta is not None else "")
+            f"{cmp.regressions} pass→fail, {cmp.improvements} fail→pass"
+            + (f", pass rate {delta:+.1%}" if delta is not None else "")
         )
+        for line in cmp.gate_lines():
+            write(f"  {line}")
         if cmp.mean_score_delta is not None:
             write(
                 f"  mean score {cmp.mean_score_delta:+.4f}"
@@ -260,12 +244,17 @@ class Gatekeeper:
                 f"  only in baseline: {cmp.only_in_baseline}, only in this run: "
                 f"{cmp.only_in_current}, without a verdict in one run: {cmp.unverdicted}"
             )
-        limit = f"drop > {s.max_regression or 0:g} with p < {s.regression_alpha:g}"
+        limit = (
+            f"drop > {s.max_regression or 0:g} with the whole interval below 0"
+            if cmp.method == "clustered"
+            else f"drop > {s.max_regression or 0:g} with p < {s.regression_alpha:g}"
+        )
         if cmp.paired == 0:
             write("FAILED regression gate: no item in common with the baseline")
         else:
             write(f"{'FAILED' if self.regressed else 'passed'} regression gate ({limit})")
-        regressed = [c for c in cmp.changes if c.change in ("pass_to_fail", "pass_to_error")]
+        worse = ("pass_to_fail", "pass_to_error", "fewer_passes")
+        regressed = [c for c in cmp.changes if c.change in worse]
         for change in regressed[:SHOWN_REGRESSIONS]:
             dataset, record_id, model = change.key
             now = change.current or {}

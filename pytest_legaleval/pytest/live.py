@@ -9,20 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
+from pytest_legaleval.pipeline.plan import ItemSpec
 from pytest_legaleval.pytest import tricks
-from pytest_legaleval.pytest.state import STATE_KEY
+from pytest_legaleval.pytest.state import RUNNER_KEY
 from pytest_legaleval.records import Record
 
-if TYPE_CHECKING:
-    from pytest_legaleval.pipeline.evaluator import LiveEvaluator
-
-__all__ = ["evaluating", "live_evaluator", "own_specs"]
+__all__ = ["evaluating", "own_specs"]
 
 
 def own_specs(session: pytest.Session) -> list[ItemSpec]:
@@ -62,65 +59,34 @@ def own_specs(session: pytest.Session) -> list[ItemSpec]:
     return specs
 
 
-def live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
-    """The evaluator of this process: the SDK imported, its client built, the engine ready."""
-    workerinput = getattr(session.config, "workerinput", None)
-    share = int(workerinput["workercount"]) if workerinput else 1
-    position = 0
-    if workerinput:
-        from pytest_legaleval.pytest.scheduling import worker_position
-
-        # A worker that replaces a crashed one gets the next free number (gw2 of 2).
-        position = worker_position(workerinput["workerid"]) % share
-    # The SDK import creates many long-lived objects and no garbage: no collections.
-    try:
-        with tricks.collector_paused():
-            live = state.start_live(share, position)
-            # The SDK's modules and the collected items live until the process ends. Frozen
-            # before the collector is back: else its first pass is a full one over them all.
-            tricks.freeze()
-    except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    return live
-
-
 @contextmanager
 def evaluating(session: pytest.Session) -> Iterator[None]:
     """The model calls of this process, around pytest's run loop.
 
-    Before the first item: the evaluator is built and every item this process will run is
-    submitted at once (each item then waits only for its own result). Ctrl-C cancels what is
-    pending; the engine stops when the loop ends. Nothing happens for a run on pre-computed
-    responses without a judge (graded where each item waits), or when nothing runs.
+    Before the first item: the engine starts (when the run calls a model) and every item
+    this process will run is submitted at once (each item then waits only for its own
+    result). Ctrl-C cancels what is pending; the engine stops when the loop ends.
     """
-    state = session.config.stash.get(STATE_KEY, None)
-    live = None
-    if (
-        state is not None
-        and (state.responses is None or state.settings.judge_model)
-        and session.items
-        and not session.config.option.collectonly
-    ):
-        live = live_evaluator(session, state)
+    runner = session.config.stash.get(RUNNER_KEY, None)
+    if runner is not None and session.items and not session.config.option.collectonly:
         try:
-            # Bulk-creating futures and jobs: no garbage, so no collections meanwhile.
+            # The engine's import and start create many long-lived objects and no
+            # garbage; so does bulk-creating the items' futures: no collections meanwhile.
             with tricks.collector_paused():
-                live.prefetch(
-                    [
-                        (spec.entry, spec.model)
-                        for spec in own_specs(session)
-                        if isinstance(spec.entry, Record)
-                    ]
-                )
+                runner.start()
+                # What exists now lives until the process ends: frozen before the
+                # collector is back, else its first pass is a full one over it all.
+                tricks.freeze()
+                runner.prefetch(own_specs(session))
         except ConfigError as exc:  # the engine starts here (its cache opens)
-            live.close()
+            runner.close()
             raise pytest.UsageError(str(exc)) from None
     try:
         yield
     except KeyboardInterrupt:
-        if live is not None:
-            live.cancel()
+        if runner is not None:
+            runner.cancel()
         raise
     finally:
-        if live is not None:
-            live.close()
+        if runner is not None:
+            runner.close()

@@ -19,8 +19,10 @@ import pytest
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats import FORMATS
 from pytest_legaleval.pipeline.plan import RunPlan
+from pytest_legaleval.pipeline.settings import Settings
 
 __all__ = [
+    "check_plan",
     "check_settings",
     "interrupt_on_sigterm",
     "restore_sigterm",
@@ -28,13 +30,12 @@ __all__ = [
 ]
 
 
-def check_settings(state: RunPlan, *, controller: bool = True) -> None:
+def check_settings(s: Settings, *, controller: bool = True) -> None:
     """Config-time checks: impossible mixes fail before collection, naming the fix.
 
     An xdist worker skips what only the controller uses (the gates): a malformed gate has
     already stopped the controller, before any worker started.
     """
-    s = state.settings
     if s.dataset_format not in ("auto", *FORMATS):
         raise ConfigError(
             f"--dataset-format {s.dataset_format!r}: choose auto or one of {', '.join(FORMATS)}"
@@ -74,7 +75,6 @@ def check_settings(state: RunPlan, *, controller: bool = True) -> None:
         raise ConfigError(f"--regression-alpha must be in (0, 1), got {s.regression_alpha}")
     if s.max_regression is not None and not 0 <= s.max_regression <= 1:
         raise ConfigError(f"--max-regression must be in [0, 1], got {s.max_regression}")
-    state.policies  # noqa: B018 - load the policies now: a bad --policy-dir is a usage error
     if not s.responses and not s.model:
         raise ConfigError(
             "no response source: pass --responses FILE (pre-computed answers) or "
@@ -88,10 +88,15 @@ def check_settings(state: RunPlan, *, controller: bool = True) -> None:
         check_models(s)  # under xdist, the workers that call could only crash on it
         if s.cache:
             _check_cache_file(s.cache)
-        if s.max_cost is not None:
-            from pytest_legaleval.pipeline.estimate import budget_prices
 
-            budget_prices(s, state.prices())  # a model without a price: a usage error
+
+def check_plan(plan: RunPlan, *, controller: bool = True) -> None:
+    """The checks that need the plan (the price table): before any worker starts."""
+    s = plan.settings
+    if controller and s.max_cost is not None and (s.model or s.judge_model):
+        from pytest_legaleval.pipeline.estimate import budget_prices
+
+        budget_prices(s, plan.prices())  # a model without a price: a usage error
 
 
 def _check_cache_file(path: str) -> None:

@@ -60,12 +60,12 @@ def _estimate(config: pytest.Config, state: RunPlan) -> None:
     from pytest_legaleval.pipeline.estimate import estimate_run
 
     try:
-        fresh = state.loaded is None
+        fresh = state.dataset.loaded is None
         # A single process loads its dataset here, for good (collection reuses it): as in
         # collection, no collections while it is built, and frozen before they come back.
         with tricks.collector_paused():
             lines = estimate_run(state, stream=_streams(config)).lines()
-            if fresh and state.loaded is not None:
+            if fresh and state.dataset.loaded is not None:
                 tricks.freeze()
     except (ConfigError, DatasetRejected) as exc:
         if s.estimate_only:

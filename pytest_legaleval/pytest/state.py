@@ -1,17 +1,33 @@
-"""Where the pytest layer keeps the run's plan: one ``RunPlan`` in ``config.stash``."""
+"""Where the pytest layer keeps a run's objects: typed keys of ``config.stash``.
+
+As pytest's own ``junitxml`` keeps its reporter: every object a hook needs is found under
+its :class:`pytest.StashKey`, never looked up by a plugin name.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_legaleval.pipeline.plan import RunPlan
 
-__all__ = ["STATE_KEY", "marker_name"]
+if TYPE_CHECKING:
+    from pytest_legaleval.pipeline.runner import ItemRunner
+    from pytest_legaleval.pytest.gating import Gatekeeper
+    from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin
+
+__all__ = ["GATES_KEY", "RECORDER_KEY", "RUNNER_KEY", "STATE_KEY", "marker_name"]
 
 STATE_KEY = pytest.StashKey[RunPlan]()
 """The session's :class:`~pytest_legaleval.pipeline.plan.RunPlan` (absent when inactive)."""
+RUNNER_KEY: pytest.StashKey[ItemRunner] = pytest.StashKey()
+"""This process's item runner (every process of an active run)."""
+RECORDER_KEY: pytest.StashKey[RecorderPlugin] = pytest.StashKey()
+"""The controller's (or single process's) recording plugin."""
+GATES_KEY: pytest.StashKey[Gatekeeper] = pytest.StashKey()
+"""The controller's gatekeeper, with ``--gate`` or ``--baseline``."""
 
 _MARKER_CHARS = re.compile(r"[^0-9A-Za-z_]+")
 

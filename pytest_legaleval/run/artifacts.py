@@ -13,10 +13,11 @@ from typing import Any
 
 from pytest_legaleval.formats import DatasetInfo, RejectedRecord
 from pytest_legaleval.metrics.summary import failure_type
-from pytest_legaleval.records import Record
+from pytest_legaleval.records import EvalResult, Record
 
 __all__ = [
     "ARTIFACTS",
+    "EXTRA_ARTIFACTS",
     "INLINE_MAX_BYTES",
     "INLINE_MAX_RECORDS",
     "PREDICTION_VERSION",
@@ -27,6 +28,7 @@ __all__ = [
     "invalid_failure_line",
     "prediction_line",
     "record_payload",
+    "transcript_line",
     "validation_line",
 ]
 
@@ -41,6 +43,10 @@ ARTIFACTS: tuple[str, ...] = (
     "failures.jsonl",
 )
 """The eight files of the Dataset Contract §4.1 (``SHA256SUMS`` comes on top)."""
+
+EXTRA_ARTIFACTS: tuple[str, ...] = ("transcripts.jsonl",)
+"""Files every run directory has besides the contract's eight: what each item sent and got
+back (``flaky_records.jsonl`` and ``regressions.jsonl`` come with epochs and baselines)."""
 
 PREDICTION_VERSION = 2
 """The version of a ``predictions.jsonl`` line: 2 adds ``artifact_version``,
@@ -198,7 +204,8 @@ def prediction_line(
         "item_id": item_id,
     }
     for key, value in result.items():
-        line["model_response" if key == "response" else key] = value
+        if key not in _NOT_ON_THE_LINE:
+            line["model_response" if key == "response" else key] = value
     judge = result.get("judge") or {}
     details = result.get("details") or {}
     line.update(
@@ -224,6 +231,33 @@ def prediction_line(
         }
     )
     return line
+
+
+_NOT_ON_THE_LINE = frozenset(("epochs", "transcript"))
+"""Result fields written elsewhere: each epoch is a line of its own, the transcript goes to
+``transcripts.jsonl``."""
+
+
+def transcript_line(run_id: str, item_id: str, result: EvalResult) -> dict[str, Any]:
+    """One ``transcripts.jsonl`` line: what one item's epoch sent and got back.
+
+    ``request`` (the messages after templating and the parameters; ``None`` for a
+    pre-computed answer), ``reply`` (the raw answer), ``judge`` (per judge question: model,
+    criterion, messages and reply) and ``truncated`` (a text longer than
+    ``pipeline.results.TRANSCRIPT_TEXT_LIMIT`` was cut).
+    """
+    transcript = result.transcript or {}
+    return {
+        "run_id": run_id,
+        "item_id": item_id,
+        "record_id": result.record_id,
+        "model": result.model,
+        "epoch": result.epoch,
+        "request": transcript.get("request"),
+        "reply": transcript.get("reply"),
+        "judge": list(transcript.get("judge") or ()),
+        "truncated": bool(transcript.get("truncated")),
+    }
 
 
 def attempt_lines(run_id: str, item_id: str, result: Mapping[str, Any]) -> Iterator[dict[str, Any]]:

@@ -82,6 +82,12 @@ class RunConfig:
     """Extra slice dimensions (``metadata.KEY``)."""
     seed: int | None = None
     """Seed of the bootstrap intervals (default: :data:`BOOTSTRAP_SEED`)."""
+    epochs: int = 1
+    """Samples per item (``--epochs``)."""
+    epoch_reducer: str = "mean"
+    """How an item's epochs become its verdict (``--epoch-reducer``)."""
+    cluster_by: str | None = None
+    """The field records are clustered by for the uncertainty (``--cluster-by``)."""
 
 
 def terminal_status(*, failed_records: int, interrupted: bool, run_error: str | None) -> str:

@@ -2,8 +2,9 @@
 
 The shards must share datasets (by content hash), models and configuration, must not
 overlap, and must together cover every item of the dataset. The merged directory is a run
-like any other: the same eight artifacts (same schemas), its metrics recomputed from the
-items with the same accumulators and seed, so they equal those of an unsharded run.
+like any other: the same artifacts (same schemas; with epochs, an item's epoch lines stay
+together), its metrics recomputed from the items with the run's own tally
+(``run.tally``) and seed, so they equal those of an unsharded run.
 """
 
 from __future__ import annotations
@@ -14,17 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
+from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, group_items
 from pytest_legaleval.metrics.prices import PriceTable, load_price_table
 from pytest_legaleval.metrics.runfiles import iter_jsonl
-from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import (
     BOOTSTRAP_CONFIDENCE,
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
 )
-from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.run.artifacts import EXTRA_ARTIFACTS
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import EvaluatorLog, utc_now
+from pytest_legaleval.run.tally import RunTally
 
 __all__ = ["MergeError", "Shard", "load_shard", "merge_runs"]
 
@@ -35,6 +38,8 @@ _RUN_SPECIFIC = frozenset({"run_id", "run_dir", "shard", "sources"})
 """Configuration keys that may differ between the shards of one run."""
 
 Key = tuple[str, str, str]
+
+TRANSCRIPTS = EXTRA_ARTIFACTS[0]
 
 
 class MergeError(ConfigError):
@@ -56,6 +61,8 @@ class Shard:
         self.predictions = list(iter_jsonl(path / "predictions.jsonl"))
         self.attempts = list(iter_jsonl(path / "attempt_logs.jsonl"))
         self.failures = list(iter_jsonl(path / "failures.jsonl"))
+        transcripts = path / TRANSCRIPTS  # runs written before transcripts have none
+        self.transcripts = list(iter_jsonl(transcripts)) if transcripts.is_file() else []
 
     def _json(self, name: str) -> Any:
         target = self.path / name
@@ -156,18 +163,19 @@ def _listing(keys: Sequence[Key]) -> str:
 
 def _collect(
     shards: Sequence[Shard],
-) -> tuple[dict[Key, dict[str, Any]], dict[Key, dict[str, Any]]]:
-    predictions: dict[Key, dict[str, Any]] = {}
+) -> tuple[dict[Key, list[dict[str, Any]]], dict[Key, dict[str, Any]]]:
+    """Each item's lines (one per epoch) and each invalid item's failure line."""
+    predictions: dict[Key, list[dict[str, Any]]] = {}
     invalid: dict[Key, dict[str, Any]] = {}
     owner: dict[Key, str] = {}
     overlaps: list[Key] = []
     for shard in shards:
         for row in shard.predictions:
             key = (str(row.get("dataset")), str(row.get("record_id")), str(row.get("model")))
-            if key in owner:
+            if owner.get(key, shard.run_id) != shard.run_id:
                 overlaps.append(key)
             owner[key] = shard.run_id
-            predictions[key] = row
+            predictions.setdefault(key, []).append(row)
         for line in shard.invalid_lines():
             key = _invalid_key(
                 line.get("dataset_id"), line.get("record_id"), line.get("index"), line.get("model")
@@ -241,21 +249,27 @@ def merge_runs(
     configured_seed = config.get("seed")
     seed: int = configured_seed if isinstance(configured_seed, int) else BOOTSTRAP_SEED
     prices = _prices(first)
-    summary_acc = MetricsAccumulator(prices=prices)
-    slices_acc = SliceAccumulator(config.get("slice_by") or (), prices, summary_acc.records.index)
-    evaluators = EvaluatorLog()
+    epochs = config.get("epochs")
+    reducer = str(config.get("epoch_reducer") or DEFAULT_REDUCER)
+    tally = RunTally(
+        prices=prices,
+        slice_by=config.get("slice_by") or (),
+        epochs=epochs if isinstance(epochs, int) and epochs > 0 else 1,
+        reducer=reducer,
+        cluster_by=config.get("cluster_by") or None,
+    )
     for key in expected:
-        row = predictions.get(key)
-        if row is None:
+        rows = predictions.get(key)
+        if rows is None:
             dataset = invalid_dataset.get(key, key[0])
             record = ("invalid", dataset, key[1])  # one record for all its models
-            summary_acc.add_invalid(record)
-            slices_acc.add_invalid(dataset=dataset, model=key[2], key=record)
+            tally.add_invalid(record, dataset=dataset, model=key[2])
             continue
-        result = {**row, "response": row.get("model_response")}
-        summary_acc.add(result)
-        slices_acc.add(result, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
-        evaluators.add(result)
+        for row in rows:
+            tally.add_epoch(row)
+        (item,) = group_items(rows, reducer).values()
+        line = item.line()
+        tally.add_item(line, tags=line.get("tags") or (), metadata=line.get("metadata") or {})
 
     def retag(row: Mapping[str, Any]) -> dict[str, Any]:
         return {**row, "run_id": merged_id}
@@ -267,16 +281,24 @@ def merge_runs(
             directory.append("record_validation.jsonl", retag(line))
         if first.input_dataset is not None:
             directory.write_json("input_dataset.json", retag(first.input_dataset))
-        for row in _sorted(list(predictions.values()), order, _pred_key):
+        rows = [row for lines in predictions.values() for row in lines]
+        for row in _sorted(rows, order, _pred_key):
             directory.append("predictions.jsonl", retag(row))
+        transcripts = [t for s in shards for t in s.transcripts]
+        for row in _sorted(transcripts, order, _pred_key):
+            directory.append(TRANSCRIPTS, retag(row))
         attempts = [a for s in shards for a in s.attempts]
         for row in _sorted(attempts, order, _attempt_key):
             directory.append("attempt_logs.jsonl", retag(row))
         failures = [f for s in shards for f in s.failures]
         for row in _sorted(failures, order, _failure_key):
             directory.append("failures.jsonl", retag(row))
-        for name in ("predictions.jsonl", "attempt_logs.jsonl", "failures.jsonl"):
+        for name in ("predictions.jsonl", "attempt_logs.jsonl", "failures.jsonl", TRANSCRIPTS):
             directory.touch(name)
+        if any(len(lines) > 1 for lines in predictions.values()):
+            for flaky in tally.flaky_lines():
+                directory.append(FLAKY_RECORDS_FILE, flaky)
+            directory.touch(FLAKY_RECORDS_FILE)
         head = {"run_id": merged_id, "metrics_version": "1", "computed_at": now}
         summary = {
             **head,
@@ -287,12 +309,12 @@ def merge_runs(
                 "resamples": BOOTSTRAP_RESAMPLES,
                 "confidence": BOOTSTRAP_CONFIDENCE,
             },
-            **summary_acc.to_dict(seed=seed),
+            **tally.summary_block(seed),
         }
         directory.write_json("metrics_summary.json", summary)
-        directory.write_json("metrics_by_slice.json", {**head, **slices_acc.to_dict(seed=seed)})
+        directory.write_json("metrics_by_slice.json", {**head, **tally.slices_block(seed)})
         directory.write_json(
-            "run_manifest.json", _manifest(shards, merged_id, summary, evaluators, now)
+            "run_manifest.json", _manifest(shards, merged_id, summary, tally.evaluators, now)
         )
         directory.finalize()
     finally:
@@ -301,6 +323,7 @@ def merge_runs(
 
 
 def _pred_key(row: Mapping[str, Any]) -> Key:
+    """An item's key (a transcript line names its item's record and model too)."""
     return (str(row.get("dataset")), str(row.get("record_id")), str(row.get("model")))
 
 

@@ -1,29 +1,32 @@
 """The run recorder: the only writer of a run directory, and it knows nothing of pytest.
 
-It streams. A result is written (and redacted) as it arrives and only counted in the
-metrics accumulators; per item it keeps one bit (recorded or not), so the items that never
-finished can be named at the end. The pytest layer (``pytest/recording.py``) and the HTTP
-service feed it the same way: :meth:`RunRecorder.open` once the dataset is accepted,
-:meth:`record` / :meth:`record_invalid` per item, :meth:`finalize` once.
+It streams. A result (an ``EvalResult``, as the item runner built it) is written (and
+redacted) as it arrives — one ``predictions.jsonl`` line per epoch, its attempts, its
+transcript — and only counted in the metrics accumulators, which read the very lines
+written (so a summary recomputed from the files equals the run's); per item it keeps one
+bit (recorded or not), so the items that never finished can be named at the end. The
+pytest layer and the HTTP service feed it the same way, through ``pipeline.driver``:
+:meth:`RunRecorder.open` once the dataset is accepted, :meth:`record` /
+:meth:`record_invalid` per item, :meth:`finalize` once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
+from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, EpochSummary
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
-from pytest_legaleval.records import Record
+from pytest_legaleval.records import EvalResult, Record
 from pytest_legaleval.run import artifacts
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import (
-    EvaluatorLog,
     RunConfig,
     build_manifest,
     package_version,
@@ -31,6 +34,7 @@ from pytest_legaleval.run.manifest import (
     utc_now,
 )
 from pytest_legaleval.run.redaction import Redactor
+from pytest_legaleval.run.tally import RunTally
 
 __all__ = ["DENOMINATORS", "DatasetSource", "ResultListener", "RunRecorder"]
 
@@ -38,8 +42,11 @@ DENOMINATORS = ("total_records", "valid_records", "evaluated_records", "failed_r
                 "skipped_records", "invalid_records", "cancelled_records")  # fmt: skip
 """The manifest's copy of the metrics' denominators."""
 
-ResultListener = Callable[[Mapping[str, Any], Mapping[str, Any] | None], None]
-"""Called with every recorded result and its record's provenance (metrics, users' sinks)."""
+ResultListener = Callable[[EvalResult, Mapping[str, Any] | None], None]
+"""Called with every recorded result and its record's provenance (users' sinks)."""
+
+TRANSCRIPTS = artifacts.EXTRA_ARTIFACTS[0]
+"""What each item (each epoch) sent and got back: one line per prediction line."""
 
 
 @dataclass(slots=True)
@@ -54,13 +61,6 @@ class DatasetSource:
     """Valid records in all files."""
     selected_records: int
     """Records the run evaluates (after shard, sample and limit)."""
-
-
-@dataclass(slots=True)
-class _Counters:
-    summary: MetricsAccumulator
-    slices: SliceAccumulator
-    evaluators: EvaluatorLog = field(default_factory=EvaluatorLog)
 
 
 class RunRecorder:
@@ -88,9 +88,12 @@ class RunRecorder:
         self.prices = prices
         self.listeners = list(listeners)
         self.directory: RunDirectory | None = None
-        summary = MetricsAccumulator(prices=prices)
-        self._counters = _Counters(
-            summary, SliceAccumulator(config.slice_by, prices, summary.records.index)
+        self._tally = RunTally(
+            prices=prices,
+            slice_by=config.slice_by,
+            epochs=config.epochs,
+            reducer=config.epoch_reducer,
+            cluster_by=config.cluster_by,
         )
         self.transitions: list[dict[str, str]] = [{"state": "queued", "at": utc_now()}]
         self.status: str | None = None
@@ -107,12 +110,12 @@ class RunRecorder:
     @property
     def summary(self) -> MetricsAccumulator:
         """The run's metrics accumulator."""
-        return self._counters.summary
+        return self._tally.summary
 
     @property
     def slices(self) -> SliceAccumulator:
         """The per-slice accumulator."""
-        return self._counters.slices
+        return self._tally.slices
 
     @property
     def created_at(self) -> str:
@@ -171,7 +174,7 @@ class RunRecorder:
                 "the dataset changed while the run started: its checksum differs between reads"
             )
         directory.flush()
-        for name in ("predictions.jsonl", "attempt_logs.jsonl", "failures.jsonl"):
+        for name in ("predictions.jsonl", "attempt_logs.jsonl", "failures.jsonl", TRANSCRIPTS):
             directory.touch(name)
         self.transition("running")
         directory.write_json("run_manifest.json", self._manifest())
@@ -204,50 +207,63 @@ class RunRecorder:
         self.mark_recorded(rejection["index"])
         dataset = rejection["dataset"] or rejection["source_stem"]
         key = ("invalid", dataset, rejection["source_index"])  # one record for all its models
-        self.summary.add_invalid(key)
-        self.slices.add_invalid(dataset=dataset, model=rejection["model"], key=key)
+        self._tally.add_invalid(key, dataset=dataset, model=rejection["model"])
         self._write(
             "failures.jsonl", artifacts.invalid_failure_line(self.run_id, item_id, rejection)
         )
 
     def record(
         self,
-        result: Mapping[str, Any],
+        result: EvalResult,
         item_id: str,
         test_outcome: str,
         record: Mapping[str, Any] | None,
     ) -> None:
-        """One item's result (``EvalResult.to_dict()``); ``record`` is its provenance."""
+        """One item's result; ``record`` is its provenance (``ItemSpec.provenance()``).
+
+        With epochs, each epoch's result is a prediction line of its own; the item's
+        reduced result is what the counts and the failures read.
+        """
         if record is not None:
             self.mark_recorded(record["index"])
-        attempts = result.get("attempts") or []
-        if len(attempts) > 1 and not self._retried:
-            self._retried = True
-            self.transition("retrying")
-        for line in artifacts.attempt_lines(self.run_id, item_id, result):
-            self._write("attempt_logs.jsonl", line)
-        model = result["model"]
-        self._write(
-            "predictions.jsonl",
-            artifacts.prediction_line(
-                self.run_id, item_id, result, test_outcome,
+        generation_settings = self.config.generation_settings.get(result.model, {})
+        item_line: dict[str, Any] | None = None
+        for epoch in result.epochs or (result,):
+            data = epoch.to_dict()
+            attempts = data["attempts"]
+            if len(attempts) > 1 and not self._retried:
+                self._retried = True
+                self.transition("retrying")
+            for line in artifacts.attempt_lines(self.run_id, item_id, data):
+                self._write("attempt_logs.jsonl", line)
+            item_line = artifacts.prediction_line(
+                self.run_id, item_id, data, test_outcome,
                 record=record,
-                generation_settings=self.config.generation_settings.get(model, {}),
+                generation_settings=generation_settings,
                 version=self._version,
-            ),
-        )  # fmt: skip
+            )  # fmt: skip
+            self._write("predictions.jsonl", item_line)
+            if epoch.transcript is not None:
+                self._write(TRANSCRIPTS, artifacts.transcript_line(self.run_id, item_id, epoch))
+            self._tally.add_epoch(item_line)
+        assert item_line is not None
+        if result.epochs:
+            item_line = artifacts.prediction_line(
+                self.run_id, item_id, result.to_dict(), test_outcome,
+                record=record,
+                generation_settings=generation_settings,
+                version=self._version,
+            )  # fmt: skip
         failure = artifacts.failure_line(
-            self.run_id, item_id, result, record["source_index"] if record else None
+            self.run_id, item_id, item_line, record["source_index"] if record else None
         )
         if failure is not None:
             self._write("failures.jsonl", failure)
-        self.summary.add(result)
-        self.slices.add(
-            result,
+        self._tally.add_item(
+            item_line,
             tags=record["tags"] if record else (),
             metadata=record["metadata"] if record else None,
         )
-        self._counters.evaluators.add(result)
         for listener in self.listeners:
             listener(result, record)
 
@@ -265,10 +281,15 @@ class RunRecorder:
                 "selected_records": self._selected_records,
                 "items": len(self._recorded),
             },
-            evaluators=self._counters.evaluators,
+            evaluators=self._tally.evaluators,
             denominators={key: summary[key] for key in DENOMINATORS},
             error=self.run_error,
         )
+
+    @property
+    def epoch_summary(self) -> EpochSummary:
+        """The run's epoch and uncertainty figures (for the terminal summary)."""
+        return self._tally.epochs
 
     def finalize(self, interrupted: bool) -> None:
         """Write the metrics and the final manifest, checksum and seal the directory."""
@@ -287,15 +308,19 @@ class RunRecorder:
                 "resamples": BOOTSTRAP_RESAMPLES,
                 "confidence": BOOTSTRAP_CONFIDENCE,
             },
-            **self.summary.to_dict(seed=seed),
+            **self._tally.summary_block(seed),
         }
-        self.final = (summary, {**metrics, **self.slices.to_dict(seed=seed)})
+        self.final = (summary, {**metrics, **self._tally.slices_block(seed)})
         self.status = terminal_status(
             failed_records=summary["failed_records"],
             interrupted=interrupted,
             run_error=self.run_error,
         )
         try:
+            if self.config.epochs > 1:
+                for line in self._tally.flaky_lines():
+                    directory.append(FLAKY_RECORDS_FILE, line, flush=False)
+                directory.touch(FLAKY_RECORDS_FILE)
             directory.write_json("metrics_summary.json", self.final[0])
             directory.write_json("metrics_by_slice.json", self.final[1])
         except OSError as exc:

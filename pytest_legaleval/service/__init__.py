@@ -8,7 +8,7 @@ process and leaves the eight §4.1 artifacts, served with their sha256 and delet
 the §4.3 retention periods.
 
 One code path: a worker evaluates a run with
-:func:`pytest_legaleval.pipeline.run.run_evaluation`, the same planning, engine, grading and
+:func:`pytest_legaleval.pipeline.driver.run_evaluation`, the same planning, engine, grading and
 run-directory code as ``pytest suites/``; nothing here grades or writes an artifact itself.
 
 Main names: :class:`Service` and :func:`serve` (``server``), :func:`create_app` (``app``,

@@ -1,6 +1,6 @@
 """One run in a worker process: evaluated fresh, or continued after a crash.
 
-A worker evaluates a run with :func:`pytest_legaleval.pipeline.run.run_evaluation`, the
+A worker evaluates a run with :func:`pytest_legaleval.pipeline.driver.run_evaluation`, the
 same driver of the same pipeline as a ``pytest suites/`` session, and mirrors its states
 and progress into the run table. Only one process works on a run at a time: it holds the
 run's lock file while it does.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.pipeline.run import Resume, run_evaluation
+from pytest_legaleval.pipeline.driver import Resume, run_evaluation
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.run.directory import CHECKSUMS
 from pytest_legaleval.run.recorder import DENOMINATORS

@@ -3,7 +3,7 @@
 Hypothesis writes a dataset of valid rows, rows with one field broken, arbitrary JSON
 lines and raw bytes, plus a responses file whose answers may carry lone surrogates, NUL,
 markup and a secret canary; the run goes through the same pipeline as ``pytest suites/``
-(``pipeline.run.run_evaluation``: plan, grade, record, finalize). Whatever the input:
+(``pipeline.driver.run_evaluation``: plan, grade, record, finalize). Whatever the input:
 the run ends, every valid record has exactly one prediction line, every line of the file
 has its validation line, and no byte of the canary is in any file the run wrote.
 Examples: 2,000 under ``CI`` (the ``adversarial`` profile), a quick few otherwise.
@@ -21,7 +21,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_legaleval.pipeline.run import run_evaluation
+from pytest_legaleval.pipeline.driver import run_evaluation
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.testing.strategies import (

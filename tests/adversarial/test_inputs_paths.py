@@ -110,9 +110,9 @@ def test_the_pipeline_and_the_estimate_apply_the_same_roots(
 ) -> None:
     """The pytest-free pipeline (the service's driver) and the cost estimate apply the
     allowed roots as a pytest session does: refused without, sent and counted with."""
+    from pytest_legaleval.pipeline.driver import run_evaluation
     from pytest_legaleval.pipeline.estimate import estimate_run
     from pytest_legaleval.pipeline.plan import RunPlan
-    from pytest_legaleval.pipeline.run import run_evaluation
     from pytest_legaleval.pipeline.settings import resolve_settings
 
     monkeypatch.setenv("OPENAI_API_KEY", "unused-key-value")
@@ -128,7 +128,7 @@ def test_the_pipeline_and_the_estimate_apply_the_same_roots(
                 "base_url": server.base_url, "cache": None}  # fmt: skip
 
         refused = resolve_settings({**base, "run_dir": str(tmp_path / "a")})
-        assert estimate_run(RunPlan(refused)).rows == ()
+        assert estimate_run(RunPlan.build(refused)).rows == ()
         run_evaluation(refused, "refused")
         assert server.stats()["requests"] == 0
         (line,) = (tmp_path / "a" / "refused" / "predictions.jsonl").read_text().splitlines()
@@ -137,7 +137,7 @@ def test_the_pipeline_and_the_estimate_apply_the_same_roots(
         allowed = resolve_settings(
             {**base, "run_dir": str(tmp_path / "b"), "attachments_root": [str(shared)]}
         )
-        (row,) = estimate_run(RunPlan(allowed)).rows
+        (row,) = estimate_run(RunPlan.build(allowed)).rows
         assert row.calls == 1
         run_evaluation(allowed, "allowed")
         assert server.stats()["requests"] == 1

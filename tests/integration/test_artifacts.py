@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.run.artifacts import ARTIFACTS
+from pytest_legaleval.run.artifacts import ARTIFACTS, EXTRA_ARTIFACTS
 from pytest_legaleval.run.directory import CHECKSUMS, verify_checksums
 from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
@@ -63,12 +63,12 @@ def test_a_run_leaves_eight_valid_checksummed_read_only_artifacts(
 ) -> None:
     run = _mixed_run(pytester, "--slice-by", "metadata.jurisdiction")
     names = sorted(p.name for p in run.iterdir())
-    assert names == sorted([*ARTIFACTS, CHECKSUMS])
+    assert names == sorted([*ARTIFACTS, *EXTRA_ARTIFACTS, CHECKSUMS])
     assert check_run_directory(run) == []
     for path in run.iterdir():
         assert not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH), path.name
     sums = (run / CHECKSUMS).read_text().splitlines()
-    assert [line.split("  ")[1] for line in sums] == sorted(ARTIFACTS)
+    assert [line.split("  ")[1] for line in sums] == sorted([*ARTIFACTS, *EXTRA_ARTIFACTS])
     assert all(len(line.split("  ")[0]) == 64 for line in sums)
 
     summary = _json(run / "metrics_summary.json")
@@ -441,133 +441,3 @@ def test_a_run_with_nothing_to_report_leaves_no_directory(
     result = run_eval(pytester, data, responses, "-k", "no_such_record", *workers)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert run_dirs(pytester.path / "runs") == []
-
-
-_SUMMARY_PROBE = """
-import sys
-import threading
-import pytest
-
-
-def _role(config):
-    return getattr(config, "workerinput", {}).get("workerid") or "main"
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session):
-    # Imported, or being imported right now (the thread lives until it is done).
-    started = "hypothesis" in sys.modules or any(
-        t.name == "legaleval-preload" for t in threading.enumerate()
-    )
-    session.config._probe = [f"started={started}"]
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_terminal_summary(terminalreporter):
-    config = terminalreporter.config
-    kept = config.pluginmanager.has_plugin("hypothesispytest")
-    if kept and not config.getoption("hypothesis_show_statistics"):
-        # The carrier below is fake: hypothesis' patching needs libcst to turn it into a
-        # patch. Its summary would fail on it; the decision is what this test checks.
-        for reports in terminalreporter.stats.values():
-            for report in reports:
-                getattr(report, "__dict__", {}).pop("_hypothesis_failing_examples", None)
-    config._probe.append(f"kept={kept}")
-
-
-def pytest_unconfigure(config):
-    if _role(config) == "main":
-        config._probe.append(f"imported={'hypothesis' in sys.modules}")
-        with open("probe.txt", "w") as out:
-            out.write(" ".join(config._probe))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    if report.when == "teardown" and item.config.getoption("--carry", False):
-        report.__dict__["_hypothesis_failing_examples"] = "[]"
-    return report
-
-
-def pytest_addoption(parser):
-    parser.addoption("--carry", action="store_true")
-"""
-
-
-@pytest.mark.parametrize(
-    ("extra", "expected"),
-    [
-        # Nothing to print: the plugin goes, and hypothesis is never imported.
-        (["-p", "no:xdist"], "started=False kept=False imported=False"),
-        (["-n", "2"], "started=False kept=False imported=False"),
-        # Statistics asked for: imported on a background thread while the run waits.
-        (
-            ["-p", "no:xdist", "--hypothesis-show-statistics"],
-            "started=True kept=True imported=True",
-        ),
-        # A report carries failing examples: the controller keeps the plugin for its patch
-        # (and its summary imports hypothesis at the end, as without us).
-        (["-n", "2", "--carry"], "started=False kept=True imported=True"),
-    ],
-    ids=["n0", "n2", "statistics", "failing-examples"],
-)
-def test_hypothesis_summary_import_only_where_it_prints_something(
-    pytester: pytest.Pytester, suite: Path, extra: list[str], expected: str
-) -> None:
-    """hypothesis' plugin imports all of hypothesis in its terminal summary, ~0.1 s."""
-    pytester.makeconftest(_SUMMARY_PROBE)
-    data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1"), mcq_row("q2")])
-    responses = write_jsonl(
-        pytester.path / "r.jsonl", [{"record_id": f"q{i}", "response": "B"} for i in (1, 2)]
-    )
-    args = ["--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"]
-    result = pytester.runpytest_subprocess(*args, *extra)
-    result.assert_outcomes(passed=2)
-    assert (pytester.path / "probe.txt").read_text() == expected
-    if "--hypothesis-show-statistics" in extra:
-        result.stdout.fnmatch_lines(["*= Hypothesis Statistics =*"])
-
-
-def test_an_xdist_worker_skips_the_summary_import_unless_it_used_hypothesis(
-    pytester: pytest.Pytester, suite: Path
-) -> None:
-    """A worker's summary is unseen: without hypothesis tests there, its import is skipped."""
-    pytester.makeconftest(
-        """
-        import sys
-
-        def pytest_unconfigure(config):
-            # Not $PYTEST_XDIST_WORKER: the controller inherits it when this suite runs
-            # under xdist itself.
-            worker = getattr(config, "workerinput", {}).get("workerid")
-            if worker:
-                kept = config.pluginmanager.has_plugin("hypothesispytest")
-                with open(f"{worker}.txt", "w") as out:
-                    out.write(f"imported={'hypothesis' in sys.modules} kept={kept}")
-        """
-    )
-    data = write_jsonl(pytester.path / "d.jsonl", [mcq_row(f"q{i}") for i in range(4)])
-    responses = write_jsonl(
-        pytester.path / "r.jsonl", [{"record_id": f"q{i}", "response": "B"} for i in range(4)]
-    )
-    args = ["--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"]
-    result = pytester.runpytest_subprocess(*args, "-n", "2")
-    result.assert_outcomes(passed=4)
-    states = {pytester.path.joinpath(f"gw{i}.txt").read_text() for i in (0, 1)}
-    assert states == {"imported=False kept=False"}
-
-    # A worker that ran a hypothesis test keeps the plugin (and its summary).
-    pytester.makepyfile(
-        test_prop="""
-        from hypothesis import given, strategies as st
-
-        @given(st.integers())
-        def test_small(x):
-            assert x < 10
-        """
-    )
-    result = pytester.runpytest_subprocess(*args, "-n", "2")
-    result.assert_outcomes(passed=4, failed=1)
-    states = {pytester.path.joinpath(f"gw{i}.txt").read_text() for i in (0, 1)}
-    assert "imported=True kept=True" in states

@@ -263,8 +263,9 @@ def test_baseline_regression_is_gated_and_listed(pytester: pytest.Pytester, suit
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "baseline main: 30 paired items, 8 pass→fail, 0 fail→pass, McNemar exact "
-            "p=0.007812, pass rate -26.7%",
+            "baseline main: 30 paired items, 8 pass→fail, 0 fail→pass, pass rate -26.7%",
+            "  McNemar exact p=0.007812 on 30 paired items (one answer per item, records "
+            "independent)",
             "FAILED regression gate (drop > 0 with p < 0.05)",
             "  regressed lexam/q0 [prefilled]: wrong_answer",
             "*regressions: runs/run_*/regressions.jsonl",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.pipeline.run import run_evaluation
+from pytest_legaleval.pipeline.driver import run_evaluation
 from pytest_legaleval.pipeline.settings import resolve_settings
 from pytest_legaleval.run.verify import check_run_directory
 

@@ -65,7 +65,7 @@ def test_importing_the_pure_packages_loads_no_pytest() -> None:
     code = (
         "import sys\n"
         + "".join(f"import pytest_legaleval.{name}\n" for name in PURE)
-        + "import pytest_legaleval.pipeline.run, pytest_legaleval.run.recorder\n"
+        + "import pytest_legaleval.pipeline.driver, pytest_legaleval.run.recorder\n"
         + "import pytest_legaleval.grading.registry, pytest_legaleval.pipeline.plan\n"
         + "print(sorted(m for m in sys.modules if m in ('pytest', '_pytest')))\n"
     )

@@ -59,11 +59,11 @@ def _rows() -> list[dict[str, Any]]:
 def _plan(tmp_path: Path, **values: Any) -> RunPlan:
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in _rows()), encoding="utf-8")
-    return RunPlan(Settings(dataset=(str(data),), **values))
+    return RunPlan.build(Settings(dataset=(str(data),), **values))
 
 
 def _records(plan: RunPlan) -> list[Record]:
-    return [e for e in plan.load().entries if isinstance(e, Record)]
+    return [e for e in plan.dataset.load().entries if isinstance(e, Record)]
 
 
 def test_generation_calls_are_counted_from_the_prompts(tmp_path: Path) -> None:
@@ -180,9 +180,9 @@ def test_a_streamed_plan_selects_what_a_loaded_one_does(
     """The xdist controller streams the dataset; it must estimate the same items."""
     streamed = _plan(tmp_path, model=("openai/gpt-4.1-mini",), **selection)
     ids = [e.id for e in plan_entries(streamed, stream=True) if isinstance(e, Record)]
-    assert streamed.loaded is None  # nothing was held
+    assert streamed.dataset.loaded is None  # nothing was held
     loaded = _plan(tmp_path, model=("openai/gpt-4.1-mini",), **selection)
-    assert ids == [e.id for e in loaded.selected if isinstance(e, Record)]
+    assert ids == [e.id for e in loaded.dataset.selected if isinstance(e, Record)]
     assert estimate_run(streamed, TABLE, stream=True) == estimate_run(loaded, TABLE)
     every = [e.id for e in plan_entries(streamed, stream=True, selected=False)]  # type: ignore[union-attr]
     assert every == ["m0", "m1", "m2", "r0"]

@@ -10,14 +10,15 @@ import pytest
 
 from pytest_legaleval.errors import ResponsesError
 from pytest_legaleval.formats import load_dataset
-from pytest_legaleval.grading.policies import PolicyBook
-from pytest_legaleval.pipeline.grading_plan import GradingPlan
+from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pipeline.responses import (
     Recorded,
     load_responses,
     match_responses,
 )
-from pytest_legaleval.records import Record
+from pytest_legaleval.pipeline.runner import ItemRunner
+from pytest_legaleval.pipeline.settings import Settings
+from pytest_legaleval.records import EvalResult, Record
 
 LBR_RESPONSES = Path("/work/shared/data/lbr_run/responses_prefilled.jsonl")
 REPO_LBR = Path(__file__).resolve().parents[1] / "data" / "lbr_run"
@@ -50,6 +51,15 @@ def records(tmp_path: Path) -> dict[str, Record]:
     return {r.id: r for r in load_dataset([str(data)], "auto").records}
 
 
+def _prefilled(data: Path, responses: Path, record_id: str, model: str) -> EvalResult:
+    """The item runner's result for one pre-computed answer (no engine, no judge)."""
+    plan = RunPlan.build(Settings(dataset=(str(data),), responses=str(responses)))
+    spec = next(s for s in plan.items if s.model == model and s.entry.id == record_id)  # type: ignore[union-attr]
+    runner = ItemRunner(plan)
+    assert not runner.needs_engine
+    return runner.evaluate(spec)
+
+
 def test_lbr_rows_keep_their_usage_and_latency(tmp_path: Path, records: dict[str, Record]) -> None:
     path = _write(
         tmp_path / "r.jsonl",
@@ -72,13 +82,12 @@ def test_lbr_rows_keep_their_usage_and_latency(tmp_path: Path, records: dict[str
     assert table.recorded_for("q1", "claude") == Recorded(120, 7, 2500.0)
     assert table.recorded_for("q2", "ours") == Recorded(9, 4, None)
     assert table.recorded_for("q3", "ours") is None
-    plan = GradingPlan(PolicyBook())
-    result = plan.prefilled(records["q1"], "claude", table, None)
-    assert not hasattr(result, "__await__")
-    assert (result.input_tokens, result.output_tokens, result.total_tokens) == (120, 7, 127)  # type: ignore[union-attr]
-    assert result.latency_ms == 2500.0 and result.passed  # type: ignore[union-attr]
-    plain = plan.prefilled(records["q3"], "ours", table, None)
-    assert plain.latency_ms is None and plain.total_tokens is None  # type: ignore[union-attr]
+    data = tmp_path / "d.jsonl"
+    result = _prefilled(data, path, "q1", "claude")
+    assert (result.input_tokens, result.output_tokens, result.total_tokens) == (120, 7, 127)
+    assert result.latency_ms == 2500.0 and result.passed
+    plain = _prefilled(data, path, "q3", "ours")
+    assert plain.latency_ms is None and plain.total_tokens is None
 
 
 @pytest.mark.parametrize(
@@ -131,10 +140,10 @@ def test_lone_surrogates_are_repaired_and_control_characters_kept(
     assert kept is not None
     assert kept.warnings == ("response: 3 NUL/control character(s), kept as sent",)
     # Every text of the table can be written as UTF-8 now.
-    for (record_id, model), text in table.responses.items():
+    for (record_id, model, _), text in table.responses.items():
         (record_id + model + text).encode("utf-8")
-    result = GradingPlan(PolicyBook()).prefilled(records["q1"], "m\ufffd", table, None)
-    assert result.details["response_warnings"] == list(recorded.warnings)  # type: ignore[union-attr]
+    result = _prefilled(tmp_path / "d.jsonl", path, "q1", "m\ufffd")
+    assert result.details["response_warnings"] == list(recorded.warnings)
 
 
 @pytest.mark.parametrize("flag", ["--responses", "--conversation-from"])

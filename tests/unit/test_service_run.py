@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
-from pytest_legaleval.pipeline.run import Resume, run_evaluation
+from pytest_legaleval.pipeline.driver import Resume, run_evaluation
+from pytest_legaleval.pipeline.plan import ItemSpec
+from pytest_legaleval.pipeline.runner import ItemRunner
 from pytest_legaleval.pipeline.settings import Settings, resolve_settings
 from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.service.config import DataDir, service_settings
@@ -233,14 +234,14 @@ def test_a_live_run_cancelled_before_it_starts_makes_no_call(
 def test_an_item_whose_evaluation_raises_is_an_error_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    evaluate = RunPlan.evaluate
+    evaluate = ItemRunner.evaluate
 
-    def crashing(self: RunPlan, spec: ItemSpec) -> Any:
+    def crashing(self: ItemRunner, spec: ItemSpec) -> Any:
         if spec.index == 1:
             raise ValueError("the grader broke\nsecond line")
         return evaluate(self, spec)
 
-    monkeypatch.setattr(RunPlan, "evaluate", crashing)
+    monkeypatch.setattr(ItemRunner, "evaluate", crashing)
     outcome = run_evaluation(_prefilled(tmp_path), "run_e")
     rows = _lines(tmp_path / "runs" / "run_e" / "predictions.jsonl")
     assert len(rows) == 20 and outcome.status == "completed_with_failures"

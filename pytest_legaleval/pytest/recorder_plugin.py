@@ -1,16 +1,17 @@
-"""The controller's recording plugin: pytest's reports in, the run recorder fed.
+"""The controller's recording plugin: pytest's reports in, the run session fed.
 
-The run directory itself is written by :class:`pytest_legaleval.run.recorder.RunRecorder`,
-which knows nothing of pytest. This plugin opens it at the first report (after the first
-model calls are out), hands it every item's result as the reports arrive (xdist carries
-them from the workers), records items that ended without one (skipped, errored before
-their evaluation, lost with a crashed worker, cancelled), adds the JUnit properties,
-slims pytest's kept reports, and prints the summary.
+The run directory itself is written by ``pipeline.driver.RunSession`` (and the recorder
+under it), which know nothing of pytest. This plugin opens the session at the first report
+(after the first model calls are out), hands it every item's result as the reports arrive
+(xdist carries them from the workers), records items that ended without one (skipped,
+errored before their evaluation, lost with a crashed worker, cancelled), adds the JUnit
+properties, and prints the summary.
+
+How a result reaches it: see ``pytest/carrier.py``.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Generator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,40 +19,41 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
+from pytest_legaleval.pipeline.driver import RunSession
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
-from pytest_legaleval.pipeline.results import cancelled_result, unfinished_result
-from pytest_legaleval.pytest import slimming, tricks
+from pytest_legaleval.pytest import tricks
+from pytest_legaleval.pytest.carrier import Carried, carried
 from pytest_legaleval.pytest.collection import nothing_to_run
-from pytest_legaleval.records import EvalResult, Record
+from pytest_legaleval.records import EvalResult
 from pytest_legaleval.run.console import summary_lines
 from pytest_legaleval.run.directory import RunDirectory
-from pytest_legaleval.run.recorder import RunRecorder
 
-__all__ = ["RecordingPlugin"]
+__all__ = ["RecorderPlugin"]
 
 
-class RecordingPlugin:
-    """Feeds ``<run-dir>/<run_id>/`` from the reports; registered on the controller only."""
+class RecorderPlugin:
+    """Feeds ``<run-dir>/<run_id>/`` from the reports; registered on the controller only.
 
-    def __init__(self, config: pytest.Config, state: RunPlan, run_id: str) -> None:
+    Raises:
+        ConfigError: an unreadable price table.
+
+    """
+
+    def __init__(self, config: pytest.Config, plan: RunPlan, run_id: str) -> None:
         self.config = config
-        self.state = state
+        self.plan = plan
         self.run_id = run_id
-        try:
-            prices = state.prices()
-        except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        self.recorder = RunRecorder(
-            state.run_config(run_id),
-            redactor=state.redactor(),
-            prices=prices,
-            listeners=[self._call_result_hook],
-        )
+        self.session = RunSession(plan, run_id, listeners=[self._call_result_hook])
+        self.recorder = self.session.recorder
+        self.pending: dict[str, Carried] = {}
+        """Single process: the results of reports not logged yet, by node id."""
+        self.invalid: list[dict[str, Any]] = []
+        """The invalid records' items (for the gates' ``invalid_rate``)."""
+        self.other_failures = 0
+        """Failed reports that are no record item's (an ordinary test, a teardown error)."""
         self._open_tried = False
         self._junit = bool(getattr(config.option, "xmlpath", None))
         self._junit_pending: dict[str, list[tuple[str, object]]] = {}
-        self._progress: slimming.ItemProgress | None = None
-        self._reasons: dict[str, str] = {}
         self._unfinished: dict[str, tuple[str, str]] = {}
         """Node id → (pytest outcome, why) of items that never reached their evaluation."""
         self._collected: list[str] | None = None
@@ -72,18 +74,10 @@ class RecordingPlugin:
         """The terminal status, once finalized."""
         return self.recorder.status
 
-    def _call_result_hook(
-        self, result: Mapping[str, Any], record: Mapping[str, Any] | None
-    ) -> None:
+    def _call_result_hook(self, result: EvalResult, record: Mapping[str, Any] | None) -> None:
         hook = self.config.hook.pytest_legaleval_result
-        if not hook.get_hookimpls():  # nobody listens: no result is rebuilt for nothing
-            return
-        hook(
-            result=EvalResult.from_dict(result),
-            record=record,
-            run_id=self.run_id,
-            config=self.config,
-        )
+        if hook.get_hookimpls():  # nobody listens: nothing to call
+            hook(result=result, record=record, run_id=self.run_id, config=self.config)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -91,26 +85,18 @@ class RecordingPlugin:
         """Open the run directory on first need: the first report, or the end of the run.
 
         Not when the run loop starts: the model calls go out first. Until the first calls
-        are in flight every core is busy starting up (the SDK import; under xdist the
-        workers' start-up and collection), while waiting for answers leaves part of the CPU
-        idle: reading the dataset and writing ``input_dataset.json`` fit in there.
+        are in flight every core is busy starting up (under xdist the workers' start-up and
+        collection), while waiting for answers leaves part of the CPU idle: reading the
+        dataset and writing ``input_dataset.json`` fit in there.
         """
         if self._open_tried or self.config.option.collectonly:
             return
         self._open_tried = True
-        self.recorder.open(self.state.dataset_source)
+        self.session.open()
         if self.config.pluginmanager.has_plugin("dsession"):
             # An xdist controller runs no test code: what exists now (modules, plugins,
-            # configuration, the open run directory) lives until it ends. Frozen, it is not
-            # scanned again by the run's full collections or by the two pytest makes after
-            # the last result. A process that runs tests froze
-            # before its first test instead (after the load and the evaluator's start).
+            # configuration, the open run directory) lives until it ends.
             tricks.freeze()
-        tricks.preload_summary_imports(self.config)
-        if self.directory is not None:
-            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-            self._progress = slimming.track_progress(reporter, self.recorder.items)
-            slimming.keep_subtest_counts_small(self.config)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
@@ -139,29 +125,22 @@ class RecordingPlugin:
         if self.directory is None:
             return
         self._record_unfinished(cancel=interrupted and self.run_error is None)
-        self.recorder.finalize(interrupted)
+        self.session.finish(interrupted)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._ensure_open()
+        found = carried(self.pending, report) if report.when != "teardown" else None
+        if found is None and report.failed:
+            self.other_failures += 1  # a failure that is no record's verdict
         if self.directory is None:
             return
-        if self._progress is not None:
-            found = getattr(report, "legaleval_record", None) or getattr(
-                report, "legaleval_invalid", None
-            )
-            self._progress.next_index = found["index"] if found else None
         if report.when == "teardown":
             props = self._junit_pending.pop(report.nodeid, None)
             if props:
                 report.user_properties.extend(props)
             return
-        invalid = getattr(report, "legaleval_invalid", None)
-        if report.when == "setup" and invalid:
-            self._record_invalid(invalid, report.nodeid)
-            return
-        result = getattr(report, "legaleval", None)
-        if result is None:
+        if found is None:
             when: str = report.when  # xdist reports a crashed worker's item as "???"
             unfinished = (when == "setup" and not report.passed) or when == "???"
             if unfinished and report.nodeid.endswith("]"):  # a record item is parametrized
@@ -170,45 +149,21 @@ class RecordingPlugin:
                 # controller loads none until then).
                 self._unfinished[report.nodeid] = (report.outcome, _why(report))
             return
-        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            self._record(result, report.nodeid, report.outcome, report.legaleval_record)
-
-    @pytest.hookimpl(trylast=True, specname="pytest_runtest_logreport")
-    def pytest_runtest_logreport_release(self, report: pytest.TestReport) -> None:
-        """Slim the report once every plugin has seen it (memory stays flat at 50,000 items).
-
-        The result is on disk; pytest's terminal reporter keeps every report until the
-        session ends, so it keeps only what its summaries print (``run.slimming``).
-        """
-        if self.directory is None:
+        if found.result is None:
+            self._record_invalid(found.provenance, report.nodeid)
             return
-        slimming.release(
-            report,
-            self._terminal_stats(),
-            show_passed=self._show_passed,
-            collection=self._xdist_collection,
-            reasons=self._reasons,
-        )
+        self._record(found.result, report.nodeid, report.outcome, found.provenance)
 
-    @functools.cached_property
-    def _xdist_collection(self) -> list[str] | None:
-        dsession = self.config.pluginmanager.get_plugin("dsession")
-        collection = getattr(getattr(dsession, "sched", None), "collection", None)
-        return collection if isinstance(collection, list) else None
-
-    @functools.cached_property
-    def _show_passed(self) -> bool:
-        chars = str(getattr(self.config.option, "reportchars", "") or "")
-        return any(c in chars for c in "pPA")
-
-    def _terminal_stats(self) -> dict[str, list[Any]]:
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        stats = getattr(reporter, "stats", None)
-        return stats if isinstance(stats, dict) else {}
-
-    def _record_invalid(self, rejection: dict[str, Any], nodeid: str) -> None:
+    def _record_invalid(self, rejection: Mapping[str, Any], nodeid: str) -> None:
         """An invalid record's item (``ItemSpec.rejection()``)."""
         self.recorder.record_invalid(rejection, nodeid)
+        self.invalid.append(
+            {
+                "dataset": rejection["dataset"],
+                "record_id": rejection["record_id"],
+                "model": rejection["model"],
+            }
+        )
         if self._junit:
             self._junit_pending[nodeid] = [
                 ("passed", False), ("model", rejection["model"]), ("run_id", self.run_id),
@@ -217,10 +172,10 @@ class RecordingPlugin:
 
     def _record(
         self,
-        result: dict[str, Any],
+        result: EvalResult,
         item_id: str,
         test_outcome: str,
-        record: dict[str, Any] | None,
+        record: Mapping[str, Any] | None,
     ) -> None:
         """One item's result; ``record`` is its ``ItemSpec.provenance()``."""
         self.recorder.record(result, item_id, test_outcome, record)
@@ -238,47 +193,38 @@ class RecordingPlugin:
             if isinstance(spec, ItemSpec):
                 self.recorder.mark_recorded(spec.index)
 
+    def _xdist_collection(self) -> list[str] | None:
+        from pytest_legaleval.pytest.xdist_hooks import scheduler_of
+
+        scheduler = scheduler_of(self.config)
+        collection = getattr(scheduler, "collection", None)
+        return collection if isinstance(collection, list) else None
+
     def _record_unfinished(self, *, cancel: bool) -> None:
         """Record the selected items that have no result yet, so every one has its line.
 
-        An item that pytest skipped, that errored in a fixture before its evaluation, or whose
-        xdist worker crashed gets a result saying so (``unfinished_result``). With
-        ``cancel`` (Ctrl-C, -x) every other selected item without a result is recorded
-        cancelled. Only now does an xdist controller load the records (to name them). Its
-        workers deselected items themselves (``-k``, ``-m``): those are the items missing
-        from the collection the workers sent. Items whose test never asked for an
-        evaluation (a suite that only checks ``record``) stay without a line.
+        An item that pytest skipped, that errored in a fixture before its evaluation, or
+        whose xdist worker crashed gets a result saying so. With ``cancel`` (Ctrl-C, -x)
+        every other selected item without a result is recorded cancelled. Only now does an
+        xdist controller load the records (to name them). Its workers deselected items
+        themselves (``-k``, ``-m``): those are the items missing from the collection the
+        workers sent. Items whose test never asked for an evaluation (a suite that only
+        checks ``record``) stay without a line.
         """
         if not self._unfinished and not cancel:
             return
-        self.state.warn_policies = False  # the collecting processes have warned already
         try:
-            items = self.state.items
+            items = self.plan.items
         except (DatasetRejected, ConfigError):
             return
-        collection = self._xdist_collection or self._collected
+        collection = self._xdist_collection() or self._collected
         nodeids = _nodeids_by_item_id(collection) if collection else None
-        causes = {_item_id(nodeid): (nodeid, *cause) for nodeid, cause in self._unfinished.items()}
-        for spec in items:
-            entry = spec.entry
-            if self.recorder.is_recorded(spec.index):
-                continue
-            if not isinstance(entry, Record):
-                continue
-            if nodeids is not None and spec.item_id not in nodeids:
-                continue
-            found = causes.get(spec.item_id)
-            policy = self.state.policies.for_record(entry)
-            tag = policy
-            if found is not None:
-                nodeid, outcome, why = found
-                result = unfinished_result(entry, spec.model, outcome, why, tag)
-            elif cancel:
-                nodeid = nodeids[spec.item_id] if nodeids is not None else spec.item_id
-                outcome, result = "cancelled", cancelled_result(entry, spec.model, tag)
-            else:
-                continue
-            self._record(result.to_dict(), nodeid, outcome, spec.provenance())
+        causes = {_item_id(nodeid): cause for nodeid, cause in self._unfinished.items()}
+        names = nodeids
+        if names is None:
+            names = {spec.item_id: spec.item_id for spec in items}
+            names.update({_item_id(nodeid): nodeid for nodeid in self._unfinished})
+        self.session.record_missing(items, causes=causes, cancel=cancel, item_ids=names)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         final = self.recorder.final
@@ -287,6 +233,8 @@ class RecordingPlugin:
         summary, by_slice = final
         terminalreporter.write_sep("=", "legaleval")
         for line in summary_lines(summary, by_slice):
+            terminalreporter.write_line(line)
+        for line in self.recorder.epoch_summary.terminal_lines():
             terminalreporter.write_line(line)
         failures = summary["failures_by_type"]
         detail = ", ".join(f"{k} {v}" for k, v in failures.items())
@@ -320,15 +268,15 @@ def _why(report: pytest.TestReport) -> str:
     return (lines[0] if lines else report.outcome)[:500]
 
 
-def _junit_properties(run_id: str, result: dict[str, Any]) -> list[tuple[str, object]]:
-    judge = result.get("judge") or {}
+def _junit_properties(run_id: str, result: EvalResult) -> list[tuple[str, object]]:
+    judge = result.judge
     return [
-        ("score", "" if result.get("score") is None else result["score"]),
-        ("passed", result.get("passed")),
-        ("latency_ms", "" if result.get("latency_ms") is None else result["latency_ms"]),
-        ("tokens", "" if result.get("total_tokens") is None else result["total_tokens"]),
-        ("model", result.get("model")),
-        ("judge", ",".join(judge.get("models") or []) or "none"),
+        ("score", "" if result.score is None else result.score),
+        ("passed", "" if result.passed is None else result.passed),
+        ("latency_ms", "" if result.latency_ms is None else result.latency_ms),
+        ("tokens", "" if result.total_tokens is None else result.total_tokens),
+        ("model", result.model),
+        ("judge", ",".join(judge.models) if judge is not None and judge.models else "none"),
         ("run_id", run_id),
-        ("reason", result.get("reason")),
+        ("reason", result.reason),
     ]
