@@ -21,7 +21,10 @@ __all__ = [
     "Shard",
     "boolean",
     "bounded",
+    "choice",
     "delays",
+    "dotted_field",
+    "name_token",
     "number",
     "parse_shard",
     "usd",
@@ -29,6 +32,10 @@ __all__ = [
 
 MAX_DELAY_S = 3600.0
 """The longest backoff ``--retry-delays`` accepts, in seconds."""
+
+_DOTTED_FIELD_RE = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*", re.ASCII)
+_NAME_TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*", re.ASCII)
+_MAX_NAME = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,3 +126,45 @@ def boolean(text: str) -> bool:
     if value in ("0", "false", "no", "off", ""):
         return False
     raise ValueError(f"expects true or false, got {text!r}")
+
+
+def choice(*names: str) -> Callable[[str], str]:
+    """A converter that accepts one of ``names`` (case and surrounding blanks ignored)."""
+
+    def convert(text: str) -> str:
+        value = str(text).strip().lower()
+        if value not in names:
+            raise ValueError(f"expects one of {', '.join(names)}, got {text!r}")
+        return value
+
+    return convert
+
+
+def dotted_field(text: str) -> str:
+    """A record field as a dotted path: ``metadata.exam``, ``metadata.task``, ``dataset``.
+
+    Names of ASCII letters, digits, ``_`` and ``-`` (not starting with a digit or ``-``),
+    joined by single dots; no leading or trailing dot, at most 128 characters.
+    """
+    value = str(text).strip()
+    if len(value) > _MAX_NAME or not _DOTTED_FIELD_RE.fullmatch(value):
+        raise ValueError(
+            "expects a record field such as metadata.exam, metadata.task or dataset (names of "
+            f"letters, digits, '_' or '-' joined by single dots), got {text!r}"
+        )
+    return value
+
+
+def name_token(text: str) -> str:
+    """A name such as a policy or protocol id: ``legalbench_official``, ``lexam_mcq_v1``.
+
+    ASCII letters, digits, ``_``, ``.`` and ``-``, starting with a letter or digit, at most
+    128 characters.
+    """
+    value = str(text).strip()
+    if len(value) > _MAX_NAME or not _NAME_TOKEN_RE.fullmatch(value):
+        raise ValueError(
+            "expects a name of letters, digits, '_', '.' or '-' (such as "
+            f"legalbench_official), got {text!r}"
+        )
+    return value

@@ -20,12 +20,26 @@ from pytest_legaleval.pipeline.converters import (
     Shard,
     boolean,
     bounded,
+    choice,
     delays,
+    dotted_field,
+    name_token,
     parse_shard,
     usd,
 )
 
-__all__ = ["OPTIONS", "PATH_OPTIONS", "REDACT_KINDS", "OptionSpec", "Settings", "option"]
+__all__ = [
+    "EPOCH_REDUCERS",
+    "OPTIONS",
+    "PATH_OPTIONS",
+    "REDACT_KINDS",
+    "OptionSpec",
+    "Settings",
+    "option",
+]
+
+EPOCH_REDUCERS: tuple[str, ...] = ("mean", "majority", "all", "any")
+"""``--epoch-reducer`` values: how the K epochs of a record and model make one verdict."""
 
 REDACT_KINDS: tuple[str, ...] = (
     "pii", "email", "phone", "iban", "card_number", "us_ssn", "uk_nino",
@@ -105,6 +119,12 @@ class Settings:
         flag="--dataset-format", default="auto",
         help="Input format: auto (detect from content), legal_eval_v1 or contract_v1.",
     )
+    protocol: str | None = option(
+        flag="--protocol", metavar="NAME", convert=name_token,
+        help="Protocol (prompts, policy and grading) of a benchmark imported with --dataset "
+        "legalbench:PATH or lexam:PATH, e.g. one of our policies instead of the benchmark's "
+        "official protocol (the default).",
+    )
     responses: str | None = option(
         flag="--responses", metavar="PATH", path=True,
         help="JSONL of pre-computed responses {record_id, response, model?} (no generation).",
@@ -153,6 +173,18 @@ class Settings:
     shard: Shard | None = option(  # noqa: RUF009 - option() returns a dataclasses.field
         flag="--shard", metavar="K/N", convert=parse_shard,
         help="Evaluate the K-th of N parts, stable by record id.",
+    )
+    epochs: int = option(
+        flag="--epochs", metavar="K", default=1, convert=bounded(int, 1, 100),
+        help="Answers sampled per record and model (1-100): each epoch is its own call and "
+        "grade, and --epoch-reducer makes one verdict of them.",
+    )
+    epoch_reducer: str = option(
+        flag="--epoch-reducer", metavar="NAME", default="mean",
+        convert=choice(*EPOCH_REDUCERS),
+        help="How the epochs of a record and model make one verdict: mean (the mean score "
+        "against the pass threshold), majority (most epochs pass), all (every epoch passes) "
+        "or any (one epoch passes).",
     )
     cache: str | None = option(
         flag="--cache", metavar="PATH", default=_ENGINE.cache_path, path=True,
@@ -238,6 +270,17 @@ class Settings:
         help="Times an unparseable judge reply is re-asked with the parse error before it is "
         "a judge_error.",
     )
+    judge_epochs: int = option(
+        flag="--judge-epochs", metavar="K", default=1, convert=bounded(int, 1, 20),
+        help="Times each answer is judged (1-20), to measure how often the judge's verdict "
+        "changes.",
+    )
+    human_labels: str | None = option(
+        flag="--human-labels", metavar="PATH", path=True,
+        help="JSONL of human grades {record_id, model, passed and/or score, ...} that the "
+        "judge's verdicts are audited against (agreement, Cohen's kappa, a corrected pass "
+        "rate).",
+    )
     policy_dir: str | None = option(
         flag="--policy-dir", metavar="DIR", path=True,
         help="Directory of extra policy YAML files (metadata.policy_id selects one).",
@@ -246,6 +289,11 @@ class Settings:
         flag="--slice-by", metavar="metadata.KEY", default=(), multiple=True,
         help="Extra slice dimension for metrics_by_slice.json, e.g. metadata.jurisdiction "
         "(repeatable).",
+    )
+    cluster_by: str | None = option(
+        flag="--cluster-by", metavar="FIELD", convert=dotted_field,
+        help="Record field whose values group the records into clusters for the standard "
+        "error, e.g. metadata.exam, metadata.task or dataset (default: no clusters).",
     )
     redact: tuple[str, ...] = option(
         flag="--redact", metavar="KIND", default=(), multiple=True,

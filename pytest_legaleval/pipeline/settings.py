@@ -21,6 +21,7 @@ from pytest_legaleval.engine.types import TRANSPORTS
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.pipeline.converters import Shard, parse_shard
 from pytest_legaleval.pipeline.options import (
+    EPOCH_REDUCERS,
     OPTIONS,
     PATH_OPTIONS,
     REDACT_KINDS,
@@ -29,6 +30,7 @@ from pytest_legaleval.pipeline.options import (
 )
 
 __all__ = [
+    "EPOCH_REDUCERS",
     "OPTIONS",
     "PATH_OPTIONS",
     "REDACT_KINDS",
