@@ -71,9 +71,16 @@ def _coerce(spec: OptionSpec, value: Any, origin: str) -> Any:
         items: Sequence[Any] = value if isinstance(value, list | tuple) else [value]
         return tuple(str(v) for v in items if str(v).strip())
     if value is None:
+        # Only YAML gives null. A typed option with a default has no "unset" value to take;
+        # letting None through would surface later as a TypeError mid-run.
+        if spec.convert is not None and spec.default is not None:
+            raise ConfigError(f"{spec.flag} ({origin}): expects a value, got null")
         return None
     if isinstance(value, list | tuple) and spec.dest == "retry_delays":
         value = ",".join(str(v) for v in value)
+    if isinstance(value, list | tuple | Mapping):
+        kind = "a mapping" if isinstance(value, Mapping) else "a list"
+        raise ConfigError(f"{spec.flag} ({origin}): expects a single value, got {kind}")
     if spec.convert is not None and isinstance(value, str | int | float):
         try:
             return spec.convert(str(value))

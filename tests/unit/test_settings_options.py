@@ -244,3 +244,40 @@ def test_an_automatic_yaml_may_not_name_human_labels_outside_its_project(tmp_pat
     config.write_text("human_labels: gold/labels.jsonl\n", encoding="utf-8")
     settings = resolve_settings({}, config_file=config, config_is_automatic=True)
     assert settings.human_labels == str(project.resolve() / "gold" / "labels.jsonl")
+
+
+# --- YAML values of the wrong shape -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("epochs: [2, 3]", "--epochs ({config}): expects a single value, got a list"),
+        ("concurrency: {a: 1}", "--concurrency ({config}): expects a single value, got a mapping"),
+        ("run_dir: [a, b]", "--run-dir ({config}): expects a single value, got a list"),
+        ("protocol: [lexam]", "--protocol ({config}): expects a single value, got a list"),
+        ("epochs: null", "--epochs ({config}): expects a value, got null"),
+        ("epoch_reducer: null", "--epoch-reducer ({config}): expects a value, got null"),
+        ("estimate_only: null", "--estimate-only ({config}): expects a value, got null"),
+        # These two ended in a TypeError (a traceback) before: None < 0, [1] < 0.
+        ("judge_reasks: null", "--judge-reasks ({config}): expects a value, got null"),
+        ("judge_reasks: [1]", "--judge-reasks ({config}): expects a single value, got a list"),
+    ],
+)
+def test_a_yaml_value_of_the_wrong_shape_is_a_config_error(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    config = _yaml(tmp_path, line + "\n")
+    with pytest.raises(ConfigError) as raised:
+        resolve_settings({}, config_file=config)
+    assert str(raised.value) == message.format(config=config)
+
+
+def test_yaml_null_still_unsets_an_option_without_a_typed_default(tmp_path: Path) -> None:
+    config = _yaml(tmp_path, "cache: null\ncluster_by: null\nlimit: null\n")
+    settings = resolve_settings({}, config_file=config)
+    assert (settings.cache, settings.cluster_by, settings.limit) == (None, None, None)
+    assert settings.sources["cache"] == "yaml"
+    config.write_text("retry_delays: [1, 2.5]\ngate: pass_rate>=0.5\n", encoding="utf-8")
+    settings = resolve_settings({}, config_file=config)
+    assert settings.retry_delays == (1.0, 2.5) and settings.gate == ("pass_rate>=0.5",)
