@@ -40,7 +40,15 @@ def _no_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_option_is_one_settings_field_with_a_matching_flag() -> None:
     fields = {f.name: f for f in dataclasses.fields(Settings)}
     dests = [spec.dest for spec in OPTIONS]
-    assert len(dests) == len(set(dests)) == 50
+    assert len(dests) == len(set(dests))
+    # DESIGN §10 fixes these names (--no-cache and --legaleval-config are not settings).
+    fixed = {
+        "--dataset", "--dataset-format", "--responses", "--judgments", "--model", "--base-url",
+        "--judge-model", "--concurrency", "--run-dir", "--run-id", "--limit", "--shard",
+        "--cache", "--gate", "--baseline", "--attachments-root", "--epochs", "--epoch-reducer",
+        "--cluster-by", "--human-labels", "--judge-epochs", "--max-cost", "--estimate-only",
+    }  # fmt: skip
+    assert fixed <= {spec.flag for spec in OPTIONS}
     assert len({spec.flag for spec in OPTIONS}) == len(OPTIONS)
     for spec in OPTIONS:
         assert isinstance(spec, OptionSpec)
