@@ -1,6 +1,7 @@
 """The ``legaleval`` option group of pytest, resolved into the run's ``Settings``.
 
-The options themselves (names, defaults, conversions) and their precedence live in
+The options themselves (names, defaults, conversions) are declared in
+:mod:`pytest_legaleval.pipeline.options` and resolved by precedence in
 :mod:`pytest_legaleval.pipeline.settings`; this module only speaks pytest.
 """
 

@@ -59,6 +59,11 @@ def _dataset(root: Path) -> Path:
         ("--run-id", ".", "not a safe directory name"),
         ("--run-id", "..", "not a safe directory name"),
         ("--run-id", "", "not a safe directory name"),
+        ("--epochs", "0", "[1, 100]"),
+        ("--epoch-reducer", "median", "one of mean, majority, all, any"),
+        ("--cluster-by", "metadata.", "expects a record field"),
+        ("--judge-epochs", "21", "[1, 20]"),
+        ("--protocol", "../x", "expects a name"),
     ],
 )
 def test_a_bad_number_or_run_id_is_a_usage_error(
