@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.importers.limits import UnreadRow
 
 __all__ = [
     "ImportOptions",
@@ -81,7 +82,14 @@ class SourceRow:
     def built(
         cls, where: str, split: str | None, build: Callable[..., dict[str, Any]], *args: Any
     ) -> SourceRow:
-        """The record ``build(*args)`` makes, or the reason its :class:`RowError` gives."""
+        """The record ``build(*args)`` makes, or the reason its :class:`RowError` gives.
+
+        A row the reader could not hold (an :class:`~.limits.UnreadRow` among ``args``)
+        fails with the reader's reason, without calling ``build``.
+        """
+        unread = next((arg for arg in args if isinstance(arg, UnreadRow)), None)
+        if unread is not None:
+            return cls(where, split, error=unread.reason)
         try:
             return cls(where, split, record=build(*args))
         except RowError as exc:
