@@ -106,6 +106,9 @@ class Importer:
         version: bumped when the records an importer writes change; part of the cache key.
         files: the upstream files the paths name, in reading order (the cache hashes them).
         rows: every row of those files, in order.
+        names_files: its records name files (attachments) by paths relative to the source
+            folder; the import cache then keys an import by that folder too, since the same
+            rows in another folder name other files.
 
     """
 
@@ -114,6 +117,7 @@ class Importer:
     version: int
     files: Callable[[Sequence[Path]], list[Path]]
     rows: Callable[[Sequence[Path], ImportOptions], Iterator[SourceRow]]
+    names_files: bool = False
 
 
 def expand_files(paths: Sequence[Path], suffixes: Iterable[str], what: str) -> list[Path]:

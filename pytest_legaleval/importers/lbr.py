@@ -243,4 +243,5 @@ IMPORTER = Importer(
     version=1,
     files=files,
     rows=rows,
+    names_files=True,
 )

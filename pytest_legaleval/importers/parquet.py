@@ -103,31 +103,34 @@ def _text_columns(metadata: Any) -> list[str]:
     return found
 
 
+def _binary_like(kind: Any) -> bool:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    return bool(
+        pa.types.is_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_large_binary(kind)
+    )
+
+
 def _sizes(array: Any) -> list[int]:
     """Each value's data bytes (text and binary lengths, fixed widths), nested ones summed."""
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
     import pyarrow.compute as pc  # type: ignore[import-untyped]
 
     kind = array.type
     count = len(array)
+    # Nulls come out as None and count 0 (pyarrow's fill_null would import pandas).
     if pa.types.is_dictionary(kind):
         values = array.dictionary
-        if (
-            pa.types.is_string(values.type)
-            or pa.types.is_binary(values.type)
-            or (pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type))
-        ):
-            lengths = pc.binary_length(values)
-            sized: list[int] = pc.take(lengths, array.indices).fill_null(0).to_pylist()
-            return sized
+        if _binary_like(values.type):
+            taken = pc.take(pc.binary_length(values), array.indices).to_pylist()
+            return [size or 0 for size in taken]
         each = _sizes(values)
         return [0 if i is None else each[i] for i in array.indices.to_pylist()]
-    if (
-        pa.types.is_string(kind) or pa.types.is_binary(kind)
-        or pa.types.is_large_string(kind) or pa.types.is_large_binary(kind)
-    ):  # fmt: skip
-        lengths_list: list[int] = pc.binary_length(array).fill_null(0).to_pylist()
-        return lengths_list
+    if _binary_like(kind):
+        return [size or 0 for size in pc.binary_length(array).to_pylist()]
     if pa.types.is_map(kind):
         child = [k + v for k, v in zip(_sizes(array.keys), _sizes(array.items), strict=True)]
         return _per_parent(child, array.offsets.to_pylist())
@@ -152,10 +155,11 @@ def _per_parent(child: list[int], offsets: list[int]) -> list[int]:
     return [running[end] - running[start] for start, end in pairwise(offsets)]
 
 
-def _batch_rows(batch: Any, limits: ReadLimits) -> Iterator[dict[str, Any]]:
-    """The rows of one batch: sized first, then made Python values a slice at a time."""
+def _batch_rows(
+    batch: Any, columns: list[list[int]], limits: ReadLimits
+) -> Iterator[dict[str, Any]]:
+    """The rows of one batch, sized in ``columns``, made Python values a slice at a time."""
     names = batch.schema.names
-    columns = [_sizes(column) for column in batch.columns]
     start = 0
     held = 0
     for index in range(batch.num_rows):
@@ -208,6 +212,7 @@ def read_parquet(path: Path, limits: ReadLimits) -> Iterator[dict[str, Any]]:
         parquet = pq.ParquetFile(path, read_dictionary=_text_columns(metadata))
     except Exception as exc:
         raise ConfigError(f"{path} is not a readable Parquet file: {exc}") from None
+    expanded = 0
     with parquet:
         batches = parquet.iter_batches(batch_size=rows)
         while True:
@@ -217,4 +222,13 @@ def read_parquet(path: Path, limits: ReadLimits) -> Iterator[dict[str, Any]]:
                 raise ConfigError(f"{path} is not a readable Parquet file: {exc}") from None
             if batch is None:
                 return
-            yield from _batch_rows(batch, limits)
+            columns = [_sizes(column) for column in batch.columns]
+            expanded += sum(map(sum, columns))
+            if expanded > limits.file:
+                # Checked before the batch becomes Python values: a value repeated through
+                # a dictionary is small on disk and in Arrow, huge once copied per row.
+                raise ConfigError(
+                    f"{path}: its rows expand to more than {shown_size(limits.file)}, over the "
+                    "file limit (values repeated through a dictionary?); import stopped"
+                )
+            yield from _batch_rows(batch, columns, limits)

@@ -204,6 +204,7 @@ class _Sheet:
         self.limits = limits
         self.width = MAX_COLUMNS  # the header's, once it is known: cells past it are not kept
         self.ready: list[tuple[int, dict[int, Any] | str, bool]] = []
+        self.expanded = 0  # the text of every row kept so far, shared strings counted each time
         self._stack: list[str] = []
         self._row = 0
         self._cells: dict[int, Any] = {}
@@ -271,6 +272,8 @@ class _Sheet:
         elif local == "row":
             row = self._problem if self._problem is not None else self._cells
             self.ready.append((self._row, row, self._beyond))
+            if self._problem is None:
+                self.expanded += self._size
 
     def _fail(self, reason: str) -> None:
         if self._problem is None:
@@ -375,6 +378,12 @@ def read_xlsx(path: Path, sheet: str | None, limits: ReadLimits) -> Iterator[dic
         parser = _Sheet(strings, dates, package.date1904, limits)
         header: list[str] | None = None
         for _ in parse_part(book, member, path, parser.start, parser.end, parser.text):
+            if parser.expanded > limits.file:
+                # One shared string named by many cells: small on disk, huge once read.
+                raise ConfigError(
+                    f"{path}: its rows hold more than {shown_size(limits.file)} of text, over "
+                    "the file limit (shared strings repeated past it); import stopped"
+                )
             for number, row, beyond in parser.take():
                 if header is None:
                     if isinstance(row, str):
