@@ -214,14 +214,7 @@ def read_parquet(path: Path, limits: ReadLimits) -> Iterator[dict[str, Any]]:
         raise ConfigError(f"{path} is not a readable Parquet file: {exc}") from None
     expanded = 0
     with parquet:
-        batches = parquet.iter_batches(batch_size=rows)
-        while True:
-            try:
-                batch = next(batches, None)
-            except Exception as exc:  # a damaged page: the file, not a row, is unreadable
-                raise ConfigError(f"{path} is not a readable Parquet file: {exc}") from None
-            if batch is None:
-                return
+        for batch in _batches(parquet, rows, metadata.num_row_groups, path):
             columns = [_sizes(column) for column in batch.columns]
             expanded += sum(map(sum, columns))
             if expanded > limits.file:
@@ -232,3 +225,21 @@ def read_parquet(path: Path, limits: ReadLimits) -> Iterator[dict[str, Any]]:
                     "file limit (values repeated through a dictionary?); import stopped"
                 )
             yield from _batch_rows(batch, columns, limits)
+
+
+def _batches(parquet: Any, rows: int, groups: int, path: Path) -> Iterator[Any]:
+    """The batches of each row group in turn.
+
+    A batch spanning two row groups would need two dictionaries in one nested column,
+    which pyarrow cannot read.
+    """
+    for group in range(groups):
+        batches = parquet.iter_batches(batch_size=rows, row_groups=[group])
+        while True:
+            try:
+                batch = next(batches, None)
+            except Exception as exc:  # a damaged page: the file, not a row, is unreadable
+                raise ConfigError(f"{path} is not a readable Parquet file: {exc}") from None
+            if batch is None:
+                break
+            yield batch
