@@ -28,7 +28,7 @@ from pytest_legaleval.importers.limits import DEFAULT_LIMITS, ReadLimits, Unread
 __all__ = ["READABLE_SUFFIXES", "bounded_lines", "read_table"]
 
 READABLE_SUFFIXES: tuple[str, ...] = (".xlsx", ".csv", ".tsv", ".json", ".jsonl", ".parquet")
-_SKIP = 1 << 20
+_SKIP = 64 * 1024
 
 
 def bounded_lines(handle: IO[str], limit: int) -> Iterator[tuple[int, str | None]]:
@@ -112,8 +112,8 @@ def _delimited(path: Path, delimiter: str, limits: ReadLimits) -> Iterator[dict[
                 raise ConfigError(f"{path} line {reader.line_num}: more cells than header columns")
             if fed > limits.row:
                 yield UnreadRow(
-                    f"line {reader.line_num}: the record holds {shown_size(fed)}, over the "
-                    f"row limit of {shown_size(limits.row)}"
+                    f"the record ending on line {reader.line_num} holds {shown_size(fed)}, "
+                    f"over the row limit of {shown_size(limits.row)}"
                 )
                 continue
             values = dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True))
