@@ -121,6 +121,8 @@ def _sizes(array: Any) -> list[int]:
 
     kind = array.type
     count = len(array)
+    if isinstance(kind, pa.BaseExtensionType):  # JSON, UUID …: sized as what they store
+        return _sizes(array.storage)
     # Nulls come out as None and count 0 (pyarrow's fill_null would import pandas).
     if pa.types.is_dictionary(kind):
         values = array.dictionary

@@ -2,7 +2,7 @@
 
 Before a single part is decompressed, :func:`open_package` checks what the zip declares:
 how many parts it has (its end record, read before the central directory is loaded), and
-for every XML part its uncompressed size, its compression ratio and their sum, against
+for every part its uncompressed size, its compression ratio and their sum, against
 :class:`~pytest_legaleval.importers.limits.ReadLimits`. A zip bomb is refused unread.
 Python's :mod:`zipfile` then never inflates a part past its declared size (a part that
 would is a CRC error), so the declared sizes bound what is read.
@@ -133,9 +133,8 @@ def _parts_declared(path: Path) -> int:
 
 def _check_parts(book: zipfile.ZipFile, path: Path, limits: ReadLimits) -> None:
     total = 0
+    # Every part, not just those named .xml: a relationship may name any part as a sheet.
     for info in book.infolist():
-        if not info.filename.lower().endswith((".xml", ".rels")):
-            continue  # pictures and other binaries are never read
         size = info.file_size
         total += size
         ratio = size / max(info.compress_size, 1)
@@ -147,7 +146,7 @@ def _check_parts(book: zipfile.ZipFile, path: Path, limits: ReadLimits) -> None:
             )
         if total > limits.file:
             raise ConfigError(
-                f"{path}: its XML parts declare more than {shown_size(limits.file)} "
+                f"{path}: its parts declare more than {shown_size(limits.file)} "
                 "uncompressed, over the file limit; nothing was read"
             )
 
@@ -156,8 +155,8 @@ def open_package(path: Path, limits: ReadLimits) -> zipfile.ZipFile:
     """The zip of an XLSX file, its declared sizes checked (nothing inflated yet).
 
     Raises:
-        ConfigError: not a zip, too many parts, an XML part over the compression-ratio
-            limit, or XML parts over the file limit in all (each message names the limit).
+        ConfigError: not a zip, too many parts, a part over the compression-ratio limit,
+            or parts over the file limit in all (each message names the limit).
 
     """
     parts = _parts_declared(path)

@@ -154,17 +154,38 @@ BOMB_SHEET = sheet_xml([["question", "answer", "id"]]).replace(
 def test_a_zip_bomb_cell_is_refused_before_anything_is_inflated(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # One 64 MiB cell of "a" (the attack had 1 GB): 64 KiB on disk, a 1,000:1 ratio.
-    book = write_xlsx(tmp_path / "open_questions_test.xlsx", BOMB_SHEET, _bomb(64))
+    # One 16 MiB cell of "a" (the attack had 1 GB): 16 KiB on disk, a 1,000:1 ratio.
+    book = write_xlsx(tmp_path / "open_questions_test.xlsx", BOMB_SHEET, _bomb(16))
     assert book.stat().st_size < MiB
     refused, peak = peak_while(lambda: list(read_table(book)))
     assert isinstance(refused, ConfigError)
     assert "over the XLSX compression-ratio limit of 100:1" in str(refused)
     assert "nothing was read" in str(refused)
-    assert peak < MiB  # the 64 MiB part was never inflated
+    assert peak < MiB  # the 16 MiB part was never inflated
     code = main(["import", "lexam", str(book), "--out", str(tmp_path / "out.jsonl")])
     assert code == 2 and not (tmp_path / "out.jsonl").exists()
     assert "compression-ratio limit" in capsys.readouterr().err
+
+
+def test_a_bomb_under_another_name_is_checked_too(tmp_path: Path) -> None:
+    # The workbook's relationship names a part without the .xml suffix as its sheet.
+    rels = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Target="worksheets/sheet1.bin" Type="http://schemas.'
+        'openxmlformats.org/officeDocument/2006/relationships/worksheet"/></Relationships>'
+    )
+    book = write_xlsx(tmp_path / "renamed.xlsx", _bomb(16), rels=rels)
+    _rename(book, "xl/worksheets/sheet1.xml", "xl/worksheets/sheet1.bin")
+    with zipfile.ZipFile(book) as archive:
+        assert archive.getinfo("xl/worksheets/sheet1.bin").file_size > 16 * MiB
+    with pytest.raises(ConfigError, match=r"part xl/worksheets/sheet1\.bin inflates"):
+        list(read_table(book))
+
+
+def _rename(book: Path, old: str, new: str) -> None:
+    """Rename a part in place (same length), in both of the zip's headers."""
+    assert len(old) == len(new)
+    book.write_bytes(book.read_bytes().replace(old.encode(), new.encode()))
 
 
 def _patch_sizes(book: Path, member: str, size: int) -> None:
@@ -197,8 +218,8 @@ def test_declared_sizes_are_checked_with_the_parts_unread(tmp_path: Path) -> Non
 def test_a_part_that_inflates_past_its_declared_size_is_never_inflated_past_it(
     tmp_path: Path,
 ) -> None:
-    # The headers declare 64 KiB; the deflate stream holds 32 MiB of a shared string.
-    book = write_xlsx(tmp_path / "liar.xlsx", BOMB_SHEET, _bomb(32))
+    # The headers declare 64 KiB; the deflate stream holds 16 MiB of a shared string.
+    book = write_xlsx(tmp_path / "liar.xlsx", BOMB_SHEET, _bomb(16))
     _patch_sizes(book, "xl/sharedStrings.xml", 64 * 1024)
     refused, peak = peak_while(lambda: list(read_table(book)))
     assert isinstance(refused, ConfigError)
