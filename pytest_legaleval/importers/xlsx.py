@@ -111,24 +111,28 @@ def _shared_strings(
             "nothing was read"
         )
     strings: list[str | int] = []
-    stack: list[str] = []
     text = _Text(limits.cell)
+    # Counters, not a stack to search: nesting depth must not make parsing quadratic.
+    state = {"t": 0, "rPh": 0}
 
     def start(name: str, attrs: dict[str, str]) -> None:
         nonlocal text
         local = local_name(name)
         if local == "si":
             text = _Text(limits.cell)
-        stack.append(local)
+        elif local in state:
+            state[local] += 1
 
     def end(name: str) -> None:
-        stack.pop()
-        if local_name(name) == "si":
+        local = local_name(name)
+        if local == "si":
             strings.append(text.length if text.over else unescape(text.value()))
+        elif local in state:
+            state[local] -= 1
 
     def data(chunk: str) -> None:
         # The text runs of a string, not its phonetic guide (rPh) or formatting.
-        if stack and stack[-1] == "t" and "rPh" not in stack:
+        if state["t"] > 0 and state["rPh"] == 0:
             text.add(chunk)
 
     for _ in parse_part(book, member, path, start, end, data):
@@ -205,7 +209,6 @@ class _Sheet:
         self.width = MAX_COLUMNS  # the header's, once it is known: cells past it are not kept
         self.ready: list[tuple[int, dict[int, Any] | str, bool]] = []
         self.expanded = 0  # the text of every row kept so far, shared strings counted each time
-        self._stack: list[str] = []
         self._row = 0
         self._cells: dict[int, Any] = {}
         self._size = 0
@@ -216,10 +219,14 @@ class _Sheet:
         self._style = 0
         self._text: _Text | None = None
         self._capture = False
+        # How deep inside <c>, <is> and <rPh> the parser is: counters, not a stack to
+        # search, so that deep nesting cannot make parsing quadratic.
+        self._open = {"c": 0, "is": 0, "rPh": 0}
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
         local = local_name(name)
-        self._stack.append(local)
+        if local in self._open:
+            self._open[local] += 1
         if local == "row":
             number = attrs.get("r", "")
             self._row = int(number) if number.isdigit() else self._row + 1
@@ -234,11 +241,10 @@ class _Sheet:
 
     def _in_cell_text(self, local: str) -> bool:
         # A cell's value: <v>, or an inline string's text runs (not its phonetic guide).
-        stack = self._stack
-        if "c" not in stack or "rPh" in stack:
+        if not self._open["c"] or self._open["rPh"]:
             return False
         if self._kind == "inlineStr":
-            return local == "t" and "is" in stack
+            return local == "t" and self._open["is"] > 0
         return local == "v"
 
     def _start_cell(self, attrs: dict[str, str]) -> None:
@@ -265,7 +271,9 @@ class _Sheet:
             self._text.add(data)
 
     def end(self, name: str) -> None:
-        local = self._stack.pop()
+        local = local_name(name)
+        if local in self._open:
+            self._open[local] -= 1
         self._capture = False
         if local == "c":
             self._end_cell()

@@ -274,6 +274,21 @@ def test_one_shared_string_repeated_past_the_file_limit_stops_the_import(tmp_pat
         list(read_table(book, limits=ReadLimits(file=8 * MiB)))
 
 
+def test_deep_nesting_costs_linear_time(tmp_path: Path) -> None:
+    # 100,000 nested elements inside a cell and inside a shared string: a parser that
+    # searched its open elements at each one would make some 10**10 steps here.
+    depth = 100_000
+    nested = "<x>" * depth + "</x>" * depth
+    sheet = sheet_xml([["question", "note"]]).replace(
+        "</sheetData>",
+        f'<row r="2"><c r="A2" t="s"><v>0</v></c><c r="B2" t="inlineStr"><is><t>n</t>{nested}'
+        "</is></c></row></sheetData>",
+    )
+    strings = f'<sst xmlns="{MAIN}"><si><t>deep</t>{nested}</si></sst>'
+    book = write_xlsx(tmp_path / "deep.xlsx", sheet, strings)
+    assert list(read_table(book)) == [{"question": "deep", "note": "n"}]
+
+
 LAUGHS = (
     '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
     + "".join(
