@@ -180,7 +180,7 @@ def _batch_rows(
             )
         if problem is not None or held + sum(cells) > limits.batch:
             if index > start:
-                yield from batch.slice(start, index - start).to_pylist()
+                yield from _python_rows(batch, start, index - start)
             start, held = index, 0
         if problem is not None:
             yield UnreadRow(problem)
@@ -188,7 +188,21 @@ def _batch_rows(
             continue
         held += sum(cells)
     if batch.num_rows > start:
-        yield from batch.slice(start, batch.num_rows - start).to_pylist()
+        yield from _python_rows(batch, start, batch.num_rows - start)
+
+
+def _python_rows(batch: Any, start: int, count: int) -> list[dict[str, Any]]:
+    """Rows ``start`` … as Python values; a row whose value Python cannot hold fails alone.
+
+    A timestamp past year 9999, for one, is a valid Parquet value but no ``datetime``.
+    """
+    try:
+        rows: list[dict[str, Any]] = batch.slice(start, count).to_pylist()
+    except Exception as exc:  # pyarrow's conversions raise OverflowError, ValueError, Arrow*
+        if count == 1:
+            return [UnreadRow(f"a value cannot be read: {exc}")]
+        return [row for at in range(start, start + count) for row in _python_rows(batch, at, 1)]
+    return rows
 
 
 def read_parquet(path: Path, limits: ReadLimits) -> Iterator[dict[str, Any]]:

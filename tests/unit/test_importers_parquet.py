@@ -74,11 +74,11 @@ rows = st.fixed_dictionaries(
                 ),
                 max_size=3,
             ),
-        ),  # fmt: skip
+        ),
         "notes": st.one_of(
             st.none(),
             st.lists(st.tuples(st.text(max_size=5), texts), max_size=3, unique_by=lambda kv: kv[0]),
-        ),  # fmt: skip
+        ),
         "pair": st.one_of(st.none(), st.lists(st.integers(-5, 5), min_size=2, max_size=2)),
     }
 )
@@ -118,3 +118,13 @@ def test_over_limit_rows_keep_their_place_among_the_others(tmp_path: Path) -> No
 def test_prbench_reads_as_pyarrow_reads_it(name: str) -> None:
     path = DATA / "prbench" / name
     assert list(read_table(path)) == pq.read_table(path).to_pylist()
+
+
+def test_a_value_python_cannot_hold_fails_its_row_alone(tmp_path: Path) -> None:
+    # Microseconds 2**60 after 1970 is a valid Parquet timestamp and no Python datetime.
+    when = pa.array([0, 2**60, 1_000_000], type=pa.timestamp("us"))
+    pq.write_table(pa.table({"id": [1, 2, 3], "when": when}), tmp_path / "t.parquet")
+    found = list(read_table(tmp_path / "t.parquet"))
+    assert [row.get("id") for row in found] == [1, None, 3]
+    assert isinstance(found[1], UnreadRow)
+    assert found[1].reason == "a value cannot be read: date value out of range"
