@@ -20,6 +20,7 @@ from pytest_legaleval.importers.limits import DEFAULT_LIMITS, MiB, ReadLimits, U
 from pytest_legaleval.importers.readers import read_table
 
 LBR = Path(__file__).resolve().parents[1] / "data" / "importers" / "lbr" / "curated"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def reasons(rows: list[dict[str, object]]) -> list[str | None]:
@@ -153,3 +154,29 @@ def test_lbr_counts_a_line_over_the_row_limit_as_failed(tmp_path: Path) -> None:
     summary = run_import("lbr", [curated], tmp_path / "out.jsonl")
     assert (summary.written, summary.failed) == (1, 1)
     assert summary.failures[0].reason == "line is longer than the row limit of 32.0 MiB"
+
+
+def test_the_readme_names_the_limits_the_readers_apply() -> None:
+    from pytest_legaleval.importers.parquet import MAX_FOOTER_BYTES
+    from pytest_legaleval.importers.xlsx_package import MAX_PARTS
+
+    table = {}
+    for line in README.read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        # The limits table's rows: limit | default | applies to | over it.
+        if len(cells) == 4 and (cells[3] == "usage error" or "the row fails" in cells[3]):
+            table[cells[0]] = cells[1]
+    limits = DEFAULT_LIMITS
+    assert table == {
+        "cell": f"{limits.cell // MiB} MiB",
+        "row": f"{limits.row // MiB} MiB",
+        "file": f"{limits.file // (1024 * MiB)} GiB",
+        "JSON document": f"{limits.json_document // MiB} MiB",
+        "shared strings": f"{limits.shared_strings // MiB} MiB",
+        "compression ratio": f"{limits.compression_ratio}:1",
+        "XLSX parts": f"{MAX_PARTS:,}",
+        "row group": f"{limits.row_group // MiB} MiB",
+        "Parquet footer": f"{MAX_FOOTER_BYTES // MiB} MiB",
+    }
+    assert "an XLSX part over 1 MiB" in README.read_text(encoding="utf-8")
+    assert limits.ratio_floor == MiB
