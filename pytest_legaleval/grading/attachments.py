@@ -74,7 +74,13 @@ class AttachmentText:
 
 def _base_dir(record: Record) -> Path:
     # A record built in code has no source file; its paths start at the working directory.
-    return Path(record.source.path).parent if record.source.path else Path.cwd()
+    if not record.source.path:
+        return Path.cwd()
+    # An imported dataset (--dataset apex:DIR) is a cached copy: its paths are the source's,
+    # relative to the folder the user named (see importers.cache.source_folder).
+    from pytest_legaleval.importers.cache import source_folder
+
+    return source_folder(record.source.path) or Path(record.source.path).parent
 
 
 def attachment_path(

@@ -15,9 +15,12 @@ How it is built
     read. One shared writer (:func:`~.writer.write_records`) validates every record with
     :func:`pytest_legaleval.validation.check_legal_eval_row` (the check ``--dataset``
     applies), counts each row as written, failed or skipped with its reason, and streams
-    the output through a temporary file. :mod:`.readers` reads XLSX (openpyxl) and Parquet
-    (pyarrow) from the ``[import]`` extra; :mod:`.cache` turns ``SOURCE:PATH`` into a JSONL
-    file under ``.legaleval/imports/`` keyed by the content hash of the inputs.
+    the output through a temporary file. :mod:`.readers` reads every format within the
+    size limits of :mod:`.limits`: XLSX with the standard library (:mod:`.xlsx`, streamed,
+    no DTD), Parquet with pyarrow from the ``[import]`` extra (:mod:`.parquet`); a row over
+    a limit comes as an :class:`~.limits.UnreadRow` and fails. :mod:`.cache` turns
+    ``SOURCE:PATH`` into a JSONL file under ``.legaleval/imports/`` keyed by the content
+    hash of the inputs, and remembers the source folder its attachments resolve from.
 
 Main names
     :func:`run_import`, :func:`write_records`, :func:`get_importer`, :data:`IMPORTER_NAMES`,

@@ -134,4 +134,5 @@ IMPORTER = Importer(
     version=1,
     files=files,
     rows=rows,
+    names_files=True,
 )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.importers.limits import UnreadRow
 
 __all__ = [
     "ImportOptions",
@@ -81,7 +82,14 @@ class SourceRow:
     def built(
         cls, where: str, split: str | None, build: Callable[..., dict[str, Any]], *args: Any
     ) -> SourceRow:
-        """The record ``build(*args)`` makes, or the reason its :class:`RowError` gives."""
+        """The record ``build(*args)`` makes, or the reason its :class:`RowError` gives.
+
+        A row the reader could not hold (an :class:`~.limits.UnreadRow` among ``args``)
+        fails with the reader's reason, without calling ``build``.
+        """
+        unread = next((arg for arg in args if isinstance(arg, UnreadRow)), None)
+        if unread is not None:
+            return cls(where, split, error=unread.reason)
         try:
             return cls(where, split, record=build(*args))
         except RowError as exc:
@@ -98,6 +106,9 @@ class Importer:
         version: bumped when the records an importer writes change; part of the cache key.
         files: the upstream files the paths name, in reading order (the cache hashes them).
         rows: every row of those files, in order.
+        names_files: its records name files (attachments) by paths relative to the source
+            folder; the import cache then keys an import by that folder too, since the same
+            rows in another folder name other files.
 
     """
 
@@ -106,6 +117,7 @@ class Importer:
     version: int
     files: Callable[[Sequence[Path]], list[Path]]
     rows: Callable[[Sequence[Path], ImportOptions], Iterator[SourceRow]]
+    names_files: bool = False
 
 
 def expand_files(paths: Sequence[Path], suffixes: Iterable[str], what: str) -> list[Path]:

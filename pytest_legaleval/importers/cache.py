@@ -11,11 +11,23 @@ and an atomic rename, so xdist workers resolving the same argument at once are s
 An import with a failed row is an error here (the message names the first failure and the
 command that lists them all): a run must not quietly evaluate fewer records than the
 source has.
+
+Files the records name (APEX's attached documents) stay where the source keeps them: their
+paths are relative to the source folder the user named (``DIR`` of ``apex:DIR``, or the
+folder of a named file), not to the cached copy. :func:`source_folder` tells the attachment
+reader that folder, and it becomes the records' base folder, confined exactly as a dataset
+file's own folder is (nothing outside it and ``--attachments-root`` is read). The fact is
+kept in this process only, learnt from the command line, never from data: a dataset cannot
+claim another folder by naming one, and the cached file passed as a plain ``--dataset``
+path resolves from its own folder, like any dataset. An importer whose records name files
+(:attr:`~.base.Importer.names_files`) is keyed by that folder too, since the same rows in
+another folder name other files.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from pytest_legaleval.errors import ConfigError
@@ -23,10 +35,22 @@ from pytest_legaleval.importers.base import ImportOptions
 from pytest_legaleval.importers.registry import IMPORTER_NAMES, get_importer
 from pytest_legaleval.importers.writer import write_records
 
-__all__ = ["IMPORT_CACHE_DIR", "cache_key", "resolve_import", "split_import_arg"]
+__all__ = ["IMPORT_CACHE_DIR", "cache_key", "resolve_import", "source_folder", "split_import_arg"]
 
 IMPORT_CACHE_DIR = Path(".legaleval") / "imports"
 _CHUNK = 1 << 20
+_SOURCE_FOLDERS: dict[str, Path] = {}
+# Cached import (real path) → the source folder the user named, for this process. Filled
+# only by resolve_import, i.e. from --dataset arguments, which are the user's own words.
+
+
+def source_folder(dataset_file: str | Path) -> Path | None:
+    """The source folder of an import resolved in this process, if ``dataset_file`` is one.
+
+    ``None`` for any other file (and for a cached import named as a plain path): its
+    attachments then resolve from its own folder.
+    """
+    return _SOURCE_FOLDERS.get(os.path.realpath(dataset_file))
 
 
 def split_import_arg(given: str) -> tuple[str, str] | None:
@@ -46,9 +70,15 @@ def _digest_file(digest: hashlib._Hash, path: Path) -> None:
             digest.update(chunk)
 
 
-def cache_key(source: str, inputs: list[Path], root: Path) -> str:
-    """The content hash of an import: source, importer code, input names and bytes."""
+def cache_key(source: str, inputs: list[Path], root: Path, *, by_folder: bool = False) -> str:
+    """The content hash of an import: source, importer code, input names and bytes.
+
+    With ``by_folder`` the source folder's real path is hashed too (records that name
+    files relative to it).
+    """
     digest = hashlib.sha256(f"{source}\0".encode())
+    if by_folder:
+        digest.update(os.path.realpath(root).encode("utf-8", "surrogatepass") + b"\0")
     for code in sorted(Path(__file__).parent.glob("*.py")):
         _digest_file(digest, code)
     for path in inputs:
@@ -74,10 +104,10 @@ def resolve_import(source: str, path: str | Path, cache_dir: Path | None = None)
         raise ConfigError(f"--dataset {source}:{path}: no such file or directory")
     importer = get_importer(source)
     root = given if given.is_dir() else given.parent
-    target = (
-        cache_dir or IMPORT_CACHE_DIR
-    ) / f"{source}-{cache_key(source, importer.files([given]), root)}.jsonl"
+    key = cache_key(source, importer.files([given]), root, by_folder=importer.names_files)
+    target = (cache_dir or IMPORT_CACHE_DIR) / f"{source}-{key}.jsonl"
     if target.is_file():
+        _SOURCE_FOLDERS[os.path.realpath(target)] = root.resolve()
         return target
     summary = write_records(importer.rows([given], ImportOptions()), target, force=True)
     if summary.failed:
@@ -91,4 +121,5 @@ def resolve_import(source: str, path: str | Path, cache_dir: Path | None = None)
     if summary.written == 0:
         target.unlink(missing_ok=True)
         raise ConfigError(f"--dataset {source}:{path}: the import found no rows")
+    _SOURCE_FOLDERS[os.path.realpath(target)] = root.resolve()
     return target

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.importers.limits import UnreadRow
 from pytest_legaleval.importers.mapping import RowError, load_mapping
 from pytest_legaleval.importers.tables import read_rows
 from pytest_legaleval.validation import RecordError, check_legal_eval_row
@@ -76,6 +77,8 @@ def convert(
                 for position, source in enumerate(read_rows(path, **options)):
                     where = f"{path.name} row {position + 1}"
                     try:
+                        if isinstance(source, UnreadRow):
+                            raise RowError(source.reason)
                         row = layout.convert(source, position, path)
                     except RowError as exc:
                         found = [

@@ -32,6 +32,8 @@ from pytest_legaleval.importers.base import (
     literal_list,
     new_record,
 )
+from pytest_legaleval.importers.limits import DEFAULT_LIMITS, shown_size
+from pytest_legaleval.importers.readers import bounded_lines
 
 __all__ = ["CURATED_FILES", "IMPORTER"]
 
@@ -206,8 +208,12 @@ def files(paths: Sequence[Path]) -> list[Path]:
 
 def _lines(path: Path) -> Iterator[tuple[int, object | None, str | None]]:
     # LBR numbers physical lines (blank ones included) and its ids carry that number.
+    limit = DEFAULT_LIMITS.row
     with path.open(encoding="utf-8") as handle:
-        for line, raw in enumerate(handle, start=1):
+        for line, raw in bounded_lines(handle, limit):
+            if raw is None:
+                yield line, None, f"line is longer than the row limit of {shown_size(limit)}"
+                continue
             if not raw.strip():
                 continue
             try:
@@ -237,4 +243,5 @@ IMPORTER = Importer(
     version=1,
     files=files,
     rows=rows,
+    names_files=True,
 )

@@ -40,6 +40,7 @@ from pytest_legaleval.importers.base import (
     number,
     text,
 )
+from pytest_legaleval.importers.limits import UnreadRow
 from pytest_legaleval.importers.readers import READABLE_SUFFIXES, read_table
 
 __all__ = ["IMPORTER", "mcq_record", "open_record"]
@@ -165,6 +166,9 @@ def _file_rows(path: Path) -> Iterator[SourceRow]:
     split = _split_of(path)
     for position, row in enumerate(read_table(path), start=1):
         where = f"{path.name} row {position}"
+        if isinstance(row, UnreadRow):
+            yield SourceRow(where, split, error=row.reason)
+            continue
         builders = _builders(row, path)
         if not builders:
             columns = ", ".join(list(row)[:12])

@@ -2,12 +2,16 @@
 
 Unlike :mod:`~pytest_legaleval.importers.tables` (the mapping converter's readers, which
 turn every cell into text), these keep each cell's own type: an importer needs LEXam's
-``gold`` as the integer it is and a Parquet list column as a list. Spreadsheet text is the
-text Excel shows: ``_xHHHH_`` escapes are decoded once, as the OOXML standard says (a
-stored ``_x005F_x0003_`` is the seven characters ``_x0003_``).
+``gold`` as the integer it is and a Parquet list column as a list.
 
-XLSX needs ``openpyxl`` and Parquet ``pyarrow``, both in the ``[import]`` extra; a missing
-one is a :class:`~pytest_legaleval.errors.ConfigError` that names the extra.
+Every read is bounded (:mod:`.limits`, the README's limits table): a file over a
+file-level limit is a :class:`~pytest_legaleval.errors.ConfigError` raised before its data
+is read; a cell or row over its limit is yielded as an :class:`~.limits.UnreadRow` (a
+failed row naming the limit) and reading goes on. XLSX is read by :mod:`.xlsx` (standard
+library only) and Parquet by :mod:`.parquet` (``pyarrow``, from the ``[import]`` extra; a
+missing one is a ``ConfigError`` that names the extra). In CSV and TSV a field over the
+cell limit, or a line over the row limit, is a usage error instead: past it the parser
+cannot tell where the next record starts.
 """
 
 from __future__ import annotations
@@ -16,67 +20,116 @@ import csv
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.importers.limits import DEFAULT_LIMITS, ReadLimits, UnreadRow, shown_size
 
-__all__ = ["READABLE_SUFFIXES", "missing_extra", "read_table"]
+__all__ = ["READABLE_SUFFIXES", "bounded_lines", "read_table"]
 
 READABLE_SUFFIXES: tuple[str, ...] = (".xlsx", ".csv", ".tsv", ".json", ".jsonl", ".parquet")
-_PARQUET_BATCH = 512
+_SKIP = 64 * 1024
 
 
-def missing_extra(module: str, what: str) -> ConfigError:
-    """The error for a reader dependency that is not installed."""
-    return ConfigError(
-        f"reading {what} needs {module}, which is not installed; "
-        f"install the import extra: pip install 'pytest-legaleval[import]'"
-    )
+def bounded_lines(handle: IO[str], limit: int) -> Iterator[tuple[int, str | None]]:
+    """``(line number, line)`` for each line, ``None`` for one over ``limit`` characters.
+
+    A line over the limit is never held: it is read and dropped a piece at a time.
+    """
+    number = 0
+    while line := handle.readline(limit + 1):
+        number += 1
+        if len(line) > limit and not line.endswith("\n"):
+            while (rest := handle.readline(_SKIP)) and not rest.endswith("\n"):
+                pass
+            yield number, None
+            continue
+        yield number, line
 
 
-def _xlsx(path: Path, sheet: str | None) -> Iterator[dict[str, Any]]:
-    try:
-        import openpyxl  # type: ignore[import-untyped]  # deferred: only XLSX needs it
-    except ImportError:
-        raise missing_extra("openpyxl", "XLSX files") from None
-    try:
-        workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises many types for a damaged file
-        raise ConfigError(f"{path} is not a readable XLSX file: {exc}") from None
-    try:
-        if sheet is not None and sheet not in workbook.sheetnames:
-            raise ConfigError(
-                f"{path}: no sheet {sheet!r}; sheets: {', '.join(workbook.sheetnames)}"
+def _check_file(path: Path, limits: ReadLimits, limit: int | None = None) -> None:
+    size = path.stat().st_size
+    largest = limits.file if limit is None else min(limit, limits.file)
+    if size > largest:
+        which = "file limit" if largest == limits.file else "JSON-document limit"
+        raise ConfigError(
+            f"{path} is {shown_size(size)}, over the {which} of {shown_size(largest)}; "
+            "nothing was read"
+            + ("; convert it to JSONL, which is read a line at a time" if limit else "")
+        )
+
+
+def _oversized_cell(row: dict[str, Any], limits: ReadLimits) -> str | None:
+    for name, value in row.items():
+        size = len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+        if size > limits.cell:
+            return (
+                f"field {name!r} holds {shown_size(size)}, over the cell limit of "
+                f"{shown_size(limits.cell)}"
             )
-        rows = (workbook[sheet] if sheet else workbook.worksheets[0]).iter_rows(values_only=True)
-        header = next(rows, None)
-        if header is None:
-            return
-        names = [str(name) if name is not None else "" for name in header]
-        for values in rows:
-            if all(v is None or v == "" for v in values):
-                continue
-            cells = list(values) + [None] * (len(names) - len(values))
-            yield {name: cells[i] for i, name in enumerate(names) if name}
-    finally:
-        workbook.close()
+    return None
 
 
-def _delimited(path: Path, delimiter: str) -> Iterator[dict[str, Any]]:
-    csv.field_size_limit(1 << 30)
+def _delimited(path: Path, delimiter: str, limits: ReadLimits) -> Iterator[dict[str, Any]]:
+    _check_file(path, limits)
+    fed = 0
+
+    def lines(handle: IO[str]) -> Iterator[str]:
+        nonlocal fed
+        for number, line in bounded_lines(handle, limits.row):
+            if line is None:
+                raise ConfigError(
+                    f"{path} line {number} is longer than the row limit of "
+                    f"{shown_size(limits.row)}; nothing was imported"
+                )
+            fed += len(line)
+            yield line
+
     with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter)
-        for row in reader:
-            if None in row:
+        reader = csv.reader(lines(handle), delimiter=delimiter)
+        header: list[str] | None = None
+        while True:
+            fed = 0
+            # The field limit is module-wide: set for this one record, then put back.
+            previous = csv.field_size_limit(limits.cell)
+            try:
+                cells = next(reader, None)
+            except csv.Error as exc:
+                raise ConfigError(
+                    f"{path} line {reader.line_num}: {exc} (the cell limit is "
+                    f"{shown_size(limits.cell)}); nothing was imported"
+                ) from None
+            finally:
+                csv.field_size_limit(previous)
+            if cells is None:
+                return
+            if not cells:
+                continue
+            if header is None:
+                header = cells
+                continue
+            if len(cells) > len(header):
                 raise ConfigError(f"{path} line {reader.line_num}: more cells than header columns")
-            values = {key: "" if value is None else value for key, value in row.items()}
+            if fed > limits.row:
+                yield UnreadRow(
+                    f"the record ending on line {reader.line_num} holds {shown_size(fed)}, "
+                    f"over the row limit of {shown_size(limits.row)}"
+                )
+                continue
+            values = dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True))
             if any(values.values()):
                 yield values
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+def _jsonl(path: Path, limits: ReadLimits) -> Iterator[dict[str, Any]]:
+    _check_file(path, limits)
     with path.open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
+        for number, line in bounded_lines(handle, limits.row):
+            if line is None:
+                yield UnreadRow(
+                    f"line {number} is longer than the row limit of {shown_size(limits.row)}"
+                )
+                continue
             if not line.strip():
                 continue
             try:
@@ -85,10 +138,12 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 raise ConfigError(f"{path} line {number} is not valid JSON: {exc}") from None
             if not isinstance(row, dict):
                 raise ConfigError(f"{path} line {number} is not a JSON object")
-            yield row
+            problem = _oversized_cell(row, limits) if len(line) > limits.cell else None
+            yield UnreadRow(f"line {number}: {problem}") if problem else row
 
 
-def _json(path: Path, records_key: str | None) -> Iterator[dict[str, Any]]:
+def _json(path: Path, records_key: str | None, limits: ReadLimits) -> Iterator[dict[str, Any]]:
+    _check_file(path, limits, limits.json_document)
     try:
         document = json.loads(path.read_text(encoding="utf-8-sig"))
     except ValueError as exc:
@@ -102,51 +157,70 @@ def _json(path: Path, records_key: str | None) -> Iterator[dict[str, Any]]:
         document = document["data"]
     if not isinstance(document, list):
         raise ConfigError(f"{path}: expected an array of row objects")
+    large = path.stat().st_size > limits.cell
     for position, row in enumerate(document):
         if not isinstance(row, dict):
             raise ConfigError(f"{path}: item {position} is not an object")
-        yield row
+        problem = _oversized_cell(row, limits) if large else None
+        if problem is None and large:
+            size = len(json.dumps(row, default=str))
+            if size > limits.row:
+                limit = shown_size(limits.row)
+                problem = f"it holds {shown_size(size)}, over the row limit of {limit}"
+        yield UnreadRow(f"item {position}: {problem}") if problem else row
 
 
-def _parquet(path: Path) -> Iterator[dict[str, Any]]:
+def _guarded(path: Path, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``rows``, with an unreadable or undecodable file as a usage error, not a traceback."""
     try:
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]  # deferred: only Parquet
-    except ImportError:
-        raise missing_extra("pyarrow", "Parquet files") from None
-    try:
-        parquet = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError ...
-        raise ConfigError(f"{path} is not a readable Parquet file: {exc}") from None
-    with parquet:
-        for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH):
-            yield from batch.to_pylist()
+        yield from rows
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def read_table(
-    path: Path, *, sheet: str | None = None, records_key: str | None = None
+    path: Path,
+    *,
+    sheet: str | None = None,
+    records_key: str | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> Iterator[dict[str, Any]]:
     """Yield the rows of one file as dicts, blank rows skipped; its suffix names its format.
 
     Args:
         path: the file.
-        sheet: the XLSX sheet (default: the first).
+        sheet: the XLSX sheet (default: the first worksheet).
         records_key: for JSON, the key of the array of rows when the top level is an
             object (default: the top level, or Hugging Face's ``data``).
+        limits: the size limits (default: the README's).
+
+    Yields:
+        One dict per row; an :class:`~.limits.UnreadRow` for a row over a size limit.
 
     Raises:
-        ConfigError: an unknown suffix, an unreadable file or a missing reader (the
-            message names the ``[import]`` extra).
+        ConfigError: an unknown suffix, an unreadable file, a file over a limit, malformed
+            XML, or a missing reader (the message names the ``[import]`` extra).
 
     """
     suffix = path.suffix.lower()
     if suffix == ".xlsx":
-        return _xlsx(path, sheet)
+        from pytest_legaleval.importers.xlsx import read_xlsx  # deferred: only XLSX needs it
+
+        def xlsx() -> Iterator[dict[str, Any]]:
+            _check_file(path, limits)
+            yield from read_xlsx(path, sheet, limits)
+
+        return _guarded(path, xlsx())
     if suffix in (".csv", ".tsv"):
-        return _delimited(path, "\t" if suffix == ".tsv" else ",")
+        return _guarded(path, _delimited(path, "\t" if suffix == ".tsv" else ",", limits))
     if suffix == ".jsonl":
-        return _jsonl(path)
+        return _guarded(path, _jsonl(path, limits))
     if suffix == ".json":
-        return _json(path, records_key)
+        return _guarded(path, _json(path, records_key, limits))
     if suffix == ".parquet":
-        return _parquet(path)
+        from pytest_legaleval.importers.parquet import read_parquet  # deferred: needs pyarrow
+
+        return _guarded(path, read_parquet(path, limits))
     raise ConfigError(f"{path}: unsupported file type; use one of {', '.join(READABLE_SUFFIXES)}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.importers.limits import UnreadRow
 from pytest_legaleval.importers.readers import read_table
 
 __all__ = ["TABLE_SUFFIXES", "read_rows"]
@@ -35,6 +36,9 @@ def _cell(value: object) -> str:
 
 def _as_text(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for row in rows:
+        if isinstance(row, UnreadRow):
+            yield row  # a row over a size limit stays a failure, never a blank row
+            continue
         cells = {name: _cell(value) for name, value in row.items()}
         if any(cells.values()):
             yield cells
@@ -44,6 +48,8 @@ def read_rows(
     path: Path, *, sheet: str | None = None, records_key: str | None = None
 ) -> Iterator[dict[str, Any]]:
     """Yield the rows of a CSV, TSV, JSON, JSONL or XLSX file, blank rows skipped.
+
+    A row over a size limit comes as an :class:`~.limits.UnreadRow` (a failed row).
 
     Args:
         path: the input file; its suffix names its format.
