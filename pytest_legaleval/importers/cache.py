@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.importers.base import ImportOptions
+from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.registry import IMPORTER_NAMES, get_importer
 from pytest_legaleval.importers.writer import write_records
 
@@ -46,9 +47,10 @@ def _digest_file(digest: hashlib._Hash, path: Path) -> None:
             digest.update(chunk)
 
 
-def cache_key(source: str, inputs: list[Path], root: Path) -> str:
-    """The content hash of an import: source, importer code, input names and bytes."""
-    digest = hashlib.sha256(f"{source}\0".encode())
+def cache_key(source: str, inputs: list[Path], root: Path, protocol: str | None = None) -> str:
+    """The content hash of an import: source, protocol, importer code, input names, bytes."""
+    head = source if protocol is None else f"{source}\0protocol={protocol}"
+    digest = hashlib.sha256(f"{head}\0".encode())
     for code in sorted(Path(__file__).parent.glob("*.py")):
         _digest_file(digest, code)
     for path in inputs:
@@ -61,8 +63,13 @@ def cache_key(source: str, inputs: list[Path], root: Path) -> str:
     return digest.hexdigest()[:32]
 
 
-def resolve_import(source: str, path: str | Path, cache_dir: Path | None = None) -> Path:
+def resolve_import(
+    source: str, path: str | Path, cache_dir: Path | None = None, *, protocol: str | None = None
+) -> Path:
     """The JSONL file of ``source`` imported from ``path``, importing it when not cached.
+
+    ``protocol`` is ``legaleval import``'s ``--protocol`` (``None``: the benchmark's
+    official protocol, see ``importers.protocols``).
 
     Raises:
         ConfigError: an unknown source, a missing path, an unreadable input, a missing
@@ -73,13 +80,14 @@ def resolve_import(source: str, path: str | Path, cache_dir: Path | None = None)
     if not given.exists():
         raise ConfigError(f"--dataset {source}:{path}: no such file or directory")
     importer = get_importer(source)
+    resolve_protocol(source, protocol)
     root = given if given.is_dir() else given.parent
-    target = (
-        cache_dir or IMPORT_CACHE_DIR
-    ) / f"{source}-{cache_key(source, importer.files([given]), root)}.jsonl"
+    key = cache_key(source, importer.files([given]), root, protocol)
+    target = (cache_dir or IMPORT_CACHE_DIR) / f"{source}-{key}.jsonl"
     if target.is_file():
         return target
-    summary = write_records(importer.rows([given], ImportOptions()), target, force=True)
+    options = ImportOptions(protocol=protocol)
+    summary = write_records(importer.rows([given], options), target, force=True)
     if summary.failed:
         target.unlink(missing_ok=True)
         first = summary.failures[0]
