@@ -53,6 +53,8 @@ def cache_key(source: str, inputs: list[Path], root: Path, protocol: str | None 
     digest = hashlib.sha256(f"{head}\0".encode())
     for code in sorted(Path(__file__).parent.glob("*.py")):
         _digest_file(digest, code)
+    # The official protocols' prompts are written by the importers from this module.
+    _digest_file(digest, Path(__file__).parents[1] / "grading" / "official" / "lexam_prompts.py")
     for path in inputs:
         try:
             name = path.resolve().relative_to(root.resolve()).as_posix()
