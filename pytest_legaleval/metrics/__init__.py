@@ -5,7 +5,9 @@
 Wilson and bootstrap intervals from :mod:`.stats`, cost from :mod:`.prices`);
 :mod:`.gates` parses and evaluates ``--gate`` expressions; :mod:`.baseline` pairs two
 runs (McNemar, paired bootstrap); :mod:`.compare` renders ``legaleval compare``;
-:mod:`.runfiles` reads finished run directories, old and new.
+:mod:`.runfiles` reads finished run directories, old and new; :mod:`.benchmarks` computes
+the official benchmark figures (``benchmarks`` block) and :mod:`.gate_paths` lets a gate
+name any number of the summary by its dotted path.
 
 Never imports pytest, the pipeline, the engine or the service.
 """
