@@ -99,7 +99,12 @@ class JudgeGrader:
         from pytest_legaleval.grading.panel import judged_grade
 
         assert request.judges is not None
-        if judge_kind(request.record) is None:
+        kind = judge_kind(request.record)
+        if kind is None:
             raise ValueError(f"{request.record.task_type} records are not judged")
+        if kind == "reference" and request.policy.judge.reference_format == "lexam":
+            from pytest_legaleval.grading.official.lexam_judge import judge_open_question
+
+            return await judge_open_question(request, details)
         outcome = await request.judges.judge(request.record, request.answer, request.policy)
         return judged_grade(outcome, request.policy, details)

@@ -50,20 +50,42 @@ def _grade(value: object) -> float | None:
     return number if number is not None and 0.0 <= number <= 1.0 else None
 
 
+def _lbr_reference(row: Mapping[str, Any], problem: Problem) -> tuple[float | None, str | None]:
+    """LBR's reference verdict: ``criteria.overall`` (its judge's score), never ``score``.
+
+    The row's ``score`` is LBR's total, derived from the verdict: it is only compared with
+    it (a disagreement is reported), so a row without it replays the same.
+    """
+    if row.get("judge_call_failed") is True:
+        return None, _CALL_FAILED
+    if row.get("parse_error") is True:
+        return None, _UNPARSEABLE
+    criteria = row.get("criteria")
+    value = criteria.get("overall") if isinstance(criteria, Mapping) else None
+    if value is None and isinstance(criteria, Mapping) and len(criteria) == 1:
+        value = next(iter(criteria.values()))
+    if value is None:
+        problem("missing_field", "a reference row needs its verdict, criteria.overall")
+        return None, "no reference verdict was recorded (criteria.overall)"
+    grade = _grade(value)
+    if grade is None:
+        problem("wrong_type", f"criteria.overall must be a number in [0, 1], got {value!r}")
+        return None, "the recorded verdict is unusable"
+    recorded = _number(row.get("score"))
+    if recorded is not None and not math.isclose(recorded, grade, abs_tol=1e-9):
+        problem(
+            "score_mismatch",
+            f"the recorded score {recorded:g} is not its verdict's {grade:g} (the verdict is used)",
+        )
+    return grade, None
+
+
 def reference_of(
     row: Mapping[str, Any], lbr: bool, problem: Problem
 ) -> tuple[float | None, str | None]:
-    """The reference score of a row, or why it has none."""
+    """The reference score of a row (from its verdict), or why it has none."""
     if lbr:
-        if row.get("judge_call_failed") is True:
-            return None, _CALL_FAILED
-        if row.get("parse_error") is True:
-            return None, _UNPARSEABLE
-        score = _grade(row.get("score"))
-        if score is None:
-            problem("wrong_type", f"score must be a number in [0, 1], got {row.get('score')!r}")
-            return None, "the recorded score is unusable"
-        return score, None
+        return _lbr_reference(row, problem)
     verdicts = _judge_verdicts(row, problem)
     if verdicts is None:
         return None, "the judge summary is unusable"

@@ -6,7 +6,8 @@ Two sources, told apart line by line:
   ``candidate_name``, ``judge_mode``, ``score``, ``pass``, ``parse_error``, and per criterion
   ``criterion_grades`` (``criterion_id``, ``weight``, ``grade``, ``judge_rationale``,
   ``judge_parse_error``, ``judge_call_failed``), or LBR's native ``raw_judge.calls``, or
-  only the ``criteria`` mapping of criterion id to grade;
+  only the ``criteria`` mapping of criterion id to grade (a reference row: its judge's
+  score as ``criteria.overall``);
 * our ``predictions.jsonl`` lines — ``record_id``, ``model`` and the ``judge`` summary with
   one verdict per judge model (per criterion ``met``/``score`` or ``error``).
 
@@ -14,7 +15,9 @@ Each judged (record, model) becomes one ``RecordedVerdict``: per-criterion grade
 weight and rationale (or a reference score) and failure flags. A verdict that LBR marked
 failed or unparseable is a failure here (a judge error when scored), never a 0. Scores are
 always recomputed (``score_verdict``) from the grades under a policy's scoring and
-threshold; the score and pass flag the file recorded are kept for comparison only.
+threshold, for every judge mode; the score, pass flag and aggregation the file recorded
+are never read to score (the recorded score and pass are kept for comparison only), so a
+file without them replays the same.
 
 Nothing here raises on bad input: a line that is not JSON, has the wrong types, repeats a
 (record, model), or names criteria the record does not have is reported as a
@@ -87,7 +90,7 @@ class VerdictProblem:
     code: str
     """``invalid_json``, ``wrong_type``, ``missing_field``, ``duplicate``,
     ``unknown_criterion``, ``missing_criterion``, ``weight_mismatch``, ``unknown_record``,
-    ``kind_mismatch``."""
+    ``kind_mismatch``, ``score_mismatch`` (a recorded total that is not its verdict's)."""
     message: str
     record_id: str | None = None
     model: str | None = None

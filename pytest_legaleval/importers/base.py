@@ -50,12 +50,15 @@ class ImportOptions:
         split: only rows of this split (``test``, ``train``, ``dev`` ...); ``None`` for all.
         few_shot: LegalBench: demonstrations from ``train.tsv`` put before a test question.
         seed: the seed of every random draw (sampling, few-shot demonstrations).
+        protocol: legalbench, lexam: the protocol the records get (``importers.protocols``);
+            ``None``: the benchmark's official one.
 
     """
 
     split: str | None = None
     few_shot: int = 0
     seed: int | None = None
+    protocol: str | None = None
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.importers.base import ImportOptions
+from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.registry import IMPORTER_NAMES, get_importer
 from pytest_legaleval.importers.writer import write_records
 
@@ -70,17 +71,27 @@ def _digest_file(digest: hashlib._Hash, path: Path) -> None:
             digest.update(chunk)
 
 
-def cache_key(source: str, inputs: list[Path], root: Path, *, by_folder: bool = False) -> str:
-    """The content hash of an import: source, importer code, input names and bytes.
+def cache_key(
+    source: str,
+    inputs: list[Path],
+    root: Path,
+    protocol: str | None = None,
+    *,
+    by_folder: bool = False,
+) -> str:
+    """The content hash of an import: source, protocol, importer code, input names, bytes.
 
     With ``by_folder`` the source folder's real path is hashed too (records that name
     files relative to it).
     """
-    digest = hashlib.sha256(f"{source}\0".encode())
+    head = source if protocol is None else f"{source}\0protocol={protocol}"
+    digest = hashlib.sha256(f"{head}\0".encode())
     if by_folder:
         digest.update(os.path.realpath(root).encode("utf-8", "surrogatepass") + b"\0")
     for code in sorted(Path(__file__).parent.glob("*.py")):
         _digest_file(digest, code)
+    # The official protocols' prompts are written by the importers from this module.
+    _digest_file(digest, Path(__file__).parents[1] / "grading" / "official" / "lexam_prompts.py")
     for path in inputs:
         try:
             name = path.resolve().relative_to(root.resolve()).as_posix()
@@ -91,8 +102,13 @@ def cache_key(source: str, inputs: list[Path], root: Path, *, by_folder: bool = 
     return digest.hexdigest()[:32]
 
 
-def resolve_import(source: str, path: str | Path, cache_dir: Path | None = None) -> Path:
+def resolve_import(
+    source: str, path: str | Path, cache_dir: Path | None = None, *, protocol: str | None = None
+) -> Path:
     """The JSONL file of ``source`` imported from ``path``, importing it when not cached.
+
+    ``protocol`` is ``legaleval import``'s ``--protocol`` (``None``: the benchmark's
+    official protocol, see ``importers.protocols``).
 
     Raises:
         ConfigError: an unknown source, a missing path, an unreadable input, a missing
@@ -103,13 +119,15 @@ def resolve_import(source: str, path: str | Path, cache_dir: Path | None = None)
     if not given.exists():
         raise ConfigError(f"--dataset {source}:{path}: no such file or directory")
     importer = get_importer(source)
+    resolve_protocol(source, protocol)
     root = given if given.is_dir() else given.parent
-    key = cache_key(source, importer.files([given]), root, by_folder=importer.names_files)
+    key = cache_key(source, importer.files([given]), root, protocol, by_folder=importer.names_files)
     target = (cache_dir or IMPORT_CACHE_DIR) / f"{source}-{key}.jsonl"
     if target.is_file():
         _SOURCE_FOLDERS[os.path.realpath(target)] = root.resolve()
         return target
-    summary = write_records(importer.rows([given], ImportOptions()), target, force=True)
+    options = ImportOptions(protocol=protocol)
+    summary = write_records(importer.rows([given], options), target, force=True)
     if summary.failed:
         target.unlink(missing_ok=True)
         first = summary.failures[0]

@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.importers.base import ImportOptions
+from pytest_legaleval.importers.protocols import PROTOCOLS, resolve_protocol
 from pytest_legaleval.importers.registry import IMPORTER_NAMES, get_importer
 from pytest_legaleval.importers.writer import ImportSummary, write_records
 
@@ -74,10 +75,13 @@ def _print_summary(summary: ImportSummary) -> None:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    options = ImportOptions(split=args.split, few_shot=args.few_shot, seed=args.seed)
+    options = ImportOptions(
+        split=args.split, few_shot=args.few_shot, seed=args.seed, protocol=args.protocol
+    )
     try:
         if args.few_shot < 0:
             raise ConfigError(f"--few-shot must be 0 or more, not {args.few_shot}")
+        resolve_protocol(args.source, args.protocol)
         summary = run_import(
             args.source, args.paths, args.out, options=options, limit=args.limit, force=args.force
         )
@@ -115,8 +119,14 @@ def register(subparsers: Any) -> None:
                          help="with --limit: draw the N records at random with this seed; "
                          "also the seed of --few-shot draws")  # fmt: skip
     command.add_argument("--few-shot", type=int, default=0, metavar="K",
-                         help="legalbench: K demonstrations from train.tsv before each test "
-                         "question (default 0: zero-shot)")  # fmt: skip
+                         help="legalbench --protocol legalbench: K demonstrations from "
+                         "train.tsv before each test question (default 0: zero-shot)")  # fmt: skip
+    protocols = "; ".join(
+        f"{source}: {', '.join(p.names)} (default {p.default})" for source, p in PROTOCOLS.items()
+    )
+    command.add_argument("--protocol", metavar="NAME",
+                         help="how the records are prompted and graded (default: the "
+                         f"benchmark's official protocol) — {protocols}")  # fmt: skip
     command.add_argument("--summary", type=Path, metavar="FILE",
                          help="also write the counts and failures as JSON")  # fmt: skip
     command.set_defaults(func=_cmd_import)

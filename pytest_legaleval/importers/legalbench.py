@@ -16,7 +16,14 @@ otherwise by first mention in the prompt). ``Extraction`` and ``Generation`` tas
 ``sara_numeric`` (dollar amounts) and ``successor_liability`` (comma-joined lists of
 exceptions); both are imported as ``reference_qa``. Ids are
 ``legalbench:<task>:<split>:<row>`` (the row's 1-based position in its TSV, 4 digits).
-Policy ``legalbench``.
+Every record keeps the TSV's answer as ``metadata.gold_label`` (what LegalBench compares
+with; a MAUD option task's label is the option letter, its choice text the option's).
+
+Protocols (``importers.protocols``): ``legalbench_official`` (the default) writes each
+task's ``base_prompt.txt`` filled in as LegalBench's ``utils.generate_prompts`` fills it —
+every ``{{column}}`` replaced by the row's value, column by column, the file's own
+demonstrations kept — under policy ``legalbench_official``; ``legalbench`` (ours) writes
+the prompt zero-shot or with ``--few-shot`` demonstrations, under policy ``legalbench``.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from pytest_legaleval.importers.base import (
     text,
 )
 from pytest_legaleval.importers.legalbench_prompt import TaskPrompt, parse_prompt
+from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.readers import read_table
 
 __all__ = ["IMPORTER"]
@@ -48,6 +56,8 @@ _FREE_TEXT_ANSWERS = frozenset({"sara_numeric", "successor_liability"})
 _LABEL_KIND = re.compile(r"classification|yes/no", re.IGNORECASE)
 _README_LINE = re.compile(r"^\*\*(License|Task type)\*\*:\s*(.+?)\s*$", re.MULTILINE)
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_FIELD = re.compile(r"\{\{(.*?)\}\}")
+OFFICIAL = "legalbench_official"
 
 
 def _answer(row: dict[str, Any]) -> str:
@@ -64,6 +74,8 @@ class _Task:
     kind: str
     prompt: TaskPrompt
     tsvs: tuple[Path, ...]
+    base_prompt: str
+    """``base_prompt.txt`` as the file has it."""
 
 
 def _readme(directory: Path) -> dict[str, str]:
@@ -78,8 +90,9 @@ def _readme(directory: Path) -> dict[str, str]:
 def _task(directory: Path) -> _Task:
     readme = _readme(directory)
     base = directory / "base_prompt.txt"
+    raw = base.read_text(encoding="utf-8-sig")
     try:
-        prompt = parse_prompt(base.read_text(encoding="utf-8-sig"), f"{directory.name}/{base.name}")
+        prompt = parse_prompt(raw, f"{directory.name}/{base.name}")
     except RowError as exc:
         raise ConfigError(str(exc)) from None
     tsvs = tuple(sorted(p for p in directory.glob("*.tsv") if p.is_file()))
@@ -90,6 +103,7 @@ def _task(directory: Path) -> _Task:
         readme.get("Task type", ""),
         prompt,
         tsvs,
+        raw,
     )
 
 
@@ -135,6 +149,25 @@ def _labels(task: _Task) -> list[tuple[str, str]] | None:
     return [(label, label) for label in ordered]
 
 
+def official_prompt(base_prompt: str, row: dict[str, Any]) -> str:
+    """``base_prompt.txt`` filled in as LegalBench's ``generate_prompts`` fills it.
+
+    Every ``{{column}}`` is replaced by the row's value, column by column in the row's
+    order (a value holding another column's placeholder is filled in turn, as upstream).
+
+    Raises:
+        RowError: the prompt names a column the row lacks.
+
+    """
+    prompt = base_prompt
+    for key, value in row.items():
+        prompt = prompt.replace("{{" + str(key) + "}}", text(value))
+    missing = [name for name in _FIELD.findall(base_prompt) if name not in row]
+    if missing:
+        raise RowError(f"no column {missing[0]!r}, which base_prompt.txt names")
+    return prompt
+
+
 def _shots(task: _Task, options: ImportOptions) -> list[dict[str, Any]]:
     if options.few_shot <= 0:
         return []
@@ -158,14 +191,16 @@ def _record(
     row: dict[str, Any],
     labels: list[tuple[str, str]] | None,
     shots: list[dict[str, Any]],
+    protocol: str,
 ) -> dict[str, Any]:
     split = tsv.stem
     answer = _answer(row)
     if not answer.strip():
         raise RowError("answer is empty")
     used = {"answer", "label", "index", *task.prompt.fields}
+    official = protocol == OFFICIAL
     metadata: dict[str, Any] = {
-        "policy_id": "legalbench",
+        "policy_id": protocol,
         "task": task.name,
         "split": split,
         "license": task.licence,
@@ -173,15 +208,16 @@ def _record(
         "source_repo": SOURCE_REPO,
         "source_path": f"tasks/{task.name}/{tsv.name}",
         "original_index": text(row.get("index")) or None,
-        "prompt_template": f"base_prompt.txt, {len(shots)}-shot" if shots else
-        "base_prompt.txt, zero-shot",
+        "prompt_template": "base_prompt.txt as given" if official else
+        f"base_prompt.txt, {len(shots)}-shot" if shots else "base_prompt.txt, zero-shot",
+        "gold_label": answer,
     }  # fmt: skip
     metadata = {key: value for key, value in metadata.items() if value is not None}
     for key, value in row.items():
         if key not in used and text(value) != "":
             metadata.setdefault(key, text(value))
     record_id = f"legalbench:{task.name}:{split}:{position:04d}"
-    prompt = task.prompt.render(row, shots)
+    prompt = official_prompt(task.base_prompt, row) if official else task.prompt.render(row, shots)
     if labels is None:
         record = new_record(record_id, "legalbench", "reference_qa", prompt, metadata=metadata)
         record["reference_answers"] = [answer]
@@ -208,7 +244,20 @@ def files(paths: Sequence[Path]) -> list[Path]:
 
 
 def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
-    """Every TSV row of every task, task by task (by name), TSV by TSV (by name)."""
+    """Every TSV row of every task, task by task (by name), TSV by TSV (by name).
+
+    Raises:
+        ConfigError: an unknown protocol, or ``few_shot`` with the official one (whose
+            demonstrations are the prompt file's own).
+
+    """
+    protocol = resolve_protocol("legalbench", options.protocol)
+    assert protocol is not None
+    if protocol == OFFICIAL and options.few_shot > 0:
+        raise ConfigError(
+            f"--few-shot {options.few_shot}: the {OFFICIAL} protocol uses base_prompt.txt "
+            "as given (its own demonstrations); add --protocol legalbench for --few-shot"
+        )
     for directory in _task_dirs(paths):
         task = _task(directory)
         if not task.tsvs:
@@ -225,14 +274,15 @@ def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
                     yield SourceRow(where, split)
                     continue
                 yield SourceRow.built(
-                    where, split, _record, task, tsv, position, row, labels, shots
+                    where, split, _record, task, tsv, position, row, labels, shots, protocol
                 )
 
 
 IMPORTER = Importer(
     name="legalbench",
-    what="LegalBench tasks/<task>/: every TSV, base_prompt.txt zero- or few-shot",
-    version=1,
+    what="LegalBench tasks/<task>/: every TSV; base_prompt.txt as given (official) or "
+    "zero-/few-shot (--protocol legalbench)",
+    version=2,
     files=files,
     rows=rows,
 )

@@ -18,7 +18,14 @@ carry the same columns. Data licence CC-BY-4.0 (``LICENSE_DATA``).
 
 A file's kind is read from its columns, not its name, so a renamed file or a Parquet/JSONL
 export with the same columns imports alike. Choice ids past ``Z`` are ``CHOICE_26`` …
-(32-option questions), as in LBR's merged set. Policies: ``lexam_mcq_v1``, ``lexam_oq_v1``.
+(32-option questions), as in LBR's merged set.
+
+Protocols (``importers.protocols``): ``lexam_official`` (the default) writes LEXam's own
+answering prompt with the course and, for MCQs, the choices listed ``A. text`` (up to 26)
+or ``1. text`` (more) — ``grading.official.lexam_prompts`` — under policy
+``lexam_official``; ``lexam`` keeps the bare question under our policy ``lexam``; ``lbr``
+keeps it under ``lexam_mcq_v1`` / ``lexam_oq_v1`` (as the Legal Benchmark Runner runs
+LEXam). ``metadata.course`` is the natural cluster of a LEXam question (one course's exam).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.grading.official.lexam_prompts import mcq_prompt, open_prompt
 from pytest_legaleval.importers.base import (
     Importer,
     ImportOptions,
@@ -41,6 +49,7 @@ from pytest_legaleval.importers.base import (
     text,
 )
 from pytest_legaleval.importers.limits import UnreadRow
+from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.readers import READABLE_SUFFIXES, read_table
 
 __all__ = ["IMPORTER", "mcq_record", "open_record"]
@@ -49,6 +58,12 @@ LICENCE = "CC-BY-4.0"
 SOURCE_REPO = "https://github.com/LEXam-Benchmark/LEXam"
 _VARIANT = re.compile(r"^(\d+)_choices$")
 _SUBSET = re.compile(r"mcq_(\d+)_choices")
+_POLICIES = {
+    "lexam_official": ("lexam_official", "lexam_official"),
+    "lexam": ("lexam", "lexam"),
+    "lbr": ("lexam_mcq_v1", "lexam_oq_v1"),
+}
+"""Protocol → (policy of MCQs, policy of open questions)."""
 _METADATA_FIELDS = (
     "course", "language", "area", "jurisdiction", "year", "n_statements",
     "none_as_an_option", "negative_question",
@@ -87,10 +102,24 @@ def _metadata(row: Mapping[str, Any], path: Path, policy: str) -> dict[str, Any]
     return metadata
 
 
+def _policies(protocol: str | None) -> tuple[str, str]:
+    resolved = resolve_protocol("lexam", protocol)
+    assert resolved is not None
+    return _POLICIES[resolved]
+
+
 def mcq_record(
-    row: Mapping[str, Any], path: Path, choices_field: str, gold_field: str, tag: str
+    row: Mapping[str, Any],
+    path: Path,
+    choices_field: str,
+    gold_field: str,
+    tag: str,
+    protocol: str | None = None,
 ) -> dict[str, Any]:
     """The ``mcq`` record of one LEXam question with the options of ``choices_field``.
+
+    ``protocol`` (``importers.protocols``; ``None``: the official one) sets its policy and
+    prompt.
 
     Raises:
         RowError: no id or question, unparseable options, fewer than two, or a gold
@@ -104,16 +133,19 @@ def mcq_record(
     gold = number(row.get(gold_field), gold_field)
     if not 0 <= gold < len(options):
         raise RowError(f"{gold_field} {gold} is out of range for {len(options)} options")
-    metadata = _metadata(row, path, "lexam_mcq_v1")
+    policy = _policies(protocol)[0]
+    metadata = _metadata(row, path, policy)
     metadata["gold_index"] = gold
+    if policy == "lexam_official":
+        prompt = mcq_prompt(prompt, options, text(row.get("course")))
     record = new_record(f"lexam:{tag}:{source_id}", "lexam", "mcq", prompt, metadata=metadata)
     record["choices"] = [{"id": choice_id(i), "text": t} for i, t in enumerate(options)]
     record["correct_choice_ids"] = [choice_id(gold)]
     return record
 
 
-def open_record(row: Mapping[str, Any], path: Path) -> dict[str, Any]:
-    """The ``reference_qa`` record of one LEXam open question.
+def open_record(row: Mapping[str, Any], path: Path, protocol: str | None = None) -> dict[str, Any]:
+    """The ``reference_qa`` record of one LEXam open question (``protocol`` as above).
 
     Raises:
         RowError: no id, question or answer.
@@ -123,7 +155,10 @@ def open_record(row: Mapping[str, Any], path: Path) -> dict[str, Any]:
     answer = text(row.get("answer"))
     if not answer.strip():
         raise RowError("answer (the reference answer) is empty")
-    metadata = _metadata(row, path, "lexam_oq_v1")
+    policy = _policies(protocol)[1]
+    metadata = _metadata(row, path, policy)
+    if policy == "lexam_official":
+        prompt = open_prompt(prompt, text(row.get("course")))
     record = new_record(f"lexam:oq:{source_id}", "lexam", "reference_qa", prompt, metadata=metadata)
     record["reference_answers"] = [answer]
     return record
@@ -162,7 +197,7 @@ def _builders(row: Mapping[str, Any], path: Path) -> list[tuple[str, tuple[str, 
     return []
 
 
-def _file_rows(path: Path) -> Iterator[SourceRow]:
+def _file_rows(path: Path, protocol: str | None) -> Iterator[SourceRow]:
     split = _split_of(path)
     for position, row in enumerate(read_table(path), start=1):
         where = f"{path.name} row {position}"
@@ -177,9 +212,9 @@ def _file_rows(path: Path) -> Iterator[SourceRow]:
         for suffix, (tag, choices, gold) in builders:
             try:
                 if tag == "open":
-                    record = open_record(row, path)
+                    record = open_record(row, path, protocol)
                 else:
-                    record = mcq_record(row, path, choices, gold, tag)
+                    record = mcq_record(row, path, choices, gold, tag, protocol)
                     if tag != "mcq":
                         record["metadata"]["n_choices"] = len(record["choices"])
             except RowError as exc:
@@ -194,15 +229,22 @@ def files(paths: Sequence[Path]) -> list[Path]:
 
 
 def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
-    """Every question (× option count) of the files, in file order."""
+    """Every question (× option count) of the files, in file order.
+
+    Raises:
+        ConfigError: an unknown protocol.
+
+    """
+    _policies(options.protocol)
     for path in files(paths):
-        yield from _file_rows(path)
+        yield from _file_rows(path, options.protocol)
 
 
 IMPORTER = Importer(
     name="lexam",
-    what="LEXam data/: MCQ test (4 options), perturbation (4/8/16/32), open questions",
-    version=1,
+    what="LEXam data/: MCQ test (4 options), perturbation (4/8/16/32), open questions; "
+    "LEXam's prompts (official) or ours (--protocol lexam|lbr)",
+    version=2,
     files=files,
     rows=rows,
 )

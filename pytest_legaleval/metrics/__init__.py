@@ -9,7 +9,9 @@ runs (McNemar, paired bootstrap); :mod:`.compare` renders ``legaleval compare``;
 :mod:`.epochs` (one verdict per item, pass@k, pass^k, flaky records), :mod:`.clustered`
 (Miller's clustered standard errors), :mod:`.paired` (the clustered paired difference the
 baseline gate decides on), :mod:`.epoch_summary` (those figures for the summary) and
-:mod:`.power` (the planner of ``legaleval plan``).
+:mod:`.power` (the planner of ``legaleval plan``). :mod:`.benchmarks` computes the official
+benchmark figures (``benchmarks`` block) and :mod:`.gate_paths` lets a gate name any number
+of the summary by its dotted path.
 
 Never imports pytest, the pipeline, the engine or the service.
 """

@@ -3,7 +3,10 @@
 A gate is ``[SLICE:]METRIC OP NUMBER``, e.g. ``pass_rate>=0.8`` or
 ``dataset=lexam:pass_rate_ci_low>=0.6``. Values come from the run's summary (or its
 slice table) when it holds the metric, else they are computed from the prediction rows,
-so a gate never depends on which artifact happened to carry a field.
+so a gate never depends on which artifact happened to carry a field. METRIC may also be
+the dotted path of any number in ``metrics_summary.json`` (``benchmarks.legalbench.score``,
+``judge_audit.cohen_kappa``; :mod:`~pytest_legaleval.metrics.gate_paths`); the
+``benchmarks`` figures are computed from the rows when the summary lacks them.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.counts import with_item_fields
+from pytest_legaleval.metrics.gate_paths import parse_path, path_value
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.stats import wilson_interval
 from pytest_legaleval.metrics.summary import MetricsAccumulator
@@ -149,17 +153,21 @@ gate    := [slice ":"] metric op number
 slice   := key "=" value ("," key "=" value)*
 key     := dataset | model | task_type | policy | tag | metadata.NAME
 metric  := {metrics}
+         | PATH, the dotted path of a number in metrics_summary.json
+           (a key with dots or colons in brackets: models["ollama/llama3:8b"])
 op      := >= | > | <= | < | ==
 number  := a decimal such as 0.8, or a percentage such as 80% (rates: 0..1 or 0%..100%)
 examples: pass_rate>=0.8   dataset=lexam:pass_rate_ci_low>=0.6
-          model=openai/gpt-4.1-mini:mean_score>0.5   error_rate<=0.01""".format(
+          model=openai/gpt-4.1-mini:mean_score>0.5   error_rate<=0.01
+          benchmarks.legalbench.score>=0.6   judge_audit.cohen_kappa>=0.6""".format(
     metrics=" | ".join(METRICS)
 )
 
 _EXPR_RE = re.compile(
-    r"^\s*(?P<metric>[a-z_0-9]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<number>[-+]?(\d+(\.\d*)?|\.\d+)"
+    r"^\s*(?P<metric>[^\s<>=]+?)\s*(?P<op>>=|<=|==|>|<)\s*(?P<number>[-+]?(\d+(\.\d*)?|\.\d+)"
     r"([eE][-+]?\d+)?)\s*(?P<percent>%?)\s*$"
 )
+_NAME_RE = re.compile(r"[a-z_0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,21 +210,37 @@ def parse_gate(text: str) -> Gate:
 
     A rate's threshold (``pass_rate``, ``mean_score``, the error rates …) must lie in
     [0, 1]: ``pass_rate >= 60`` can never pass, so it is refused with a hint to write
-    ``60%``.
+    ``60%``. A metric path's scale is its own (LEXam's open-question score runs to 100).
+    The slice ends at the last colon after which a whole expression follows, so a colon
+    inside a bracketed path key (``models["ollama/llama3:8b"]``) stays in the path.
     """
     if not isinstance(text, str) or not text.strip():
         raise _usage(str(text), "empty expression")
-    head, sep, expr = text.rpartition(":")
+    cuts = [i for i, char in enumerate(text) if char == ":"][::-1]
+    first: ConfigError | None = None
+    for cut in [*cuts, -1]:
+        try:
+            return _parse_at(text, cut)
+        except ConfigError as exc:
+            first = first or exc
+    assert first is not None
+    raise first
+
+
+def _parse_at(text: str, cut: int) -> Gate:
+    """The gate with the slice ``text[:cut]`` (none when ``cut`` is -1)."""
+    head, sep, expr = (text[:cut], ":", text[cut + 1 :]) if cut >= 0 else ("", "", text)
     match = _EXPR_RE.match(expr)
     if not match:
         raise _usage(text, "expected METRIC OP NUMBER after the optional SLICE:")
     metric = match.group("metric")
-    if metric not in METRICS:
+    if metric not in METRICS and (_NAME_RE.fullmatch(metric) or parse_path(metric) is None):
         raise _usage(text, f"unknown metric {metric!r}")
     threshold = float(match.group("number"))
     if match.group("percent"):
         threshold /= 100
-    if METRICS[metric].rate and not 0 <= threshold <= 1:
+    spec = METRICS.get(metric)
+    if spec is not None and spec.rate and not 0 <= threshold <= 1:
         raise _usage(text, _rate_hint(metric, match.group("number"), bool(match.group("percent"))))
     conditions: list[tuple[str, str]] = []
     if sep:
@@ -424,8 +448,20 @@ def evaluate_gates(
     """
     results = []
     computed: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+    figures: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
     for gate in gates:
         given = summary if not gate.slice else (slice_entry(gate.slice) if slice_entry else None)
+        if gate.metric not in METRICS:
+            found_path = path_value(
+                gate.metric,
+                given,
+                _slice_rows(rows, gate.slice),
+                figures.setdefault(gate.slice, {}),
+            )
+            passed = found_path.value is not None and gate.holds(found_path.value)
+            value, interval, n = found_path.value, found_path.interval, found_path.n
+            results.append(GateResult(gate, passed, value, interval, n, found_path.note))
+            continue
         found, value, interval, n = (
             metric_value(given, gate.metric) if given is not None else (False, None, None, 0)
         )
@@ -449,3 +485,10 @@ def evaluate_gates(
         passed = value is not None and not math.isnan(value) and gate.holds(value)
         results.append(GateResult(gate, passed, value, interval, n, note))
     return results
+
+
+def _slice_rows(
+    rows: Iterable[Mapping[str, Any]], conditions: tuple[tuple[str, str], ...]
+) -> Callable[[], Iterable[Mapping[str, Any]]]:
+    """The rows of one slice, read when asked (path gates compute from them on demand)."""
+    return lambda: (r for r in rows if row_matches(r, conditions))

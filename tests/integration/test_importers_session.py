@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -24,12 +23,13 @@ def test_a_run_on_an_upstream_spreadsheet(pytester: pytest.Pytester, suite: Path
         if row.record is not None
     ]
     right, *wrong = records
-    gold = json.dumps({"answer": right["correct_choice_ids"]})
+    # the official protocol (the import's default): LEXam's "Correct Answer: ###X###"
+    gold = f"Correct Answer: ###{right['correct_choice_ids'][0]}###"
     answers = [{"record_id": right["id"], "response": gold}]
     for record in wrong:
         correct = record["correct_choice_ids"]
         other = next(c["id"] for c in record["choices"] if c["id"] not in correct)
-        answers.append({"record_id": record["id"], "response": json.dumps({"answer": [other]})})
+        answers.append({"record_id": record["id"], "response": f"###{other}###"})
     responses = write_jsonl(pytester.path / "responses.jsonl", answers)
 
     result = run_eval(pytester, Path("lexam:MCQs_test.xlsx"), responses)

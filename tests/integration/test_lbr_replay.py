@@ -39,14 +39,38 @@ def lbr_files(pytester: pytest.Pytester, suite: Path) -> dict[str, Path]:
     }
 
 
+def _without_totals(judgments: Path) -> Path:
+    """LBR's judgments without the totals it derived from the verdicts."""
+    rows = [json.loads(line) for line in judgments.read_text(encoding="utf-8").splitlines()]
+    bare = judgments.with_name("judgments_without_totals.jsonl")
+    bare.write_text(
+        "".join(
+            json.dumps({k: v for k, v in row.items() if k not in ("score", "pass", "aggregation")})
+            + "\n"
+            for row in rows
+        ),
+        encoding="utf-8",
+    )
+    return bare
+
+
+@pytest.mark.parametrize("totals", ["kept", "removed"])
 def test_lbr_s_run_replays_offline_with_lbr_s_scores(
-    pytester: pytest.Pytester, lbr_files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    lbr_files: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    totals: str,
 ) -> None:
+    # With the totals removed (score, pass, aggregation) every score is recomputed from
+    # the verdicts alone, reference rows (criteria.overall) as rubric rows.
+    judgments = (
+        lbr_files["judgments"] if totals == "kept" else _without_totals(lbr_files["judgments"])
+    )
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # no endpoint, no key: no call
     result = pytester.runpytest(
         "--dataset", str(lbr_files["records"]),
         "--responses", str(lbr_files["responses"]),
-        "--judgments", str(lbr_files["judgments"]),
+        "--judgments", str(judgments),
         "--run-dir", "runs", "--no-cache", "-p", "no:randomly", "-q",
     )  # fmt: skip
     assert result.ret in (0, 1), result.stdout.str()[-3000:]

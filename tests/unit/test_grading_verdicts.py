@@ -262,7 +262,10 @@ def test_lbr_native_rows_and_criteria_only_rows() -> None:
 
 
 def test_lbr_reference_rows() -> None:
-    good = {"example_id": "q1", "candidate_name": "m", "judge_mode": "reference", "score": 0.3}
+    good = {
+        "example_id": "q1", "candidate_name": "m", "judge_mode": "reference", "score": 0.3,
+        "criteria": {"overall": 0.3},
+    }  # fmt: skip
     failed = {**good, "candidate_name": "n", "score": 0.0, "parse_error": True}
     down = {**good, "candidate_name": "o", "score": 0.0, "judge_call_failed": True}
     table = _read(good, failed, down)
@@ -273,6 +276,53 @@ def test_lbr_reference_rows() -> None:
     for model, why in (("n", "could not be parsed"), ("o", "call failed")):
         scored = score_verdict(table.verdicts["q1", model], policy)
         assert scored.reason == "judge_error" and why in scored.explanation
+
+
+def test_an_lbr_reference_score_comes_from_its_verdict_never_from_the_recorded_total() -> None:
+    base = {"example_id": "q1", "judge_mode": "reference", "criteria": {"overall": 0.8}}
+    stripped = {**base, "candidate_name": "a"}  # no score, pass or aggregation at all
+    disagreeing = {**base, "candidate_name": "b", "score": 0.1, "pass": False}
+    total_only = {"example_id": "q1", "candidate_name": "c", "judge_mode": "reference",
+                  "score": 0.9, "pass": True}  # fmt: skip
+    table = _read(stripped, disagreeing, total_only)
+    policy = BOOK.get("lexam_oq_v1")
+    for model in ("a", "b"):
+        scored = score_verdict(table.verdicts["q1", model], policy)
+        assert (scored.score, scored.passed) == (0.8, True), model
+    assert table.verdicts["q1", "b"].recorded_score == 0.1  # kept for comparison only
+    assert [(p.line, p.code) for p in table.problems] == [
+        (2, "score_mismatch"),
+        (3, "missing_field"),
+    ]
+    no_verdict = score_verdict(table.verdicts["q1", "c"], policy)
+    assert no_verdict.reason == "judge_error" and "criteria.overall" in no_verdict.explanation
+
+
+def test_lbrs_run_replays_the_same_without_its_recorded_totals(
+    lbr: tuple[VerdictFile, list[dict[str, Any]]], no_network: None
+) -> None:
+    table, rows = lbr
+    records = lbr_run.records()
+    stripped = [
+        json.dumps({k: v for k, v in row.items() if k not in ("score", "pass", "aggregation")})
+        for row in rows
+    ]
+    bare = read_verdicts(stripped, records=records)
+    assert bare.problems == [] and bare.verdicts.keys() == table.verdicts.keys()
+    by_key = {(r["example_id"], r["candidate_name"]): r for r in rows}
+    outcomes = Counter()
+    for key, verdict in bare.verdicts.items():
+        scored = score_verdict(verdict, BOOK.for_record(records[verdict.record_id]))
+        row = by_key[key]
+        if row["parse_error"] or row.get("judge_call_failed"):
+            assert scored.reason == "judge_error", key
+            outcomes["judge_error"] += 1
+            continue
+        assert scored.score == pytest.approx(row["score"], abs=1e-9), key
+        assert scored.passed is row["pass"], key
+        outcomes[verdict.kind] += 1
+    # before verdicts were read for reference rows, their 71 became judge errors here
+    assert outcomes == {"rubric": 269, "reference": 71, "judge_error": 44}
 
 
 # ------------------------------------------------------------------ hostile rows

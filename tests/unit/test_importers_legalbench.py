@@ -36,7 +36,8 @@ def imported(tmp_path: Path, *args: Any, **options: Any) -> dict[str, dict[str, 
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    return imported(tmp_path_factory.mktemp("lb"))
+    # Our own protocol's prompts; the official protocol's: test_official_legalbench.py.
+    return imported(tmp_path_factory.mktemp("lb"), protocol="legalbench")
 
 
 def test_every_row_of_every_tsv_becomes_a_record(records: dict[str, dict[str, Any]]) -> None:
@@ -105,7 +106,7 @@ def test_maud_options_and_multi_block_templates(records: dict[str, dict[str, Any
 
 def test_prerelease_label_column_and_few_shot(tmp_path: Path) -> None:
     test_rows = tsv("hearsay", "test.tsv")  # the pre-release layout: label, text, slice
-    found = imported(tmp_path, split="test", few_shot=2, seed=3)
+    found = imported(tmp_path, split="test", few_shot=2, seed=3, protocol="legalbench")
     assert set(found) == {"legalbench:hearsay:test:0001", "legalbench:hearsay:test:0002"}
     record = found["legalbench:hearsay:test:0002"]
     labels = {c["id"]: c["text"] for c in record["choices"]}
@@ -113,10 +114,10 @@ def test_prerelease_label_column_and_few_shot(tmp_path: Path) -> None:
     assert record["metadata"]["prompt_template"] == "base_prompt.txt, 2-shot"
     shots = [line for line in record["prompt"].split("\n") if line.startswith("A: ")]
     assert len(shots) == 2
-    again = imported(tmp_path, split="test", few_shot=2, seed=3)
+    again = imported(tmp_path, split="test", few_shot=2, seed=3, protocol="legalbench")
     assert again["legalbench:hearsay:test:0002"]["prompt"] == record["prompt"]
     with pytest.raises(ConfigError, match="only 5 row"):
-        imported(tmp_path, split="test", few_shot=9)
+        imported(tmp_path, split="test", few_shot=9, protocol="legalbench")
 
 
 def test_prompt_parser() -> None:

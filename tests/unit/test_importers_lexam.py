@@ -36,7 +36,8 @@ def sheet(name: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     out = tmp_path_factory.mktemp("lexam") / "lexam.jsonl"
-    summary = run_import("lexam", [LEXAM], out)
+    # As LBR runs LEXam; the official protocol's records: test_official_lexam.py.
+    summary = run_import("lexam", [LEXAM], out, options=ImportOptions(protocol="lbr"))
     assert summary.failed == 0 and summary.written == 25
     return {
         json.loads(line)["id"]: json.loads(line)

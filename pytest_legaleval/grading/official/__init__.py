@@ -1,0 +1,25 @@
+"""The benchmarks' own scoring: ``legalbench_official`` and ``lexam_official``.
+
+The official protocols, computed exactly as the upstream evaluation code computes them:
+
+- :mod:`.legalbench` — LegalBench's ``evaluation.py`` (normalization, balanced accuracy,
+  the special evaluators), item by item and per task; :mod:`.legalbench_tasks` its task
+  lists and reasoning categories; :mod:`.porter` the Porter stemmer it uses (NLTK's
+  behaviour, our code); :mod:`.numeric` NumPy's mean, bit for bit.
+- :mod:`.lexam` — LEXam's MCQ extraction and judge grade; :mod:`.lexam_prompts` its prompts,
+  verbatim; :mod:`.lexam_judge` its open-question judge, asked through the engine.
+- :mod:`.graders` — the graders the built-in registry gives those protocols' records.
+
+Each module cites the upstream commit it follows. The per-task and headline figures of a
+run are :func:`pytest_legaleval.metrics.benchmarks.benchmark_figures`. Pure (but for the
+judge's calls through the engine): never imports pytest, the pipeline or the run directory.
+"""
+
+from __future__ import annotations
+
+from pytest_legaleval.grading.official.graders import (
+    LegalbenchOfficialGrader,
+    LexamMcqOfficialGrader,
+)
+
+__all__ = ["LegalbenchOfficialGrader", "LexamMcqOfficialGrader"]
