@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.grading.base import GradeRequest
+from pytest_legaleval.grading.base import GradeRequest, run_inline
 from pytest_legaleval.grading.official.graders import LegalbenchOfficialGrader
 from pytest_legaleval.grading.official.legalbench import evaluate, item_verdict
 from pytest_legaleval.grading.official.numeric import numpy_mean
@@ -137,7 +137,7 @@ def test_an_item_graded_by_another_grader_is_scored_from_its_answer_and_record()
     assert benchmark_figures([line])["legalbench"]["not_scored"] == 1
     figures = benchmark_figures([line], {record.id: record})["legalbench"]
     assert figures["tasks"]["hearsay"]["test"]["value"] == 1.0
-    grade = LegalbenchOfficialGrader().grade(GradeRequest(record, "m", "(No)", POLICY))
+    grade = run_inline(LegalbenchOfficialGrader().grade(GradeRequest(record, "m", "(No)", POLICY)))
     assert grade.details["official"]["gold_label"] == "No" and grade.passed is True
 
 

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_legaleval.formats import load_dataset
-from pytest_legaleval.grading.base import GradeRequest
+from pytest_legaleval.grading.base import GradeRequest, run_inline
 from pytest_legaleval.grading.official import legalbench as lb
 from pytest_legaleval.grading.official.graders import LegalbenchOfficialGrader
 from pytest_legaleval.grading.official.legalbench_tasks import (
@@ -115,7 +115,7 @@ def test_the_grader_on_imported_records_gives_the_upstream_verdicts_and_figures(
         for row, generation in enumerate(case["generations"], start=1):
             record = official_records[f"legalbench:{case['task']}:{case['split']}:{row:04d}"]
             assert record.policy_id == "legalbench_official"
-            grade = grader.grade(GradeRequest(record, "m", generation, POLICY))
+            grade = run_inline(grader.grade(GradeRequest(record, "m", generation, POLICY)))
             expected = case["item_scores"][row - 1]
             if expected is None:  # graded by hand upstream: no verdict, never a 0
                 assert (grade.outcome, grade.reason, grade.score) == (
@@ -149,8 +149,11 @@ def test_the_gold_is_the_tsv_label_also_for_maud_option_tasks(
     texts = {c.id: c.text for c in maud.choices}
     assert texts[maud.correct_choice_ids[0]] == "within 12 months"
     grader = LegalbenchOfficialGrader()
-    assert grader.grade(GradeRequest(maud, "m", "C", POLICY)).passed is True
-    assert grader.grade(GradeRequest(maud, "m", "within 12 months", POLICY)).passed is False
+    assert run_inline(grader.grade(GradeRequest(maud, "m", "C", POLICY))).passed is True
+    assert (
+        run_inline(grader.grade(GradeRequest(maud, "m", "within 12 months", POLICY))).passed
+        is False
+    )
 
 
 def test_official_prompts_are_base_prompt_txt_filled_as_upstream(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.engine import Engine, EngineSettings, RetryPolicy
-from pytest_legaleval.grading.base import Grade, GradeRequest
+from pytest_legaleval.grading.base import Grade, GradeRequest, run_inline
 from pytest_legaleval.grading.graders import JudgeGrader
 from pytest_legaleval.grading.official import lexam as lx
 from pytest_legaleval.grading.official import lexam_prompts as prompts
@@ -52,8 +52,10 @@ def test_mcq_verdicts_equal_evaluation_py(case: dict[str, Any]) -> None:
     verdict = lx.mcq_verdict(case["response"], case["gold_index"], case["n_choices"])
     assert (verdict.extracted, verdict.correct) == (case["extracted"], case["correct"])
     assert verdict.format == ("letters" if case["n_choices"] <= 26 else "numbers")
-    grade = LexamMcqOfficialGrader().grade(
-        GradeRequest(_mcq(case["n_choices"], case["gold_index"]), "m", case["response"], POLICY)
+    grade = run_inline(
+        LexamMcqOfficialGrader().grade(
+            GradeRequest(_mcq(case["n_choices"], case["gold_index"]), "m", case["response"], POLICY)
+        )
     )
     assert grade.passed is case["correct"] and grade.score == float(case["correct"])
     assert grade.details["official"]["correct"] is case["correct"]
@@ -186,9 +188,7 @@ def _grade(server: MockOpenAIServer, answer: str, models: tuple[str, ...] = (JUD
     with _engine(server) as engine:
         panel = JudgePanel(engine, models, max_tokens=512)
         request = GradeRequest(OPEN, "m", answer, POLICY, panel)
-        value = grader.grade(request)
-        assert not isinstance(value, Grade)
-        return engine.run_coroutine(value).result(timeout=30)  # type: ignore[arg-type]
+        return engine.run_coroutine(grader.grade(request)).result(timeout=30)
 
 
 def test_an_open_question_is_judged_with_lexams_prompt_and_grade(
