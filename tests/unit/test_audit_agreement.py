@@ -197,3 +197,24 @@ def test_the_bootstraps_are_seeded_and_deterministic() -> None:
 def test_a_constant_sample_has_a_point_interval_for_agreement_and_none_for_kappa() -> None:
     agreement_ci, kappa_ci = kappa_agreement_intervals(Confusion(both_pass=12))
     assert agreement_ci == (1.0, 1.0) and kappa_ci is None
+
+
+@needs_stats
+def test_the_alpha_bootstrap_agrees_with_one_built_on_krippendorff(kalpha: Any) -> None:
+    """The same percentile bootstrap done with the reference's α on numpy resamples: the
+    bounds agree to Monte Carlo precision."""
+    import numpy as np
+
+    rng = random.Random(12)
+    pairs = [(h, min(1.0, max(0.0, h + rng.gauss(0, 0.25)))) for h in
+             (rng.random() for _ in range(60))]  # fmt: skip
+    data = np.array(pairs).T
+    generator = np.random.default_rng(12)
+    alphas = []
+    for _ in range(600):
+        drawn = data[:, generator.integers(0, 60, 60)]
+        alphas.append(kalpha(reliability_data=drawn, level_of_measurement="interval"))
+    low, high = np.percentile(alphas, [2.5, 97.5])
+    ours = alpha_interval(pairs, seed=3, resamples=4000)
+    assert ours is not None
+    assert ours[0] == pytest.approx(low, abs=0.04) and ours[1] == pytest.approx(high, abs=0.04)
