@@ -74,110 +74,30 @@ def audit_body(
     }
 
 
-def _num(value: Any, digits: int = 4) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def _ci(interval: Any) -> str:
-    if not interval:
-        return ""
-    return f" [{interval[0]:.4f}, {interval[1]:.4f}]"
-
-
-def _ppi(block: Any) -> str:
-    if not block:
-        return "n/a"
-    return f"{block['estimate']:.4f}{_ci(block['ci95'])} (λ {block['lambda']:.2f})"
-
-
-def _side_by_side(block: dict[str, Any], indent: str = "  ") -> list[str]:
-    lines = [
-        f"{indent}{'':<12}{'judge':<10}{'humans (labels alone)':<32}PPI++ (labels + judge)",
-        f"{indent}{'pass rate':<12}{_num(block['judge_pass_rate']):<10}"
-        f"{(_num(block['human_pass_rate']) + _ci(block['human_pass_rate_ci95'])):<32}"
-        f"{_ppi(block['ppi_pass_rate'])}",
-    ]
-    if block["score_labelled"]:
-        lines.append(
-            f"{indent}{'mean score':<12}{_num(block['judge_mean_score']):<10}"
-            f"{(_num(block['human_mean_score']) + _ci(block['human_mean_score_ci95'])):<32}"
-            f"{_ppi(block['ppi_mean_score'])}"
-        )
-    lines.append(
-        f"{indent}agreement {_num(block['agreement'], 3)}{_ci(block['agreement_ci95'])} · "
-        f"Cohen's κ {_num(block['cohen_kappa'], 3)}{_ci(block['cohen_kappa_ci95'])}"
-        + (
-            f" · Krippendorff's α (scores) {_num(block['krippendorff_alpha'], 3)}"
-            f"{_ci(block['krippendorff_alpha_ci95'])}"
-            if block["score_labelled"]
-            else ""
-        )
-    )
-    from pytest_legaleval.metrics.audit import NO_LABELS, NO_SCORE_LABELS
-
-    for name, note in block.get("notes", {}).items():
-        if note not in (NO_LABELS, NO_SCORE_LABELS):  # "n/a" already says that
-            lines.append(f"{indent}{name}: {note}")
-    return lines
-
-
-def _table(title: str, blocks: dict[str, dict[str, Any]]) -> list[str]:
-    rows = [(name, b) for name, b in blocks.items() if b["labelled"]]
-    if not rows:
-        return []
-    width = max(12, *(len(name) for name, _ in rows)) + 2
-    out = [
-        f"{title}:",
-        f"  {'':<{width}}{'n':>5}  {'κ':>7}  {'judge':>7}  {'humans':>7}  PPI++ pass rate",
-    ]
-    for name, b in rows:
-        out.append(
-            f"  {name:<{width}}{b['labelled']:>5}  {_num(b['cohen_kappa'], 3):>7}  "
-            f"{_num(b['judge_pass_rate'], 3):>7}  {_num(b['human_pass_rate'], 3):>7}  "
-            f"{_ppi(b['ppi_pass_rate'])}"
-        )
-    return out
-
-
 def render_text(body: dict[str, Any]) -> str:
     """The terminal form of :func:`audit_body`'s result."""
+    from pytest_legaleval.metrics.audit_text import (
+        block_table,
+        consistency_lines,
+        labels_line,
+        side_by_side,
+    )
+
     audit = body["judge_audit"]
-    counts = audit["labels"]
     lines = [
         f"judge audit of {body['run_id']}: {audit['labelled']} labelled and "
         f"{audit['unlabelled']} unlabelled judge-graded items"
         + (f" (labels: {body['human_labels']})" if body["human_labels"] else ""),
-        *_side_by_side(audit),
+        *side_by_side(audit),
     ]
     if body["human_labels"]:
-        lines.append(
-            f"  labels: {counts.get('rows', 0)} rows, {counts.get('used', 0)} used, "
-            f"{counts.get('rejected', 0)} rejected, {counts.get('without_verdict', 0)} on items "
-            f"without a verdict, {counts.get('not_judge_graded', 0)} on items graded without "
-            f"a judge, {counts.get('ties', 0)} tied, {counts.get('raters', 0)} rater(s)"
-        )
-    lines += _table("per model", body["by_model"])
-    lines += _table("per policy", body["by_policy"])
+        lines.append(labels_line(audit["labels"]))
+    lines += block_table("per model", body["by_model"])
+    lines += block_table("per policy", body["by_policy"])
     if audit.get("criteria"):
         lines.append("criteria (every criterion verdict pooled):")
-        lines += _side_by_side(audit["criteria"], indent="    ")
-    consistency = body["judge_consistency"]
-    flips = consistency.get("flips")
-    if flips:
-        unstable = ", ".join(flips["unstable_criteria"][:10]) or "none"
-        lines.append(
-            f"judge consistency ({consistency['judge_epochs']} judgings per answer): flip rate "
-            f"{_num(flips['flip_rate'], 3)} over {flips['answers']} answer verdicts; unstable "
-            f"(flip rate > {flips['max_flip_rate']:g}): {unstable}"
-        )
-    panel = (consistency.get("panel") or {}).get("items")
-    if panel:
-        lines.append(
-            f"judge panel: {len(panel['judges'])} judges, mean pairwise agreement "
-            f"{_num(panel['mean_agreement'], 3)}, mean correlation "
-            f"{_num(panel['mean_correlation'], 3)}, effective independent judges "
-            f"{_num(panel['effective_judges'], 2)}"
-        )
+        lines += side_by_side(audit["criteria"], indent="    ")
+    lines += consistency_lines(body["judge_consistency"])
     return "\n".join(lines) + "\n"
 
 

@@ -322,3 +322,32 @@ def test_a_kappa_gate_reads_the_audit_block(monkeypatch: pytest.MonkeyPatch) -> 
         assert result.n == 20 and result.interval is not None
         kappa = summary["judge_audit"]["cohen_kappa"]
         assert result.value == kappa and not math.isnan(kappa)
+
+
+def test_the_terminal_summary_sets_judge_humans_and_ppi_side_by_side() -> None:
+    from pytest_legaleval.metrics.audit_text import summary_lines
+
+    lines, rows = _run(2, items=60)
+    block = judge_audit(lines, labels_from_rows(rows), settings=FAST).summary_block()
+    consistency = {
+        "judge_epochs": 3,
+        "flips": {"flip_rate": 0.125, "answers": 8, "max_flip_rate": 0.1,
+                  "unstable_criteria": ["(item)"]},
+        "panel": None,
+    }  # fmt: skip
+    text = summary_lines(block, consistency)
+    assert text[0] == (
+        f"judge audit: {block['labelled']} labelled and {block['unlabelled']} unlabelled "
+        "judge-graded items"
+    )
+    pass_rate = next(x for x in text if x.strip().startswith("pass rate"))
+    ppi = block["ppi_pass_rate"]
+    assert pass_rate.split()[2:4] == [
+        f"{block['judge_pass_rate']:.4f}",
+        f"{block['human_pass_rate']:.4f}",
+    ]
+    assert f"{ppi['estimate']:.4f} [{ppi['ci95'][0]:.4f}, {ppi['ci95'][1]:.4f}]" in pass_rate
+    assert any(f"Cohen's κ {block['cohen_kappa']:.3f}" in x for x in text)
+    assert text[-1].startswith("judge consistency (3 judgings per answer): flip rate 0.125")
+    empty = summary_lines(judge_audit(lines, labels_from_rows([])).summary_block())
+    assert "n/a" in next(x for x in empty if "pass rate" in x)
