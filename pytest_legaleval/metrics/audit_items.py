@@ -411,7 +411,10 @@ def match_labels(labels: LabelFile, run: RunItems) -> MatchedLabels:
             out.errors.append(_error(label, "invalid_enum_value", "criterion_id", text))
             rejected += 1
             continue
-        if not facts.has_verdict:
+        judged = run.verdicts.get(key)
+        if judged is None or (
+            label.criterion_id is not None and label.criterion_id not in judged.criteria
+        ):  # the item, or this criterion of it, has no judge verdict
             counts["without_verdict"] += 1
             continue
         groups[(*key, label.criterion_id)].append(label)

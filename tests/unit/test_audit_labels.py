@@ -202,7 +202,12 @@ def test_any_rows_give_labels_or_record_errors(rows: list[Any]) -> None:
 LINES = [
     line("r1", "m1", passed=True),
     line("r1", "m2", passed=False),
-    line("r2", "m1", passed=False, criteria=[{"id": "c1", "met": 1.0}, {"id": "c2", "met": 0.0}]),
+    line(
+        "r2",
+        "m1",
+        passed=False,
+        criteria=[{"id": "c1", "met": 1.0}, {"id": "c2", "met": 0.0}, {"id": "c3", "met": None}],
+    ),
     line("r3", "m1", passed=None),  # a judge error: no verdict
     line("q1", "m1", passed=True, grader="mcq"),  # graded without a judge
     line("solo", "m1", passed=True),
@@ -247,10 +252,11 @@ def test_labels_on_mcq_items_and_on_items_without_a_verdict_are_counted_apart() 
             {"record_id": "q1", "model": "m1", "passed": True},
             {"record_id": "r3", "model": "m1", "passed": True},
             {"record_id": "r1", "model": "m1", "passed": True},
+            {"record_id": "r2", "model": "m1", "criterion_id": "c3", "passed": True},
         ]
     )
-    assert not matched.errors
-    assert matched.counts["not_judge_graded"] == 1 and matched.counts["without_verdict"] == 1
+    assert not matched.errors  # c3 is a criterion of r2, but its verdict failed
+    assert matched.counts["not_judge_graded"] == 1 and matched.counts["without_verdict"] == 2
     assert list(matched.items) == [("r1", "m1")] and matched.counts["used"] == 1
 
 
