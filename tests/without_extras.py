@@ -21,6 +21,9 @@ EXTRA_MODULES = (
     "sse_starlette",
     "pydantic_settings",
     "starlette",
+    "ppi_py",  # [stats]
+    "sklearn",
+    "krippendorff",
 )
 
 for _name in EXTRA_MODULES:

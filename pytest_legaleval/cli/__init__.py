@@ -24,6 +24,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "pytest_legaleval.cli.serve",
     "pytest_legaleval.cli.submit",
     "pytest_legaleval.cli.plan",
+    "pytest_legaleval.cli.audit",
 )
 """Modules that add subcommands: each has ``register(subparsers)`` and sets ``func``."""
 

@@ -11,7 +11,11 @@ runs (McNemar, paired bootstrap); :mod:`.compare` renders ``legaleval compare``;
 baseline gate decides on), :mod:`.epoch_summary` (those figures for the summary) and
 :mod:`.power` (the planner of ``legaleval plan``). :mod:`.benchmarks` computes the official
 benchmark figures (``benchmarks`` block) and :mod:`.gate_paths` lets a gate name any number
-of the summary by its dotted path.
+of the summary by its dotted path. The judge audit: :mod:`.human_labels` reads
+``--human-labels``, :mod:`.audit_items` matches them to the judge's verdicts,
+:mod:`.audit` computes agreement, κ, α and the PPI++ estimates (:mod:`.ppi`,
+:mod:`.rater_agreement`), :mod:`.calibration` and :mod:`.audit_text` present them,
+:mod:`.judge_consistency` measures re-judging flips and judge panels.
 
 Never imports pytest, the pipeline, the engine or the service.
 """
