@@ -237,13 +237,17 @@ def _texts(count: int, length: int, seed: int) -> list[str]:
 
 
 def write_scale_run(
-    root: Path, *, items: int = 50_000, models: int = 8, answer_chars: int = 3000
-) -> Path:
+    root: Path, *, items: int = 50_000, models: int = 8, answer_chars: int = 3000,
+    reviewer: bool = False,
+) -> Path:  # fmt: skip
     """A finished run directory of ``items`` real-shaped prediction lines (no session).
 
     A quarter of the records are rubric records (ten criteria, a judge's reason each); the
     answers are ``answer_chars`` long; about 30 % fail, 2 % are judge errors, 1 % have an
-    attachment warning. Built from ``run_v0``'s line shapes.
+    attachment warning. Built from ``run_v0``'s line shapes. With ``reviewer``, the run
+    also has what the item view shows: ``input_dataset.json`` (prompts of 600 to 1,800
+    characters, four choices or a reference answer or the rubric) and ``transcripts.jsonl``
+    (the messages sent, the reply, a judge call per criterion).
     """
     run = root / "run_scale"
     run.mkdir(parents=True)
@@ -289,4 +293,59 @@ def write_scale_run(
                     ]}],
                 }  # fmt: skip
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    if reviewer:
+        _write_reviewer_files(run, items // models, names, answers, reasons)
     return run
+
+
+def _scale_record(record: int, prompts: list[str], reasons: list[str]) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "id": f"big:r{record:06d}", "dataset": "big", "prompt": prompts[record % len(prompts)],
+        "context": "", "messages": [], "attachments": [], "choices": [],
+        "correct_choice_ids": [], "rubric": [], "reference_answers": [],
+        "required_criteria": [], "tags": [], "expected": {}, "metadata": {},
+    }  # fmt: skip
+    if record % 4 == 0:
+        payload["task_type"] = "rubric_qa"
+        payload["rubric"] = [
+            {"id": f"c{i}", "title": f"Criterion {i}: " + reasons[i][:60], "weight": 5.0 - i}
+            for i in range(10)
+        ]
+    else:
+        payload["task_type"] = "reference_qa"
+        payload["reference_answers"] = [reasons[record % 16][:300]]
+    return {"index": record, "record_id": payload["id"], "dataset_id": "big", "payload": payload}
+
+
+def _write_reviewer_files(
+    run: Path, records: int, names: list[str], answers: list[str], reasons: list[str]
+) -> None:
+    prompts = [f"Question {n}. " + text for n, text in enumerate(_texts(32, 1200, 3))]
+    with (run / "input_dataset.json").open("w", encoding="utf-8") as out:
+        head = {"run_id": "run_scale", "mode": "inline", "datasets": [], "record_count": records}
+        out.write(json.dumps(head)[:-1] + ', "records": [\n')
+        for record in range(records):
+            line = json.dumps(_scale_record(record, prompts, reasons), ensure_ascii=False)
+            out.write(("" if record == 0 else ",\n") + line)
+        out.write("\n]}\n")
+    system = "You are a careful Swiss lawyer. Answer the question; cite the statutes."
+    with (run / "transcripts.jsonl").open("w", encoding="utf-8") as out:
+        for n in range(records * len(names)):
+            record, model = n // len(names), names[n % len(names)]
+            judge = [
+                {"model": "judge/j", "criterion_id": f"c{i}" if record % 4 == 0 else None,
+                 "messages": [{"role": "system", "content": "Grade the answer. " + reasons[i]},
+                              {"role": "user", "content": prompts[record % 32][:400]}],
+                 "reply": reasons[(n + i) % 16]}
+                for i in range(10 if record % 4 == 0 else 1)
+            ]  # fmt: skip
+            line = {
+                "item_id": f"test_suite.py::test_record[big/r{record}-{model}]",
+                "record_id": f"big:r{record:06d}", "model": model, "epoch": 0,
+                "request": {"messages": [{"role": "system", "content": system},
+                                         {"role": "user", "content": prompts[record % 32]}],
+                            "params": {"temperature": 0.0, "max_tokens": 2048}},
+                "reply": f"[{record}/{model}] " + answers[n % 64], "judge": judge,
+                "truncated": False,
+            }  # fmt: skip
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
