@@ -102,15 +102,17 @@ def _invalid_key(item: Mapping[str, Any]) -> tuple[str, str, Any]:
 
 
 def _slices_of(
-    run: RunData, invalid: list[dict[str, Any]], seed: int, shown: Mapping[int, int]
+    run: RunData, invalid: list[dict[str, Any]], seed: int, first: ItemPass
 ) -> dict[str, Any]:
     """``metrics_by_slice.json`` recomputed from the items (old vocabulary, or it disagrees)."""
     dims = (run.slices or {}).get("dimensions") if isinstance(run.slices, Mapping) else None
     keys = [d for d in dims or () if isinstance(d, str) and d.startswith("metadata.")]
     acc = SliceAccumulator(keys)  # its own record numbers: a third pass, after the summary
     for number, row in enumerate(iter_jsonl(run.path / "predictions.jsonl"), 1):
-        if number in shown:
-            acc.add(row, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
+        at = first.shown.get(number)
+        if at is not None:
+            line = first.verdict_line(at, row)
+            acc.add(line, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
     for item in invalid:
         acc.add_invalid(dataset=str(item.get("dataset") or ""), model=str(item.get("model") or ""),
                         key=_invalid_key(item))  # fmt: skip
@@ -233,7 +235,7 @@ def _details(path: Path, first: ItemPass, sources: _Sources, page: _Page) -> Non
         at = first.shown.get(number)
         if at is None:
             continue  # another epoch of an item: its verdict is in the item's "ep"
-        page.summary.add(line)
+        page.summary.add(first.verdict_line(at, line))
         row = first.rows[at]
         urgent = ORDER[row[CAT]] in URGENT
         texts = item_texts(line, sources.rubrics.get(row[Q]))
@@ -321,7 +323,7 @@ def _result(
         summary=summary,
         slices=dict(written)
         if slices_ok and written is not None
-        else _slices_of(run, invalid, seed, first.shown),
+        else _slices_of(run, invalid, seed, first),
         models=tables.models.values,
         records=tables.records.values,
         datasets=tables.datasets.values,

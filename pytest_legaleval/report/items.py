@@ -171,6 +171,15 @@ class ItemPass:
         self.item_ids.append((text(item.get("item_id")), 0))
         self.responses.append(NO_RESPONSE)
 
+    def verdict_line(self, row: int, line: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The shown ``line`` of ``row`` with the item's reduced verdict (for the counts)."""
+        if not self.epochs[row]:
+            return line
+        category, score = ORDER[self.rows[row][CAT]], self.rows[row][SCORE]
+        if category not in ("passed", "failed"):
+            return line
+        return {**line, "outcome": category, "passed": category == "passed", "score": score}
+
     def urgent_rows(self) -> list[bool]:
         """Per row: whether it is a failure, an error or invalid."""
         return [ORDER[row[CAT]] in URGENT for row in self.rows]

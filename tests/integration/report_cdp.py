@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import subprocess
 import tempfile
 import time
@@ -96,7 +97,8 @@ class Browser:
     def _receive(self) -> dict[str, Any]:
         deadline = time.monotonic() + _TIMEOUT
         while b"\0" not in self._buffer:
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._in], [], [], left)[0]:
                 raise TimeoutError("Chromium did not answer")
             chunk = os.read(self._in, 1 << 20)
             if not chunk:
@@ -129,11 +131,16 @@ class Browser:
         return self._call(method, params, sessionId=self._session)
 
     def open(self, url: str) -> None:
-        """Load ``url`` and wait for its load event (the page's script has run)."""
-        self.events.clear()
-        self.call("Page.navigate", {"url": url})
-        while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
-            self._event(self._receive())
+        """Load ``url`` afresh and wait for its load event (the page's script has run).
+
+        Through ``about:blank``: a second address that differs only in its fragment would
+        otherwise only scroll the loaded page.
+        """
+        for address in ("about:blank", url):
+            self.events.clear()
+            self.call("Page.navigate", {"url": address})
+            while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
+                self._event(self._receive())
         assert not self.errors, self.errors
 
     def js(self, expression: str) -> Any:
