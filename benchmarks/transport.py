@@ -6,8 +6,9 @@ The server runs in its own process so its CPU is not charged to the client.
 
     python benchmarks/transport.py [--n 2000] [--concurrency 50] [--latency 0.1] [--repeat 3]
 
-Variants: the Engine on the SDK's httpx transport, on its aiohttp transport, the aiohttp
-engine with the SQLite cache on, and a raw aiohttp client (no SDK, no engine) as the floor.
+Variants: the Engine on the openai SDK's public client (``--transport sdk``), on the
+wire-format client (``wire``, the default), the wire client with the SQLite cache on, and a
+raw aiohttp client (no SDK, no engine) as the floor.
 """
 
 from __future__ import annotations
@@ -80,7 +81,6 @@ def run_engine(
         concurrency=concurrency,
         transport=transport,
         cache_path=None if cache_dir is None else os.path.join(cache_dir, f"{tag}.sqlite"),
-        sdk_fast_path=True,  # as in a pytest run (pytest/tricks.py)
     )
     requests = requests_for(n, tag)
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -114,23 +114,23 @@ def main() -> None:
     ideal = n * lat / c
     proc, base_url = start_server(lat)
     try:
-        run_engine(base_url, 100, c, "httpx", None, "warmup")
+        run_engine(base_url, 100, c, "sdk", None, "warmup")
         with tempfile.TemporaryDirectory() as tmp:
             rows = [
                 best_of(
                     args.repeat,
-                    lambda i: run_engine(base_url, n, c, "httpx", None, f"httpx{i}"),
-                    "engine/httpx",
+                    lambda i: run_engine(base_url, n, c, "sdk", None, f"sdk{i}"),
+                    "engine/sdk",
                 ),
                 best_of(
                     args.repeat,
-                    lambda i: run_engine(base_url, n, c, "aiohttp", None, f"aio{i}"),
-                    "engine/aiohttp",
+                    lambda i: run_engine(base_url, n, c, "wire", None, f"wire{i}"),
+                    "engine/wire",
                 ),
                 best_of(
                     args.repeat,
-                    lambda i: run_engine(base_url, n, c, "aiohttp", tmp, f"cache{i}"),
-                    "engine/aiohttp+cache",
+                    lambda i: run_engine(base_url, n, c, "wire", tmp, f"cache{i}"),
+                    "engine/wire+cache",
                 ),
                 best_of(
                     args.repeat,

@@ -23,6 +23,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "pytest_legaleval.importers.command",
     "pytest_legaleval.cli.serve",
     "pytest_legaleval.cli.submit",
+    "pytest_legaleval.cli.plan",
 )
 """Modules that add subcommands: each has ``register(subparsers)`` and sets ``func``."""
 

@@ -32,6 +32,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         load_run(args.run_b),
         alpha=args.alpha,
         allow_scoring_mismatch=args.allow_scoring_mismatch,
+        cluster_by=args.cluster_by,
+        reducer=args.epoch_reducer,
     )
     text = render(data, args.format)
     if args.out:
@@ -92,6 +94,18 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="compare runs whose rubric items were scored under different rules (minmax, "
         "clipped); refused by default: their scores are not comparable",
+    )
+    compare.add_argument(
+        "--cluster-by",
+        metavar="FIELD",
+        help="dotted record field whose values cluster the records (metadata.exam); default: "
+        "the runs' own --cluster-by. Epochs or clusters compare record means with clustered "
+        "standard errors instead of McNemar",
+    )
+    compare.add_argument(
+        "--epoch-reducer",
+        choices=("mean", "majority", "all", "any"),
+        help="one verdict per item from its epochs (default: RUN_B's own, else mean)",
     )
     compare.set_defaults(func=_cmd_compare)
 

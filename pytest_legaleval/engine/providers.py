@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
-
-import httpx2
-import openai
+from typing import Any, Protocol
 
 from pytest_legaleval.engine.openai_reply import DUMMY_KEY, parse_completion, scrub_key
 from pytest_legaleval.engine.presets import OPENAI_DEFAULT_BASE_URL, PRESETS, Route
@@ -43,13 +39,20 @@ __all__ = [
     "split_model",
 ]
 
-PREFERRED_TRANSPORT = "aiohttp"
-"""What ``transport="auto"`` means: the transport that costs the client less CPU per call
-at the same wall time (``benchmarks/transport.py``; figures in ``benchmarks/RESULTS.md``),
-which decides once the client shares a busy machine."""
+PREFERRED_TRANSPORT = "wire"
+"""What ``transport="auto"`` means: the wire-format client on aiohttp (``engine.wire``),
+which costs a fraction of the SDK's CPU per call (``benchmarks/transport.py``; figures in
+``benchmarks/RESULTS.md``)."""
 
-_PATH = "/chat/completions"
-_OPTIONS: Mapping[str, Any] = {"security": {"bearer_auth": True}}
+_ALIASES = {"auto": PREFERRED_TRANSPORT, "aiohttp": "wire", "httpx": "sdk"}
+
+
+class _Client(Protocol):
+    """What a transport does: POST one body, return the success's bytes."""
+
+    async def post(self, body: Mapping[str, Any], idempotency_key: str) -> bytes: ...
+
+    async def aclose(self) -> None: ...
 
 
 class Provider(Protocol):
@@ -135,31 +138,28 @@ class _Route:
 
 
 class OpenAIProvider:
-    """``openai/NAME`` through ``openai.AsyncOpenAI`` (also vLLM, llama.cpp, Ollama …).
+    """``openai/NAME``: any OpenAI-compatible endpoint (also vLLM, llama.cpp, Ollama …).
 
     With ``provider`` set to a preset (``anthropic`` …), the same client serves that
     vendor's OpenAI-compatible endpoint, with the parameter rules of ``engine.presets``.
-    One client per (base_url, api_key_env); the SDK's own retries are off so the engine's
-    policy is the only one. The key is read from the environment when a client is built and
-    lives only inside that client.
+    One client per (base_url, api_key_env): the wire-format client (``engine.wire``), or
+    with ``transport="sdk"`` the openai SDK's public client (``engine.sdk_client``, its own
+    retries off so the engine's policy is the only one). The key is read from the
+    environment when a client is built and lives only inside that client.
     """
 
     def __init__(self, settings: EngineSettings, provider: str = "openai") -> None:
         self._settings = settings
         self.provider = provider
         self._routes: dict[str, _Route] = {}
-        self._clients: dict[tuple[str, str], tuple[openai.AsyncOpenAI, str]] = {}
-        self._http_clients: dict[tuple[str, str], httpx2.AsyncClient] = {}
-        transport = settings.transport
-        self.transport = PREFERRED_TRANSPORT if transport == "auto" else transport
+        self._clients: dict[tuple[str, str], tuple[_Client, str]] = {}
+        self.transport = _ALIASES.get(settings.transport, settings.transport)
         pool = settings.process_concurrency + (settings.process_judge_concurrency or 0)
         self._pool_size = max(100, pool + 8)
-        # Our own idempotency keys: the SDK would draw a uuid4 per call, which showed up as
-        # ~3 % of a worker's CPU in profiles. One random prefix per provider plus a counter
-        # is unique per attempt, as the SDK's keys are with its retries off.
+        # One random prefix per provider plus a counter: unique per attempt (a uuid4 per call
+        # showed up as ~3 % of a worker's CPU in profiles).
         self._key_prefix = f"legaleval-{secrets.token_hex(8)}-"
         self._key_counter = itertools.count(1)
-        self._senders: dict[tuple[str, str], _Sender | None] = {}
 
     def _route(self, model: str) -> _Route:
         route = self._routes.get(model)
@@ -194,30 +194,23 @@ class OpenAIProvider:
         """Request params over the per-model defaults."""
         return request.params.merged_over(self._route(request.model).defaults)
 
-    def _client(self, route: _Route) -> tuple[openai.AsyncOpenAI, str]:
+    def _client(self, route: _Route) -> tuple[_Client, str]:
         key = (route.base_url, route.api_key_env)
         entry = self._clients.get(key)
         if entry is None:
             api_key = os.environ.get(route.api_key_env) or DUMMY_KEY
-            limits = httpx2.Limits(
-                max_connections=self._pool_size, max_keepalive_connections=self._pool_size
-            )
-            timeout = self._settings.request_timeout_s
-            http_client: httpx2.AsyncClient
-            if self.transport == "aiohttp":
-                http_client = openai.DefaultAioHttpClient(limits=limits, timeout=timeout)
+            client: _Client
+            if self.transport == "sdk":
+                from pytest_legaleval.engine.sdk_client import SdkClient
+
+                timeout = self._settings.request_timeout_s
+                client = SdkClient(route.base_url, api_key, self._pool_size, timeout)
             else:
-                http_client = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
-            client = openai.AsyncOpenAI(
-                base_url=route.base_url,
-                api_key=api_key,
-                max_retries=0,
-                timeout=timeout,
-                http_client=http_client,
-            )
+                from pytest_legaleval.engine.wire import WireClient
+
+                client = WireClient(route.base_url, api_key, self._pool_size)
             entry = (client, api_key)
             self._clients[key] = entry
-            self._http_clients[key] = http_client
         return entry
 
     def _body(self, request: GenerationRequest, route: _Route) -> dict[str, Any]:
@@ -249,50 +242,19 @@ class OpenAIProvider:
             kwargs.update(params.extra_body)
         return kwargs
 
-    def _prepare_sender(self, key: tuple[str, str], client: openai.AsyncOpenAI) -> None:
-        if not self._settings.sdk_fast_path:
-            return
-        if key not in self._senders and self._clients.get(key, (None,))[0] is client:
-            self._senders[key] = _Sender.build(client, self._http_clients[key])
-
     async def complete(self, request: GenerationRequest) -> RawCompletion:
         """One chat completion; every failure is re-raised as a scrubbed ``ProviderError``."""
         route = self._route(request.model)
         client, api_key = self._client(route)
-        key = (route.base_url, route.api_key_env)
         try:
             body = self._body(request, route)
-            idempotency_key = f"{self._key_prefix}{next(self._key_counter)}"
-            sender = self._senders.get(key)
-            if sender is not None:
-                content = await sender.send(body, idempotency_key)
-            else:
-                # The client's generic ``post`` (its documented way to call any endpoint)
-                # skips the typed ``create`` wrapper's recursive parameter transform and
-                # pydantic response model; auth, base URL, timeouts and status-error mapping
-                # are still the SDK's. A client's first calls go this way (the SDK probes the
-                # platform for its headers off the loop), then its ``_Sender`` takes over.
-                options = cast(
-                    openai.RequestOptions, {**_OPTIONS, "idempotency_key": idempotency_key}
-                )
-                try:
-                    response = await client.post(
-                        _PATH, cast_to=httpx2.Response, body=body, options=options
-                    )
-                except Exception:
-                    self._prepare_sender(key, client)
-                    raise
-                self._prepare_sender(key, client)
-                content = response.content
+            content = await client.post(body, f"{self._key_prefix}{next(self._key_counter)}")
             return parse_completion(content)
-        except ProviderError:
-            raise
         except Exception as exc:
             found = classify_error(exc, scrub=lambda text: scrub_key(text, api_key))
-            message = found.message
             raise ProviderError(
                 found.code,
-                message,
+                found.message,
                 transient=found.transient,
                 status_code=found.status_code,
                 retry_after_s=found.retry_after_s,
@@ -301,107 +263,8 @@ class OpenAIProvider:
     async def aclose(self) -> None:
         """Close every client (and its connection pool)."""
         clients, self._clients = self._clients, {}
-        self._http_clients.clear()
-        self._senders.clear()
         for client, _ in clients.values():
-            await client.close()
-
-
-class _Sender:
-    """The SDK's request path without its per-call option models (most of its CPU per call).
-
-    ``AsyncOpenAI.post`` validates and copies a pydantic options model, merges headers and
-    parses the URL again on every call, about half of the engine's CPU per call (see
-    ``benchmarks/RESULTS.md``). Everything here is the SDK's, computed once per client: its own
-    ``_build_request`` builds a template request (URL, auth and platform headers, timeouts),
-    each call copies it with its own body and goes out through the client's HTTP client (the
-    SDK's httpx or aiohttp transport), and error statuses become the SDK's exception types
-    through the client's own mapping. The SDK's retries are off, so nothing else of ``request``
-    applies.
-
-    ``build`` returns ``None`` when this SDK version lacks one of the (private) pieces; the
-    provider then calls ``client.post`` as before.
-    """
-
-    __slots__ = (
-        "_client",
-        "_connection_errors",
-        "_extensions",
-        "_headers",
-        "_http",
-        "_idempotency",
-        "_timeouts",
-        "_url",
-    )
-
-    def __init__(
-        self,
-        client: openai.AsyncOpenAI,
-        http: httpx2.AsyncClient,
-        template: httpx2.Request,
-        idempotency_header: str | None,
-        errors: tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]],
-    ) -> None:
-        self._client = client
-        self._http = http
-        self._timeouts, self._connection_errors = errors
-        self._url = template.url
-        self._extensions = template.extensions
-        headers = template.headers.copy()
-        headers.pop("content-length", None)
-        if idempotency_header:
-            headers.pop(idempotency_header, None)
-        self._headers = headers
-        self._idempotency = idempotency_header
-
-    @classmethod
-    def build(cls, client: openai.AsyncOpenAI, http: httpx2.AsyncClient) -> _Sender | None:
-        """The sender of ``client``, on the engine's loop (the headers name its runtime).
-
-        Built after the client's first call, when the SDK knows the platform it reports.
-        """
-        try:
-            from openai._httpx2 import request_exceptions, timeout_exceptions
-            from openai._models import FinalRequestOptions
-
-            options = FinalRequestOptions.construct(
-                method="post", url=_PATH, json_data={}, **_OPTIONS
-            )
-            template = client._build_request(options)
-            idempotency = client._idempotency_header
-            client._make_status_error_from_response  # noqa: B018 - needed on error
-            errors = (timeout_exceptions(), request_exceptions())
-        except Exception:  # another SDK version: its public ``post`` still works
-            return None
-        if not isinstance(template, httpx2.Request) or not (
-            idempotency is None or isinstance(idempotency, str)
-        ):
-            return None
-        return cls(client, http, template, idempotency, errors)
-
-    async def send(self, body: Mapping[str, Any], idempotency_key: str) -> bytes:
-        """POST ``body``; the response bytes, or the SDK's exception for the failure."""
-        headers = self._headers.copy()
-        if self._idempotency:
-            headers[self._idempotency] = idempotency_key
-        content = json.dumps(
-            body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
-        request = httpx2.Request(
-            "POST", self._url, headers=headers, content=content, extensions=self._extensions
-        )
-        # As the SDK's ``request`` maps failures (its retries are off).
-        try:
-            response = await self._http.send(request)
-        except self._timeouts as exc:
-            raise openai.APITimeoutError(request=request) from exc
-        except openai.OpenAIError:
-            raise
-        except self._connection_errors as exc:
-            raise openai.APIConnectionError(request=request) from exc
-        if not response.is_success:
-            raise self._client._make_status_error_from_response(response) from None
-        return response.content
+            await client.aclose()
 
 
 class LocalProvider(OpenAIProvider):

@@ -12,14 +12,18 @@ import email.utils
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
-
-import openai
+from typing import NamedTuple
 
 from pytest_legaleval.engine.sanitize import clean_text
 from pytest_legaleval.engine.types import TRANSIENT_ERROR_CODES
 
-__all__ = ["ErrorClassification", "ProviderError", "classify_error", "parse_retry_after"]
+__all__ = [
+    "ErrorClassification",
+    "ProviderError",
+    "classify_error",
+    "classify_status",
+    "parse_retry_after",
+]
 
 _MAX_MESSAGE = 300
 
@@ -86,7 +90,14 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
     return max(when.timestamp() - (time.time() if now is None else now), 0.0)
 
 
-def _status_code_to_error(status: int) -> tuple[str, bool]:
+def classify_status(status: int, body_code: str | None = None) -> tuple[str, bool]:
+    """The contract error code of an HTTP error status, and whether it is transient.
+
+    ``body_code`` is the error body's ``error.code``: a content filter's refusal is
+    ``content_filter`` whatever the status.
+    """
+    if body_code in ("content_filter", "content_policy_violation"):
+        return "content_filter", False
     if status == 429:
         return "rate_limited", True
     if status in (502, 503, 504):
@@ -102,42 +113,14 @@ def _status_code_to_error(status: int) -> tuple[str, bool]:
     return "bad_request", False
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    """Return the exception and its causes, innermost last (bounded against cycles)."""
-    out: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and len(out) < 8 and current not in out:
-        out.append(current)
-        current = current.__cause__ or current.__context__
-    return out
+def _named(exc: BaseException, *names: str) -> bool:
+    """Whether an aiohttp exception class of one of ``names`` is in ``exc``'s MRO.
 
-
-def _is_connection_fault(exc: BaseException) -> bool:
-    """Tell whether a dropped/reset connection is somewhere in the cause chain.
-
-    The SDK's aiohttp adapter maps every ``aiohttp.ClientConnectionError`` (a reset included)
-    to ``ConnectTimeout``, so only the original cause tells a reset from a real timeout.
-    """
-    for inner in _chain(exc)[1:]:
-        if isinstance(inner, asyncio.TimeoutError | TimeoutError):
-            return False
-        if isinstance(inner, ConnectionError):
-            return True
-        name = type(inner).__name__
-        if name in ("ServerDisconnectedError", "ClientOSError", "ClientConnectorError"):
-            return True
-    return False
-
-
-def _is_refused_by_parser(exc: BaseException) -> bool:
-    """Whether aiohttp's response parser refused what the server sent.
-
-    Matched by name so that the engine does not import aiohttp before a transport needs it.
+    Matched by name so that this module (and an engine that never sends a request) does
+    not import aiohttp.
     """
     return any(
-        cls.__module__.startswith("aiohttp")
-        and cls.__name__ in ("ClientResponseError", "HttpProcessingError")
-        for cls in type(exc).__mro__
+        cls.__module__.startswith("aiohttp") and cls.__name__ in names for cls in type(exc).__mro__
     )
 
 
@@ -175,31 +158,25 @@ def classify_error(
         )
     if isinstance(exc, asyncio.CancelledError):
         return ErrorClassification("cancelled", False, None, None, "cancelled")
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        code, transient = _status_code_to_error(status)
-        body_code = _body_error_code(exc.body)
-        if body_code == "content_filter" or body_code == "content_policy_violation":
-            code, transient = "content_filter", False
-        retry_after = parse_retry_after(exc.response.headers)
-        return ErrorClassification(code, transient, retry_after, status, _short(exc.message, scrub))
-    if isinstance(exc, openai.APITimeoutError):
-        if _is_connection_fault(exc):
-            return ErrorClassification("connection_error", True, None, None, "connection lost")
-        return ErrorClassification("timeout", True, None, None, "request timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        detail = type(_chain(exc)[-1]).__name__
-        return ErrorClassification("connection_error", True, None, None, f"connection: {detail}")
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return ErrorClassification("timeout", True, None, None, "request timed out")
-    if _is_refused_by_parser(exc):
-        # The aiohttp transport's own parser refused the response (data after a
+    if _named(exc, "ClientPayloadError"):
+        # The body was cut short (a dropped connection, a lying Content-Length).
+        return ErrorClassification("connection_error", True, None, None, "connection lost")
+    if _named(exc, "ClientResponseError", "HttpProcessingError"):
+        # aiohttp's response parser refused what the server sent (data after a
         # "Connection: close" body, a bad status line or header): a broken reply, not a
         # broken connection, so it is not retried either.
         return ErrorClassification(
             "invalid_response", False, None, None, _short(f"invalid response: {exc}", scrub)
         )
-    if isinstance(exc, openai.APIResponseValidationError | ValueError | RecursionError):
+    if _named(exc, "ClientConnectionError"):
+        return ErrorClassification(
+            "connection_error", True, None, None, f"connection: {type(exc).__name__}"
+        )
+    if _named(exc, "InvalidURL"):
+        return ErrorClassification("bad_request", False, None, None, _short(str(exc), scrub))
+    if isinstance(exc, ValueError | RecursionError):
         # Malformed JSON (json.JSONDecodeError is a ValueError; nesting too deep for the
         # parser a RecursionError) or an unexpected shape.
         return ErrorClassification(
@@ -213,13 +190,3 @@ def classify_error(
     return ErrorClassification(
         "internal_error", False, None, None, _short(f"{type(exc).__name__}: {exc}", scrub)
     )
-
-
-def _body_error_code(body: Any) -> str | None:
-    if not isinstance(body, Mapping):
-        return None
-    error = body.get("error", body)
-    if isinstance(error, Mapping):
-        code = error.get("code")
-        return str(code) if code is not None else None
-    return None

@@ -54,8 +54,10 @@ PERMANENT_ERROR_CODES: frozenset[str] = frozenset(
 ERROR_CODES: frozenset[str] = TRANSIENT_ERROR_CODES | PERMANENT_ERROR_CODES
 """Every error code an ``Attempt`` or ``GenerationResult`` can carry."""
 
-TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
-"""Accepted values of ``EngineSettings.transport``."""
+TRANSPORTS: tuple[str, ...] = ("auto", "wire", "sdk", "aiohttp", "httpx")
+"""Accepted values of ``EngineSettings.transport``: ``wire`` (the wire-format client on
+aiohttp, what ``auto`` means), ``sdk`` (the openai SDK's public client); ``aiohttp`` and
+``httpx`` are older names of the two."""
 
 
 def utc_timestamp(epoch_s: float) -> str:
@@ -318,11 +320,8 @@ class EngineSettings:
     first ``concurrency % share`` processes take one slot more, so the slots add up to the
     total (50 over 3 workers: 17, 17, 16)."""
     transport: str = "auto"
-    """``httpx``, ``aiohttp`` or ``auto`` (the faster one measured, see benchmarks)."""
-    sdk_fast_path: bool = False
-    """Send requests through the openai SDK's private request pieces once a client has
-    made its first call (less CPU per call). Off by default: only the documented API is
-    used; the pytest layer turns it on where it was measured (``pytest/tricks.py``)."""
+    """``auto`` / ``wire``: the wire-format client on aiohttp; ``sdk``: the openai SDK's
+    public client (see ``TRANSPORTS``)."""
     per_model: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per ``PROVIDER/NAME`` overrides: ``base_url``, ``api_key_env``, ``params`` (a mapping
     of ``GenerationParams`` fields used where the request leaves them unset)."""

@@ -5,7 +5,11 @@
 Wilson and bootstrap intervals from :mod:`.stats`, cost from :mod:`.prices`);
 :mod:`.gates` parses and evaluates ``--gate`` expressions; :mod:`.baseline` pairs two
 runs (McNemar, paired bootstrap); :mod:`.compare` renders ``legaleval compare``;
-:mod:`.runfiles` reads finished run directories, old and new.
+:mod:`.runfiles` reads finished run directories, old and new. With ``--epochs``:
+:mod:`.epochs` (one verdict per item, pass@k, pass^k, flaky records), :mod:`.clustered`
+(Miller's clustered standard errors), :mod:`.paired` (the clustered paired difference the
+baseline gate decides on), :mod:`.epoch_summary` (those figures for the summary) and
+:mod:`.power` (the planner of ``legaleval plan``).
 
 Never imports pytest, the pipeline, the engine or the service.
 """

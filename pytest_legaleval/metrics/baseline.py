@@ -1,9 +1,13 @@
 """Paired comparison of a run with a baseline run on the same (record, model) items.
 
 Two runs of one benchmark differ by noise as much as by quality. Pairing each item with
-itself removes the between-record variance: McNemar's exact test looks only at the items
-that flipped, and a paired bootstrap gives an interval for the mean-score difference.
-Standard library only.
+itself removes the between-record variance. With one answer per item and no clusters,
+McNemar's exact test looks only at the items that flipped, and a paired bootstrap gives an
+interval for the mean-score difference. With epochs (K > 1 in either run) or ``cluster_by``,
+the runs' lines are first matched on (record_id, model, epoch) and reduced to one verdict
+per item (:mod:`.epochs`), and the gate decides on the paired difference of record means
+with clustered standard errors (:mod:`.paired`); McNemar is still reported on the reduced
+verdicts. Standard library only.
 """
 
 from __future__ import annotations
@@ -14,8 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.clustered import slim_cluster_field
+from pytest_legaleval.metrics.epochs import (
+    DEFAULT_REDUCER,
+    EpochItem,
+    epoch_verdict,
+    group_items,
+)
+from pytest_legaleval.metrics.epochs import item_key as _epoch_item_key
+from pytest_legaleval.metrics.paired import PairedDifference, item_differences
 from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED, bootstrap_mean_interval
-from pytest_legaleval.metrics.summary import failure_type
 
 __all__ = [
     "PAIR_FIELDS",
@@ -34,8 +46,8 @@ ItemKey = tuple[str, str, str]
 
 
 def item_key(row: Mapping[str, Any]) -> ItemKey:
-    """``(dataset, record_id, model)``: what identifies an item across runs."""
-    return (str(row.get("dataset", "")), str(row["record_id"]), str(row.get("model", "")))
+    """``(dataset, record_id, model)``: what identifies an item across runs (and epochs)."""
+    return _epoch_item_key(row)
 
 
 def _log_binomial_pmf(k: int, n: int) -> float:
@@ -85,31 +97,52 @@ PAIR_FIELDS = (
     "explanation",
     "grader",
     "scoring",
+    "epoch",
 )
 """The prediction fields that pairing, the scoring check and ``regressions.jsonl`` use."""
 
 
-def pair_fields(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a prediction row that the comparison needs (keeps memory small)."""
-    return {key: row.get(key) for key in PAIR_FIELDS}
+def pair_fields(row: Mapping[str, Any], cluster_by: str | None = None) -> dict[str, Any]:
+    """The part of a prediction row that the comparison needs (keeps memory small).
+
+    Besides :data:`PAIR_FIELDS`: ``details.threshold`` (the ``mean`` epoch reducer's
+    threshold) and, with ``cluster_by``, the field at that dotted path, nested as in the row.
+    """
+    out = {key: row.get(key) for key in PAIR_FIELDS}
+    details = row.get("details")
+    if isinstance(details, Mapping) and "threshold" in details:
+        out["details"] = {"threshold": details["threshold"]}
+    if cluster_by:
+        for key, value in slim_cluster_field(row, cluster_by).items():
+            out.setdefault(key, value)
+    return out
 
 
-def _verdict(row: Mapping[str, Any]) -> bool | None:
-    """True/False for an item with a pass/fail verdict, None for errors and skips."""
-    outcome = row.get("outcome")
-    if failure_type(row) is not None:
-        return None
-    return {"passed": True, "failed": False}.get(str(outcome))
+_verdict = epoch_verdict
+
+
+def _binary_scores(item: EpochItem) -> bool:
+    """Every numeric score among the item's epoch lines is 0 or 1."""
+    return all(
+        line.get("score") in (0, 1)
+        for line in item.lines.values()
+        if isinstance(line.get("score"), int | float)
+    )
+
+
+_EPOCH_STATE = ("epochs", "epoch_verdicts", "epoch_passes", "pass_fraction")
 
 
 def _state(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+    state = {
         "outcome": row.get("outcome"),
         "passed": row.get("passed"),
         "score": row.get("score"),
         "reason": row.get("reason"),
         "explanation": row.get("explanation"),
     }
+    state.update({key: row[key] for key in _EPOCH_STATE if key in row})  # reduced items only
+    return state
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +151,8 @@ class PairedItem:
 
     key: ItemKey
     change: str
-    """``pass_to_fail``, ``fail_to_pass``, ``pass_to_error``, ``only_in_baseline`` or
+    """``pass_to_fail``, ``fail_to_pass``, ``pass_to_error``, ``fewer_passes`` (epochs: the
+    share of passing epochs fell, the reduced verdict did not change), ``only_in_baseline`` or
     ``only_in_current``."""
     baseline: Mapping[str, Any] | None
     current: Mapping[str, Any] | None
@@ -161,6 +195,24 @@ class Comparison:
     changes: list[PairedItem] = field(default_factory=list)
     only_in_baseline: int = 0
     only_in_current: int = 0
+    baseline_epochs: int = 1
+    """The most epoch lines of one item in the baseline run."""
+    current_epochs: int = 1
+    reducer: str = DEFAULT_REDUCER
+    """The epoch reducer behind the verdicts (and flips) above."""
+    cluster_by: str | None = None
+    pass_difference: PairedDifference | None = None
+    """Epochs or clusters: the paired difference of record pass fractions (the gate's)."""
+    score_difference: PairedDifference | None = None
+    """Epochs or clusters: the paired difference of record-level mean scores."""
+
+    @property
+    def method(self) -> str:
+        """``mcnemar`` (K = 1, no clusters) or ``clustered`` (what the gate decides on)."""
+        clustered = (
+            self.cluster_by is not None or max(self.baseline_epochs, self.current_epochs) > 1
+        )
+        return "clustered" if clustered else "mcnemar"
 
     @property
     def pass_rate_delta(self) -> float | None:
@@ -172,11 +224,22 @@ class Comparison:
     def regressed(self, max_regression: float | None, alpha: float) -> bool:
         """The regression gate: a drop beyond ``max_regression`` that is significant.
 
-        Pass rate: drop > ``max_regression`` and McNemar's p < ``alpha``. Mean score, when
-        the scores are graded (not all 0 or 1): drop > ``max_regression`` and the
-        (1 − alpha) paired bootstrap interval lies below 0. ``max_regression`` None means 0
-        (any significant drop).
+        ``mcnemar`` method — pass rate: drop > ``max_regression`` and McNemar's p <
+        ``alpha``; mean score, when the scores are graded (not all 0 or 1): drop >
+        ``max_regression`` and the (1 − alpha) paired bootstrap interval lies below 0.
+        ``clustered`` method — the same two rules on the paired differences of record means
+        (pass fraction over epochs; mean score), each deciding on its (1 − alpha) interval
+        with clustered standard errors (the level was fixed by :func:`compare_runs`).
+        ``max_regression`` None means 0 (any significant drop).
         """
+        if self.method == "clustered":
+            if self.pass_difference is not None and self.pass_difference.regressed(max_regression):
+                return True
+            return (
+                not self.binary_scores
+                and self.score_difference is not None
+                and self.score_difference.regressed(max_regression)
+            )
         limit = max_regression or 0.0
         delta = self.pass_rate_delta
         if delta is not None and -delta > limit and self.p_value < alpha:
@@ -189,7 +252,8 @@ class Comparison:
 
     def regressed_items(self) -> list[PairedItem]:
         """Items that got worse or vanished (the ``regressions.jsonl`` lines)."""
-        return [c for c in self.changes if c.change in ("pass_to_fail", "pass_to_error")] + [
+        worse = ("pass_to_fail", "pass_to_error", "fewer_passes")
+        return [c for c in self.changes if c.change in worse] + [
             c for c in self.changes if c.change == "only_in_baseline"
         ]
 
@@ -214,7 +278,36 @@ class Comparison:
             ),
             "only_in_baseline": self.only_in_baseline,
             "only_in_current": self.only_in_current,
+            "method": self.method,
+            "epochs": {"baseline": self.baseline_epochs, "current": self.current_epochs},
+            "epoch_reducer": self.reducer,
+            "cluster_by": self.cluster_by,
+            "pass_difference": (
+                self.pass_difference.to_dict() if self.pass_difference is not None else None
+            ),
+            "score_difference": (
+                self.score_difference.to_dict() if self.score_difference is not None else None
+            ),
         }
+
+    def gate_lines(self) -> list[str]:
+        """What the terminal prints about the comparison's statistics and the gate's basis."""
+        if self.method == "mcnemar":
+            return [
+                f"McNemar exact p={self.p_value:.4g} on {self.paired} paired items "
+                "(one answer per item, records independent)"
+            ]
+        lines = [
+            f"epochs: baseline {self.baseline_epochs}, this run {self.current_epochs} "
+            f"(reducer {self.reducer}); McNemar on reduced verdicts p={self.p_value:.4g} "
+            "(not the gate's basis)"
+        ]
+        for difference in (self.pass_difference, self.score_difference):
+            if difference is not None:
+                lines.append(difference.describe())
+        basis = self.pass_difference.method if self.pass_difference else "no paired items"
+        lines.append(f"the regression gate decides on: {basis}")
+        return lines
 
 
 def rubric_scorings(rows: Iterable[Mapping[str, Any]]) -> frozenset[str]:
@@ -256,12 +349,33 @@ def compare_runs(
     *,
     level: float = 0.95,
     seed: int = BOOTSTRAP_SEED,
+    cluster_by: str | None = None,
+    reducer: str = DEFAULT_REDUCER,
 ) -> Comparison:
-    """Pair the prediction rows of two runs by (dataset, record_id, model) and compare."""
-    base = {item_key(row): row for row in baseline}
-    cur = {item_key(row): row for row in current}
-    out = Comparison()
+    """Pair the prediction rows of two runs by (dataset, record_id, model) and compare.
+
+    Lines are matched on (dataset, record_id, model, epoch) and each item reduced to one
+    verdict with ``reducer`` (a K = 1 line is its own verdict), so flips, McNemar and
+    ``regressions.jsonl`` speak of items. With more than one epoch in either run, or with
+    ``cluster_by``, the paired differences of record means with clustered errors are
+    computed too and decide the gate (:meth:`Comparison.regressed`).
+
+    Raises:
+        ConfigError: an unknown reducer, or a line with a bad ``epoch``.
+
+    """
+    base_items = group_items(baseline, reducer)
+    cur_items = group_items(current, reducer)
+    out = Comparison(
+        baseline_epochs=max((len(i.lines) for i in base_items.values()), default=1),
+        current_epochs=max((len(i.lines) for i in cur_items.values()), default=1),
+        reducer=reducer,
+        cluster_by=cluster_by or None,
+    )
+    base = {key: item.line() for key, item in base_items.items()}
+    cur = {key: item.line() for key, item in cur_items.items()}
     diffs: list[float] = []
+    judged: list[tuple[EpochItem, EpochItem]] = []
     for key, now in cur.items():
         before = base.get(key)
         if before is None:
@@ -275,6 +389,7 @@ def compare_runs(
                 out.changes.append(PairedItem(key, "pass_to_error", before, now))
             continue
         out.paired += 1
+        judged.append((base_items[key], cur_items[key]))
         if was and isnow:
             out.both_passed += 1
         elif was:
@@ -285,10 +400,18 @@ def compare_runs(
             out.changes.append(PairedItem(key, "fail_to_pass", before, now))
         else:
             out.both_failed += 1
+        if (
+            was == isnow
+            and base_items[key].c * cur_items[key].n > cur_items[key].c * base_items[key].n
+        ):
+            out.changes.append(PairedItem(key, "fewer_passes", before, now))
         s_before, s_now = before.get("score"), now.get("score")
         if isinstance(s_before, int | float) and isinstance(s_now, int | float):
             diffs.append(float(s_now) - float(s_before))
-            if out.binary_scores and not {s_before, s_now} <= {0, 1}:
+            # each answer's score, not the mean over epochs (3 of 5 MCQ epochs is 0.6)
+            if out.binary_scores and not (
+                _binary_scores(base_items[key]) and _binary_scores(cur_items[key])
+            ):
                 out.binary_scores = False
     for key, before in base.items():
         if key not in cur:
@@ -303,4 +426,8 @@ def compare_runs(
         out.mean_score_delta = math.fsum(diffs) / len(diffs)
         boot = bootstrap_mean_interval(diffs, confidence=level, seed=seed)
         out.mean_score_delta_ci = (boot.low, boot.high) if boot else None
+    if out.method == "clustered":
+        out.pass_difference, out.score_difference = item_differences(
+            judged, out.cluster_by, level=level, seed=seed
+        )
     return out

@@ -1,8 +1,12 @@
 """``legaleval compare RUN_A RUN_B``: metric deltas, per-slice deltas and flipped records.
 
 RUN_A is the reference (e.g. the main branch), RUN_B the candidate; every delta is
-B − A. Metric values come from each run's summary, and the paired part (McNemar, bootstrap
-interval of the mean-score difference) from their shared items.
+B − A. Metric values come from each run's summary, and the paired part from their shared
+items: McNemar and a bootstrap interval of the mean-score difference for runs of one epoch
+without clusters; with epochs or a cluster field (``--cluster-by``, else the runs' own
+``cluster_by`` setting) the paired difference of record means with clustered errors and a
+cluster bootstrap (``metrics.baseline``). Epoch lines are reduced to one line per item
+wherever one verdict per item is counted.
 """
 
 from __future__ import annotations
@@ -13,7 +17,14 @@ from typing import Any
 
 from pytest_legaleval.metrics.baseline import check_same_scoring, compare_runs
 from pytest_legaleval.metrics.gates import METRICS, block_from_rows, metric_value
-from pytest_legaleval.metrics.runfiles import RunData, invalid_items, slice_entries
+from pytest_legaleval.metrics.runfiles import (
+    RunData,
+    invalid_items,
+    item_rows,
+    run_cluster_by,
+    run_reducer,
+    slice_entries,
+)
 
 __all__ = ["FORMATS", "LIST_LIMIT", "comparison", "render"]
 
@@ -24,18 +35,20 @@ LIST_LIMIT = 50
 _SLICE_METRICS = ("pass_rate", "mean_score", "error_rate")
 
 
-def _block(run: RunData) -> Mapping[str, Any]:
-    return run.summary or block_from_rows(run.predictions, invalid_items(run))
+def _block(run: RunData, items: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+    return run.summary or block_from_rows(items, invalid_items(run))
 
 
-def _slices(run: RunData) -> dict[tuple[str, str], Mapping[str, Any]]:
+def _slices(
+    run: RunData, items: list[Mapping[str, Any]]
+) -> dict[tuple[str, str], Mapping[str, Any]]:
     found = {(d, v): block for d, v, block in slice_entries(run.slices)}
     if found:
         return found
     invalid = invalid_items(run)
     for dimension in ("dataset", "model", "task_type"):
-        for value in sorted({str(r.get(dimension)) for r in run.predictions}):
-            rows = [r for r in run.predictions if str(r.get(dimension)) == value]
+        for value in sorted({str(r.get(dimension)) for r in items}):
+            rows = [r for r in items if str(r.get(dimension)) == value]
             bad = [r for r in invalid if str(r.get(dimension)) == value]
             found[(dimension, value)] = block_from_rows(rows, bad)
     return found
@@ -53,23 +66,35 @@ def _delta(a: dict[str, Any], b: dict[str, Any]) -> float | None:
 
 
 def comparison(
-    run_a: RunData, run_b: RunData, *, alpha: float = 0.05, allow_scoring_mismatch: bool = False
+    run_a: RunData,
+    run_b: RunData,
+    *,
+    alpha: float = 0.05,
+    allow_scoring_mismatch: bool = False,
+    cluster_by: str | None = None,
+    reducer: str | None = None,
 ) -> dict[str, Any]:
     """The JSON-safe comparison of two runs (B relative to A).
 
+    ``cluster_by`` defaults to B's ``cluster_by`` setting, else A's; ``reducer`` (the epoch
+    reducer) to B's, else ``mean``.
+
     Raises:
         ConfigError: the runs scored rubric items under different rules (unless
-            ``allow_scoring_mismatch``).
+            ``allow_scoring_mismatch``); an unknown reducer; a line with a bad ``epoch``.
 
     """
     if not allow_scoring_mismatch:
         check_same_scoring(run_a.predictions, run_b.predictions)
-    block_a, block_b = _block(run_a), _block(run_b)
+    cluster_by = cluster_by or run_cluster_by(run_b) or run_cluster_by(run_a)
+    reducer = reducer or run_reducer(run_b)
+    items_a, items_b = item_rows(run_a, reducer), item_rows(run_b, reducer)
+    block_a, block_b = _block(run_a, items_a), _block(run_b, items_b)
     metrics = {}
     for metric in METRICS:
         a, b = _entry(block_a, metric), _entry(block_b, metric)
         metrics[metric] = {"a": a, "b": b, "delta": _delta(a, b)}
-    slices_a, slices_b = _slices(run_a), _slices(run_b)
+    slices_a, slices_b = _slices(run_a, items_a), _slices(run_b, items_b)
     slices = []
     for key in sorted(set(slices_a) | set(slices_b)):
         row: dict[str, Any] = {"dimension": key[0], "value": key[1]}
@@ -82,7 +107,13 @@ def comparison(
             "b": _entry(slices_b.get(key, {}), "pass_rate")["n"],
         }
         slices.append(row)
-    paired = compare_runs(run_a.predictions, run_b.predictions, level=1 - alpha)
+    paired = compare_runs(
+        run_a.predictions,
+        run_b.predictions,
+        level=1 - alpha,
+        cluster_by=cluster_by,
+        reducer=reducer,
+    )
     changes: dict[str, list[dict[str, Any]]] = {}
     for change in paired.changes:
         changes.setdefault(change.change, []).append(change.to_dict())
@@ -99,6 +130,7 @@ def comparison(
                 "pass_to_fail",
                 "fail_to_pass",
                 "pass_to_error",
+                "fewer_passes",
                 "only_in_baseline",
                 "only_in_current",
             )
@@ -129,12 +161,29 @@ def _with_ci(entry: Mapping[str, Any], pct: bool) -> str:
 _PCT = {"pass_rate", "pass_rate_ci_low", "judge_error_rate", "invalid_rate", "error_rate"}
 
 
+def _difference_line(name: str, d: Mapping[str, Any]) -> str:
+    text = (
+        f"{name} (record means): {_f(d['baseline_mean'])} → {_f(d['current_mean'])} "
+        f"({_d(d['delta'], False)}) over {d['n']} paired items"
+    )
+    if d.get("ci"):
+        low, high = d["ci"]
+        text += f", {d['level']:.0%} CI [{low:+.4g}, {high:+.4g}] ({d['method']}"
+        if d.get("cluster_by"):
+            text += f"; {d['clusters']} clusters, se {_f(d['se_clustered'])} vs naive {_f(d['se'])}"
+        text += ")"
+    boot = (d.get("bootstrap") or {}).get("ci")
+    if boot:
+        text += f"; cluster bootstrap [{boot[0]:+.4g}, {boot[1]:+.4g}]"
+    return text
+
+
 def _paired_lines(data: Mapping[str, Any]) -> list[str]:
     p = data["paired"]
     level = 1 - float(data["alpha"])
     ci = p["mean_score_delta_ci"]
     ci_text = f" [{ci[0]:+.4g}, {ci[1]:+.4g}] ({level:.0%} paired bootstrap)" if ci else ""
-    return [
+    lines = [
         f"paired items: {p['paired']} (pass→fail {p['regressions']}, fail→pass "
         f"{p['improvements']}, no verdict in one run {p['unverdicted']})",
         f"pass rate on paired items: {_f(p['baseline_pass_rate'], True)} → "
@@ -144,6 +193,16 @@ def _paired_lines(data: Mapping[str, Any]) -> list[str]:
         f"{p['score_pairs']} pairs",
         f"only in A: {p['only_in_baseline']}, only in B: {p['only_in_current']}",
     ]
+    if p.get("method") == "clustered":
+        epochs = p["epochs"]
+        lines.append(
+            f"epochs: A {epochs['baseline']}, B {epochs['current']} (reducer "
+            f"{p['epoch_reducer']}; flips and McNemar are on the reduced verdicts)"
+        )
+        for name, key in (("pass rate", "pass_difference"), ("mean score", "score_difference")):
+            if p.get(key):
+                lines.append(_difference_line(name, p[key]))
+    return lines
 
 
 def _change_line(change: Mapping[str, Any]) -> str:

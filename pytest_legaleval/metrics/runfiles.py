@@ -1,4 +1,10 @@
-"""Reading a finished run directory back: the artifacts that gates, compare and report use."""
+"""Reading a finished run directory back: the artifacts that gates, compare and report use.
+
+A run with ``--epochs K > 1`` has one ``predictions.jsonl`` line per epoch; a reader that
+needs one verdict per item reads :func:`item_rows` (the lines reduced per item, see
+``metrics.epochs``) instead of ``RunData.predictions``. Runs written before epochs existed
+read as runs of one epoch.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, REDUCERS, epoch_of, reduce_rows
 
-__all__ = ["RunData", "invalid_items", "iter_jsonl", "load_run", "slice_entries", "slice_finder"]
+__all__ = [
+    "RunData",
+    "invalid_items",
+    "item_rows",
+    "iter_jsonl",
+    "load_run",
+    "run_cluster_by",
+    "run_epochs",
+    "run_reducer",
+    "slice_entries",
+    "slice_finder",
+]
 
 
 def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -76,6 +94,44 @@ def load_run(path: str | Path, *, with_predictions: bool = True) -> RunData:
         validation=list(iter_jsonl(root / "record_validation.jsonl")),
         failures=list(iter_jsonl(root / "failures.jsonl")),
     )
+
+
+def _configured(run: RunData, name: str) -> Any:
+    """A setting of the run's resolved configuration (``run_manifest.json``), or ``None``."""
+    configuration = run.manifest.get("configuration")
+    return configuration.get(name) if isinstance(configuration, Mapping) else None
+
+
+def run_epochs(run: RunData) -> int:
+    """K: the larger of the run's ``epochs`` setting and its highest epoch + 1.
+
+    Runs written before epochs existed have neither: 1.
+    """
+    configured = _configured(run, "epochs")
+    seen = max((epoch_of(row) + 1 for row in run.predictions), default=1)
+    if type(configured) is int and configured >= 1:
+        return max(configured, seen)
+    return seen
+
+
+def run_cluster_by(run: RunData) -> str | None:
+    """The run's ``cluster_by`` setting (a dotted field), or ``None``."""
+    value = _configured(run, "cluster_by")
+    return value if isinstance(value, str) and value else None
+
+
+def run_reducer(run: RunData) -> str:
+    """The run's ``epoch_reducer`` setting, or the default (``mean``)."""
+    value = _configured(run, "epoch_reducer")
+    return value if value in REDUCERS else DEFAULT_REDUCER
+
+
+def item_rows(run: RunData, reducer: str | None = None) -> list[Mapping[str, Any]]:
+    """One prediction line per item, the epoch lines reduced with ``reducer``.
+
+    ``reducer`` defaults to the run's own; a one-epoch run's lines come back as they are.
+    """
+    return reduce_rows(run.predictions, reducer or run_reducer(run))
 
 
 def invalid_items(run: RunData, predicted: Container[Any] | None = None) -> list[dict[str, Any]]:

@@ -52,8 +52,6 @@ def engine_settings(
     share: int,
     position: int = 0,
     prices: Mapping[str, tuple[float, float]] | None = None,
-    *,
-    sdk_fast_path: bool = False,
 ) -> EngineSettings:
     """Engine configuration of process ``position`` (0-based) out of ``share``.
 
@@ -84,7 +82,6 @@ def engine_settings(
         per_model=routing.per_model(settings),
         max_cost_usd=settings.max_cost,
         prices=dict(prices or {}),
-        sdk_fast_path=sdk_fast_path,
     )
 
 
@@ -120,8 +117,6 @@ class LiveEvaluator:
         graders: the graders (built-in and the user's).
         scrub: applied to answers before they are cached (secrets out; the item itself
             is graded on the answer as received).
-        sdk_fast_path: let the engine use the SDK's private request path (a trick of the
-            pytest layer, see ``EngineSettings.sdk_fast_path``).
 
     """
 
@@ -136,14 +131,13 @@ class LiveEvaluator:
         policies: PolicyBook | None = None,
         graders: GraderRegistry | None = None,
         scrub: Callable[[str], str] | None = None,
-        sdk_fast_path: bool = False,
     ) -> None:
         self.settings = settings
         self.conversation = conversation
         self.responses = responses
         self.grading = GradingPlan(policies or PolicyBook(settings.policy_dir), graders)
         self.engine = Engine(
-            engine_settings(settings, share, position, sdk_fast_path=sdk_fast_path), scrub=scrub
+            engine_settings(settings, share, position), scrub=scrub
         )
         if responses is None:
             for model in settings.model:

@@ -345,7 +345,7 @@ class RunPlan:
         return missing_attachments(record, self.settings.attachments_root)
 
     def start_live(
-        self, share: int = 1, position: int = 0, *, sdk_fast_path: bool = False
+        self, share: int = 1, position: int = 0
     ) -> LiveEvaluator:
         """Build this process's live evaluator (the engine ready) and keep it in ``live``.
 
@@ -362,7 +362,6 @@ class RunPlan:
             policies=self.policies,
             graders=self.graders,
             scrub=self.secret_scrubber(),
-            sdk_fast_path=sdk_fast_path,
         )
         return self.live
 

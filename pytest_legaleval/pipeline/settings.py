@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.engine.types import EngineSettings
+from pytest_legaleval.engine.types import TRANSPORTS, EngineSettings
 from pytest_legaleval.errors import ConfigError
 
 __all__ = [
@@ -347,7 +347,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "--transport",
         "transport",
-        "HTTP transport of the openai SDK: auto, httpx or aiohttp.",
+        "HTTP client: auto (= wire, the wire format on aiohttp) or sdk (the openai SDK's client).",
         _ENGINE.transport,
         None,
         False,
@@ -775,8 +775,8 @@ def resolve_settings(
             "settings (base_url, api_key_env, temperature, …)"
         )
     values["per_model"] = per_model
-    if values["transport"] not in ("auto", "httpx", "aiohttp"):
-        raise ConfigError(f"--transport {values['transport']!r}: choose auto, httpx or aiohttp")
+    if values["transport"] not in TRANSPORTS:
+        raise ConfigError(f"--transport {values['transport']!r}: choose auto, wire or sdk")
     if values["judge_reasks"] < 0:
         raise ConfigError(f"--judge-reasks must be >= 0, got {values['judge_reasks']}")
     # --redact email,phone and --redact email --redact phone say the same.

@@ -75,7 +75,7 @@ def live_evaluator(session: pytest.Session, state: RunPlan) -> LiveEvaluator:
     # The SDK import creates many long-lived objects and no garbage: no collections.
     try:
         with tricks.collector_paused():
-            live = state.start_live(share, position, sdk_fast_path=tricks.sdk_fast_path())
+            live = state.start_live(share, position)
             # The SDK's modules and the collected items live until the process ends. Frozen
             # before the collector is back: else its first pass is a full one over them all.
             tricks.freeze()

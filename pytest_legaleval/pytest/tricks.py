@@ -24,9 +24,6 @@ versions they were measured on and step aside on others. Figures: ``benchmarks/R
 - **Report packing.** An xdist worker sends a report as one JSON string
   (:func:`pack_report`, :func:`unpack_report`): execnet's pure-Python serializer walks every
   nested value on both sides. Measured on pytest-xdist 3.x.
-- **The SDK's request path.** :func:`sdk_fast_path` says whether the engine may build
-  its requests through the openai SDK's private pieces (``engine.providers``); measured
-  on openai 3.x.
 - **Workers' summaries.** An xdist worker's terminal output goes nowhere: on pytest 9 it
   skips rendering pytest's own summary sections (:func:`quiet_worker_summary`).
 """
@@ -59,7 +56,6 @@ __all__ = [
     "preload_summary_imports",
     "quiet_worker_summary",
     "restore",
-    "sdk_fast_path",
     "start_engine_import",
     "unpack_report",
 ]
@@ -312,11 +308,6 @@ def unpack_report(data: dict[str, Any]) -> None:
 
 
 # -- the rest -------------------------------------------------------------------------------
-
-
-def sdk_fast_path() -> bool:
-    """Whether the engine may send requests through the openai SDK's private pieces."""
-    return enabled() and _measured_on("openai", (3,))
 
 
 def quiet_worker_summary(config: pytest.Config) -> None:

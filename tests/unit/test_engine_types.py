@@ -8,8 +8,6 @@ import re
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-import httpx2
-import openai
 import pytest
 
 from pytest_legaleval.engine import (
@@ -27,6 +25,7 @@ from pytest_legaleval.engine import (
     parse_retry_after,
 )
 from pytest_legaleval.engine.types import utc_timestamp
+from pytest_legaleval.engine.wire import error_from_status
 from pytest_legaleval.errors import ConfigError
 
 
@@ -165,11 +164,10 @@ def test_utc_timestamp_format() -> None:
 # ------------------------------------------------------------------------------ classification
 def _status_error(
     status: int, headers: dict[str, str] | None = None, body: object = None
-) -> openai.APIStatusError:
-    request = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
-    response = httpx2.Response(status, headers=headers or {}, request=request)
-    client = openai.OpenAI(api_key="x", base_url="http://127.0.0.1/v1")
-    return client._make_status_error(f"Error code: {status}", body=body, response=response)
+) -> ProviderError:
+    """The wire client's error for a response (the SDK's are compared in test_engine_wire)."""
+    content = b"" if body is None else json.dumps(body).encode()
+    return error_from_status(status, headers or {}, content)
 
 
 @pytest.mark.parametrize(
@@ -221,16 +219,6 @@ def test_content_filter_400_is_permanent() -> None:
 def test_other_exceptions_are_classified(exc: BaseException, code: str, transient: bool) -> None:
     found = classify_error(exc)
     assert (found.code, found.transient) == (code, transient)
-
-
-def test_sdk_timeout_and_connection_errors() -> None:
-    request = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
-    assert classify_error(openai.APITimeoutError(request)).code == "timeout"
-    assert classify_error(openai.APIConnectionError(request=request)).code == "connection_error"
-    # The aiohttp adapter reports a reset as a connect timeout; the cause tells the truth.
-    timeout = openai.APITimeoutError(request)
-    timeout.__cause__ = ConnectionResetError()
-    assert classify_error(timeout).code == "connection_error"
 
 
 def test_parse_retry_after_forms() -> None:

@@ -70,7 +70,7 @@ def test_legaleval_no_tricks_turns_every_trick_off(monkeypatch: pytest.MonkeyPat
     from pytest_legaleval.pytest import tricks
 
     monkeypatch.setenv("LEGALEVAL_NO_TRICKS", "1")
-    assert not tricks.enabled() and not tricks.sdk_fast_path()
+    assert not tricks.enabled()
     was = gc.isenabled()
     gc.enable()
     try:
