@@ -300,7 +300,8 @@ def write_scale_run(
 
 def _scale_record(record: int, prompts: list[str], reasons: list[str]) -> dict[str, Any]:
     payload: dict[str, Any] = {
-        "id": f"big:r{record:06d}", "dataset": "big", "prompt": prompts[record % len(prompts)],
+        "id": f"big:r{record:06d}", "dataset": "big",
+        "prompt": f"Question {record}. " + prompts[record % len(prompts)],
         "context": "", "messages": [], "attachments": [], "choices": [],
         "correct_choice_ids": [], "rubric": [], "reference_answers": [],
         "required_criteria": [], "tags": [], "expected": {}, "metadata": {},
@@ -320,7 +321,7 @@ def _scale_record(record: int, prompts: list[str], reasons: list[str]) -> dict[s
 def _write_reviewer_files(
     run: Path, records: int, names: list[str], answers: list[str], reasons: list[str]
 ) -> None:
-    prompts = [f"Question {n}. " + text for n, text in enumerate(_texts(32, 1200, 3))]
+    prompts = _texts(32, 1200, 3)
     with (run / "input_dataset.json").open("w", encoding="utf-8") as out:
         head = {"run_id": "run_scale", "mode": "inline", "datasets": [], "record_count": records}
         out.write(json.dumps(head)[:-1] + ', "records": [\n')
