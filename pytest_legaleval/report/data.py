@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.metrics.counts import counts_of, is_item_block
-from pytest_legaleval.metrics.runfiles import RunData, invalid_items, iter_jsonl, slice_entries
+from pytest_legaleval.metrics.runfiles import (
+    RunData,
+    invalid_items,
+    iter_jsonl,
+    run_reducer,
+    slice_entries,
+)
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
@@ -75,6 +81,8 @@ class ReportData:
     without_transcript: list[int] = field(default_factory=list)
     """The rows no line of ``transcripts.jsonl`` belongs to (when the file exists)."""
     has_epochs: bool = False
+    reducer: str = "mean"
+    """The run's ``--epoch-reducer`` (what reduced each item's epochs)."""
 
     @property
     def has_latency(self) -> bool:
@@ -178,7 +186,7 @@ def collect(run: RunData, page_bytes: int = PAGE_BYTES, prefix: str = "") -> Rep
     share one page).
     """
     path = run.path / "predictions.jsonl"
-    first = ItemPass()
+    first = ItemPass(reducer=run_reducer(run))
     for model in run.manifest.get("models") or []:
         first.tables.models(model)
     for line, row in enumerate(iter_jsonl(path), 1):
@@ -343,4 +351,5 @@ def _result(
         if sources.transcripts.present
         else [],
         has_epochs=any(first.epochs),
+        reducer=first.reducer,
     )

@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER
 from pytest_legaleval.metrics.summary import item_category
 from pytest_legaleval.report.budget import MAX_TITLE, Budget
-from pytest_legaleval.report.epochs import EpochLine, epoch_of, reduce_epochs
+from pytest_legaleval.report.epochs import EpochLine, epoch_line, reduce_epochs
 from pytest_legaleval.report.texts import (
     PER_DETAIL,
     Table,
@@ -45,15 +46,12 @@ def number(value: Any) -> float | None:
     return round(float(value), 4)
 
 
-def _threshold(row: Mapping[str, Any]) -> float | None:
-    details = row.get("details")
-    return number(details.get("threshold")) if isinstance(details, Mapping) else None
-
-
 @dataclass
 class ItemPass:
     """What the first pass over the items gathers (see the module's docstring)."""
 
+    reducer: str = DEFAULT_REDUCER
+    """The run's ``--epoch-reducer``."""
     budget: Budget = field(default_factory=Budget)
     tables: Tables = field(default_factory=Tables)
     questions: Table = field(default_factory=Table)
@@ -97,8 +95,8 @@ class ItemPass:
         self._hashes.append(hash(response) if has_response else NO_RESPONSE)
         score, latency = number(row.get("score")), number(row.get("latency_ms"))
         dataset, record_id = row.get("dataset", row.get("dataset_id")), row.get("record_id")
-        epoch = epoch_of(row.get("epoch"))
-        self._ids.append((text(row.get("item_id")), epoch))
+        epoch = epoch_line(row, category, line)
+        self._ids.append((text(row.get("item_id")), epoch.epoch))
         tables = self.tables
         self._lines.append(
             [
@@ -115,9 +113,7 @@ class ItemPass:
             ]
         )
         item = (text(dataset), text(record_id), text(row.get("model")))
-        self._groups.setdefault(item, []).append(
-            EpochLine(epoch, category, score, _threshold(row), line)
-        )
+        self._groups.setdefault(item, []).append(epoch)
 
     def count_title(self, title: str, weight: Any) -> None:
         """Count a criterion's title once (the page writes each distinct title once)."""
@@ -129,7 +125,7 @@ class ItemPass:
     def reduce(self) -> None:
         """One row per item, with its reduced verdict; count the shown lines' texts."""
         for lines in self._groups.values():
-            verdict = reduce_epochs(lines)
+            verdict = reduce_epochs(lines, self.reducer)
             index = verdict.line - 1
             row = list(self._lines[index])
             row[CAT], row[SCORE] = ORDER.index(verdict.category), verdict.score

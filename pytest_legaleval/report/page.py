@@ -65,6 +65,7 @@ def payload(data: ReportData, prefix: str = "") -> dict[str, Any]:
         "details": data.details,
         "preview": data.preview,
         "threshold": data.threshold,
+        "reducer": data.reducer,
         "columns": {"latency": data.has_latency, "warnings": data.has_warnings},
         "files": FILES,
         "notes": data.notes,

@@ -340,8 +340,8 @@ function makeRun(data) {
       span.setAttribute("data-epoch", String(e[0]));
       box.appendChild(span);
     });
-    box.appendChild(el("span", " — the item's verdict reduces them (mean score against the " +
-      "threshold)", "cut"));
+    box.appendChild(el("span", " — one verdict by the run's epoch reducer: " + data.reducer,
+      "cut"));
     return box;
   };
 

@@ -22,7 +22,7 @@ from pytest_legaleval.metrics.runfiles import load_run
 from pytest_legaleval.report import render_comparison, render_report, write_comparison
 from pytest_legaleval.report.compare import CHANGES, pair_items
 from pytest_legaleval.report.data import ORDER, PAGE_BYTES, ReportData, collect
-from pytest_legaleval.report.epochs import EpochLine, reduce_epochs
+from pytest_legaleval.report.epochs import epoch_line, reduce_epochs
 from pytest_legaleval.report.inputs import InputRecords, iter_json_records
 
 from ..integration.report_runs import (
@@ -128,32 +128,41 @@ def test_a_reason_the_page_has_no_room_for_says_its_length(review: Path) -> None
     assert replayed["rn"] == len(f"r-gip by {REVIEW_MODELS[0]}") and "r" not in replayed
 
 
-@pytest.mark.parametrize(
-    ("epochs", "expected"),
-    [
-        ([("passed", 1.0)], ("passed", 1.0, 1)),
-        ([("passed", 1.0), ("failed", 0.0), ("passed", 1.0)], ("passed", 0.6667, 1)),
-        ([("failed", 0.0), ("failed", 0.0), ("passed", 1.0)], ("failed", 0.3333, 1)),
-        ([("passed", 1.0), ("failed", 0.0)], ("passed", 0.5, 1)),  # 0.5 >= 0.5
-        ([("error", None), ("failed", 0.2), ("passed", 0.9)], ("passed", 0.55, 3)),
-        ([("error", None), ("skipped", None)], ("error", None, 1)),
-    ],
-)
-def test_the_epoch_reducer_is_the_mean_against_the_threshold(
-    epochs: list[tuple[str, float | None]], expected: tuple[str, float | None, int]
+_EPOCH_CASES = [
+    [("passed", 1.0)],
+    [("passed", 1.0), ("failed", 0.0), ("passed", 1.0)],
+    [("failed", 0.0), ("failed", 0.0), ("passed", 1.0)],
+    [("passed", 1.0), ("failed", 0.0)],
+    [("error", None), ("failed", 0.2), ("passed", 0.9)],
+    [("error", None), ("skipped", None)],
+    [("failed", 0.6), ("failed", 0.6), ("passed", 0.6)],
+]
+
+
+@pytest.mark.parametrize("reducer", ["mean", "majority", "all", "any"])
+@pytest.mark.parametrize("epochs", _EPOCH_CASES)
+def test_the_epoch_verdict_is_the_metrics_reducers(
+    epochs: list[tuple[str, float | None]], reducer: str
 ) -> None:
-    threshold = 0.5
-    lines = [
-        EpochLine(n, category, score, threshold if category in ("passed", "failed") else None,
-                  n + 1)
-        for n, (category, score) in enumerate(epochs)
-    ]  # fmt: skip
-    verdict = reduce_epochs(lines[::-1])  # the file's order does not matter
-    # independent: the mean of the graded epochs' scores
-    graded = [s for c, s in epochs if c in ("passed", "failed")]
-    if graded:
-        assert verdict.score == pytest.approx(sum(graded) / len(graded), abs=1e-4)
-    assert (verdict.category, verdict.score, verdict.line) == expected
+    """Against ``metrics.epochs.group_items`` over the whole lines: same verdict and line."""
+    from pytest_legaleval.metrics.epochs import group_items
+    from pytest_legaleval.metrics.summary import item_category
+
+    rows = []
+    for n, (outcome, score) in enumerate(epochs):
+        row: dict[str, Any] = {"record_id": "r", "dataset": "d", "model": "m", "epoch": n,
+                               "outcome": outcome, "score": score,
+                               "reason": "judge_error" if outcome == "error" else "x",
+                               "details": {"threshold": 0.6}}  # fmt: skip
+        rows.append(row)
+    lines = [epoch_line(row, item_category(row), n + 1) for n, row in enumerate(rows)]
+    verdict = reduce_epochs(lines[::-1], reducer)  # the file's order does not matter
+    (item,) = group_items(rows, reducer).values()
+    expected = item.line()
+    assert verdict.category == item_category(expected)
+    assert verdict.line == rows.index(item.lines[item.representative]) + 1
+    if item.passed is not None and len(rows) > 1:
+        assert verdict.score == pytest.approx(item.score, abs=1e-4)
 
 
 def test_an_item_with_epochs_is_one_row_with_its_epochs_listed(review: Path) -> None:
