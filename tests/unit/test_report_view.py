@@ -352,3 +352,25 @@ def test_the_report_command_takes_one_run_or_two(
     target = write_comparison(a, b, tmp_path / "out" / "c.html")
     assert target.is_file()
     shutil.rmtree(tmp_path / "out")
+
+
+def test_hostile_record_fields_stay_text_in_every_attribute(review: Path) -> None:
+    """Roles, choice ids, task types and titles land in attributes: all are escaped."""
+    path = review / "input_dataset.json"
+    doc = json.loads(path.read_text())
+    payload = doc["records"][0]["payload"]
+    payload["task_type"] = HOSTILE
+    payload["messages"] = [{"role": HOSTILE, "content": HOSTILE}]
+    payload["choices"][0]["id"] = HOSTILE
+    payload["correct_choice_ids"] = [HOSTILE]
+    payload["attachments"] = [{"path": HOSTILE}]
+    doc["records"][3]["payload"]["rubric"][0]["title"] = HOSTILE
+    path.write_text(json.dumps(doc))
+    page = render_report(load_run(review))
+    assert page.count("<script") == 2 and page.count("</script>") == 2
+    assert "<img" not in page and HOSTILE not in page
+    escaped = html.escape(HOSTILE, quote=True)
+    assert f'data-role="{escaped}"' in page and f'data-id="{escaped}" data-gold="1"' in page
+    assert f'data-task="{escaped}"' in page
+    data = collect(load_run(review))
+    assert [HOSTILE, 10.0] in data.criteria  # the JSON element's escaping keeps it inert
