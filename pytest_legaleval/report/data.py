@@ -143,6 +143,8 @@ class _Sources:
     transcripts: TranscriptIndex
     rubrics: dict[int, dict[str, tuple[str, float | None]]] = field(default_factory=dict)
     """Per record element: its rubric, criterion id -> (title, weight)."""
+    without: list[int] = field(default_factory=list)
+    """The rows no transcript line belongs to (when the run has transcripts)."""
 
 
 def _scan_inputs(first: ItemPass, sources: _Sources) -> None:
@@ -201,7 +203,9 @@ def collect(run: RunData, page_bytes: int = PAGE_BYTES, prefix: str = "") -> Rep
     # Rows, page and the structure first; the previews get what is left. Texts grow when
     # escaped (quotes, newlines, markup) and non-ASCII letters take two bytes: checked
     # after the fact, and cut again in the rare case that was not enough.
-    rows_size = _utf8_size(first.rows)
+    if sources.transcripts.present:
+        sources.without = sources.transcripts.missing(len(first.rows))
+    rows_size = _utf8_size(first.rows) + _utf8_size(sources.without)
     room = max(page_bytes - rows_size - _PAGE_OVERHEAD - first.structure, 0) * 10 // 11
     if sources.transcripts.present:
         share = room // _TRANSCRIPT_SHARE
@@ -347,9 +351,7 @@ def _result(
         latencies=[float(r[LAT]) for r in first.rows if r[LAT] is not None],
         notes=notes,
         has_transcripts=sources.transcripts.present,
-        without_transcript=sources.transcripts.missing(len(first.rows))
-        if sources.transcripts.present
-        else [],
+        without_transcript=sources.without,
         has_epochs=any(first.epochs),
         reducer=first.reducer,
     )
