@@ -80,14 +80,21 @@ class Browser:
         self.close()
 
     def close(self) -> None:
-        """End the browser (it was started by us; its id is ours)."""
+        """End the browser (it was started by us; its id is ours): asked, then killed."""
+        try:
+            self._call("Browser.close")
+        except (OSError, RuntimeError, TimeoutError):
+            pass  # already gone, or not answering: killed below
         for fd in (self._out, self._in):
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self._proc.kill()
-        self._proc.wait(timeout=30)
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(timeout=30)
         if self._proc.stderr is not None:
             self._proc.stderr.close()
 
