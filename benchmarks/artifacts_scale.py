@@ -1,6 +1,13 @@
 """Run artifacts at scale: 5,000 and 50,000 MCQ records against the mock server.
 
     python benchmarks/artifacts_scale.py [--sizes 5000,50000] [--workers 2]
+    python benchmarks/artifacts_scale.py --report [--sizes 50000]
+
+``--report`` times the HTML report instead: a written run directory of N items (8 models,
+3 KB answers, a quarter rubric items; ``tests/integration/report_runs.write_scale_run``),
+once with ``predictions.jsonl`` only and once with the reviewer's files too
+(``input_dataset.json``, ``transcripts.jsonl``); prints the page's size, its build time, the
+preview length and the peak RSS of the process that builds it.
 
 Each run is a fresh `pytest suites/` child process (live generation against one mock server
 in its own process, near-zero latency, no cache) that writes the full run directory. Prints
@@ -162,13 +169,47 @@ def _recorder_path(n: int, work: Path) -> tuple[float, float, float]:
     return retained, write_s, time.perf_counter() - start
 
 
+_REPORT = """
+import re, resource, sys, time
+from pytest_legaleval.report import write_report
+started = time.perf_counter()
+page = write_report(sys.argv[1], sys.argv[2]).read_text(encoding="utf-8")
+took = time.perf_counter() - started
+preview = re.search(r"up to ([\\d,]+) characters", page).group(1)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(f"{len(page.encode()) / 1e6:.2f} MB, built in {took:.1f} s, previews {preview} "
+      f"characters, peak RSS {peak:.0f} MiB")
+"""
+
+
+def _report(sizes: list[int]) -> None:
+    sys.path.insert(0, str(REPO))
+    from tests.integration.report_runs import write_scale_run
+
+    for n in sizes:
+        for reviewer in (False, True):
+            with tempfile.TemporaryDirectory() as tmp:
+                run = write_scale_run(Path(tmp), items=n, reviewer=reviewer)
+                done = subprocess.run(
+                    [sys.executable, "-c", _REPORT, str(run), str(Path(tmp) / "r.html")],
+                    capture_output=True, text=True, check=True, env=ENV,
+                )  # fmt: skip
+                inputs = sum(p.stat().st_size for p in run.iterdir()) / 1e6
+                what = "+ records, transcripts" if reviewer else "predictions only"
+                print(f"{n:>7} items, {what:<22} ({inputs:5.0f} MB): {done.stdout.strip()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="5000,50000")
     parser.add_argument("--workers", type=int, default=2, help="xdist workers (0: no xdist)")
     parser.add_argument("--recorder-only", action="store_true", help="skip the pytest runs")
+    parser.add_argument("--report", action="store_true", help="time the HTML report only")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.report:
+        _report(sizes)
+        return
     if args.recorder_only:
         with tempfile.TemporaryDirectory() as tmp:
             for n in sizes:

@@ -10,9 +10,15 @@ __all__ = ["register"]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from pytest_legaleval.report import write_report
+    from pytest_legaleval.report import write_comparison, write_report
 
-    target = write_report(args.run_dir, args.out)
+    if len(args.run_dir) > 2:
+        print("legaleval report: give one run directory, or two to compare", file=sys.stderr)
+        return 2
+    if len(args.run_dir) == 2:
+        target = write_comparison(args.run_dir[0], args.run_dir[1], args.out)
+    else:
+        target = write_report(args.run_dir[0], args.out)
     print(target)
     return 0
 
@@ -56,12 +62,16 @@ def register(subparsers: Any) -> None:
         "report",
         help="write a self-contained HTML report of a run directory",
         description="One HTML file with inline CSS, JS and SVG (opens offline): summary, "
-        "slices, score and latency histograms, a filterable per-record table with the "
-        "grader's explanation, and the failures.",
+        "slices, score and latency histograms, a filterable per-record table whose item "
+        "view shows the question, choices, references, the grader's and the judge's "
+        "reasons, the response and the transcript. With two run directories (RUN_A, then "
+        "RUN_B), the items of both side by side, the changed verdicts first.",
     )
-    report.add_argument("run_dir", metavar="RUN_DIR")
+    report.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="RUN_DIR or RUN_A RUN_B")
     report.add_argument(
-        "--out", metavar="FILE", help="output file (default: RUN_DIR.html beside the run)"
+        "--out",
+        metavar="FILE",
+        help="output file (default: RUN_DIR.html, or RUN_B-vs-RUN_A.html, beside the run)",
     )
     report.set_defaults(func=_cmd_report)
 

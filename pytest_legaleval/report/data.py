@@ -1,88 +1,55 @@
-"""The report's data: compact rows for every item, metrics, and text previews on a budget.
+"""The report's data: a row per item, metrics, and every text as a preview on a budget.
 
-``predictions.jsonl`` is read twice and never held: the first pass classifies each item
-(the metrics' own :func:`item_category`), feeds the same accumulators as the recorder (so
-every count on the page comes from one computation) and measures each item's texts; the
-second pass cuts the texts to the preview length that keeps the page within
-:data:`PAGE_BYTES`. Failures and errors get four times the preview of passed and skipped
-items. The full texts stay in ``predictions.jsonl``; each item names its line.
+``predictions.jsonl``, ``input_dataset.json`` and ``transcripts.jsonl`` are each read
+twice and never held: the first passes classify each item (the metrics' own
+:func:`item_category`), reduce an item's epochs to one verdict and measure every text the
+page may show (:mod:`~pytest_legaleval.report.items`); the second passes cut the texts to
+the one preview length that keeps the page within its byte budget
+(:mod:`~pytest_legaleval.report.budget`). The full texts stay in the run directory; each
+item names its line.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
-from array import array
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.metrics.counts import counts_of, is_item_block
-from pytest_legaleval.metrics.runfiles import RunData, invalid_items, iter_jsonl, slice_entries
+from pytest_legaleval.metrics.runfiles import (
+    RunData,
+    invalid_items,
+    iter_jsonl,
+    run_reducer,
+    slice_entries,
+)
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED
-from pytest_legaleval.metrics.summary import MetricsAccumulator, item_category
-from pytest_legaleval.report.texts import (
-    NO_TEXTS,
-    PER_DETAIL,
-    Tables,
-    cut_texts,
-    item_texts,
-    other_cap,
-    script_json,
-    structure_size,
-    text,
-    text_lengths,
-)
+from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.report.budget import MAX_PREVIEW, MAX_TITLE, fit_preview, other_cap, title_cap
+from pytest_legaleval.report.inputs import InputRecords, record_texts
+from pytest_legaleval.report.items import CAT, LAT, ORDER, SCORE, URGENT, ItemPass, M, Q, R
+from pytest_legaleval.report.questions import record_markup, record_structure
+from pytest_legaleval.report.texts import NO_TEXTS, Tables, cut, cut_texts, item_texts, script_json
+from pytest_legaleval.report.transcripts import FILE as TRANSCRIPTS
+from pytest_legaleval.report.transcripts import TranscriptIndex
 
-__all__ = ["MAX_PREVIEW", "ORDER", "PAGE_BYTES", "ReportData", "collect", "fit_preview"]
+__all__ = ["MAX_PREVIEW", "ORDER", "PAGE_BYTES", "ReportData", "collect"]
 
-ORDER = ("failed", "error", "invalid", "passed", "skipped")
-"""Categories in the order the item table opens with: failures and errors first."""
 PAGE_BYTES = 9_500_000
 """What the whole page may weigh; previews shrink to fit (issue: < 10 MB at 50,000 items)."""
-MAX_PREVIEW = 4000
-"""Longest preview of one text (a response, an explanation, a judge's reason)."""
 _PAGE_OVERHEAD = 250_000
 """Bytes of the page besides rows and previews: markup, style, script, slices, charts."""
-
-
-@dataclass
-class _Lengths:
-    """Sorted text lengths of one priority class, with prefix sums, for the fitting."""
-
-    values: array[int] = field(default_factory=lambda: array("q"))
-    prefix: list[int] = field(default_factory=list)
-
-    def freeze(self) -> None:
-        ordered = sorted(self.values)
-        self.values = array("q", ordered)
-        self.prefix = [0]
-        for value in ordered:
-            self.prefix.append(self.prefix[-1] + value)
-
-    def total(self, cap: int) -> int:
-        """Characters shown when every text is cut to ``cap``."""
-        below = bisect.bisect_left(self.values, cap)
-        return self.prefix[below] + cap * (len(self.values) - below)
-
-
-def fit_preview(urgent: _Lengths, other: _Lengths, budget: int) -> int:
-    """The longest preview (of urgent items; others get a quarter) that fits ``budget``."""
-    low, high = 0, MAX_PREVIEW
-    while low < high:
-        mid = (low + high + 1) // 2
-        if urgent.total(mid) + other.total(other_cap(mid)) <= budget:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+_TRANSCRIPT_SHARE = 4
+"""Transcripts get at most 1/4 of the page's room for texts (a transcript mostly repeats
+what the item view shows; the full exchange is in ``transcripts.jsonl``)."""
 
 
 @dataclass
 class ReportData:
-    """Everything the page shows, computed in one place."""
+    """Everything the page shows of one run, computed in one place."""
 
     summary: dict[str, Any]
     slices: dict[str, Any]
@@ -96,12 +63,26 @@ class ReportData:
     """Per item, in ``details``' order: record, dataset, model (indexes into their tables),
     category (index into :data:`ORDER`), score, reason (index), latency ms, attachment
     warnings, line (in ``predictions.jsonl``; negative: in ``failures.jsonl``; 0: an invalid
-    record known from ``record_validation.jsonl`` only)."""
+    record known from ``record_validation.jsonl`` only), record element (index)."""
     details: list[dict[str, Any]]
+    questions: list[str]
+    """Each record's element (escaped HTML, see :mod:`~pytest_legaleval.report.questions`),
+    empty when the run directory does not have the record."""
     preview: int
     """Characters of a failure's texts shown (a quarter for passed and skipped items)."""
-    scores: array[float]
-    latencies: array[float]
+    threshold: float | None
+    """The pass threshold of most items; a detail's ``t`` says where it differs (``null``:
+    the item has none)."""
+    scores: list[float]
+    latencies: list[float]
+    notes: dict[str, str] = field(default_factory=dict)
+    """Why some texts are missing: ``questions``, ``transcripts``."""
+    has_transcripts: bool = False
+    without_transcript: list[int] = field(default_factory=list)
+    """The rows no line of ``transcripts.jsonl`` belongs to (when the file exists)."""
+    has_epochs: bool = False
+    reducer: str = "mean"
+    """The run's ``--epoch-reducer`` (what reduced each item's epochs)."""
 
     @property
     def has_latency(self) -> bool:
@@ -123,79 +104,25 @@ def _utf8_size(value: Any) -> int:
     return len(script_json(value).encode("utf-8"))
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return round(float(value), 4)
-
-
-@dataclass
-class _Pass:
-    """What the first pass over the items gathers."""
-
-    tables: Tables = field(default_factory=Tables)
-    rows: list[list[Any]] = field(default_factory=list)
-    urgent: _Lengths = field(default_factory=_Lengths)
-    other: _Lengths = field(default_factory=_Lengths)
-    structure: int = 0
-    scores: array[float] = field(default_factory=lambda: array("d"))
-    latencies: array[float] = field(default_factory=lambda: array("d"))
-    invalid_texts: list[str] = field(default_factory=list)
-
-    def item(self, row: Mapping[str, Any], line: int) -> None:
-        category = item_category(row)
-        texts = item_texts(row)
-        for length, urgent in text_lengths(texts, category in ORDER[:3]):
-            (self.urgent if urgent else self.other).values.append(length)
-        self.structure += structure_size(texts)
-        score, latency = _number(row.get("score")), _number(row.get("latency_ms"))
-        if category in ("passed", "failed") and score is not None:
-            self.scores.append(score)
-        if latency is not None:
-            self.latencies.append(latency)
-        tables = self.tables
-        self.rows.append(
-            [
-                tables.records(row.get("record_id")),
-                tables.datasets(row.get("dataset", row.get("dataset_id"))),
-                tables.models(row.get("model")),
-                ORDER.index(category),
-                score,
-                tables.reasons(row.get("reason")),
-                None if latency is None else round(latency),
-                len(texts["warnings"]),
-                line,
-            ]
-        )
-
-    def invalid(self, item: Mapping[str, Any]) -> None:
-        tables, message = self.tables, text(item.get("message"))
-        self.urgent.values.append(len(message))
-        self.structure += PER_DETAIL
-        self.invalid_texts.append(message)
-        line = item.get("line")
-        self.rows.append(
-            [
-                tables.records(item.get("record_id")), tables.datasets(item.get("dataset")),
-                tables.models(item.get("model")), ORDER.index("invalid"), None,
-                tables.reasons("invalid_record"), None, 0, -line if line else 0,
-            ]
-        )  # fmt: skip
-
-
 def _invalid_key(item: Mapping[str, Any]) -> tuple[str, str, Any]:
-    return ("invalid", text(item.get("dataset")), item.get("index", item.get("record_id")))
+    dataset = "" if item.get("dataset") is None else str(item.get("dataset"))
+    return ("invalid", dataset, item.get("index", item.get("record_id")))
 
 
-def _slices_of(run: RunData, invalid: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+def _slices_of(
+    run: RunData, invalid: list[dict[str, Any]], seed: int, first: ItemPass
+) -> dict[str, Any]:
     """``metrics_by_slice.json`` recomputed from the items (old vocabulary, or it disagrees)."""
     dims = (run.slices or {}).get("dimensions") if isinstance(run.slices, Mapping) else None
     keys = [d for d in dims or () if isinstance(d, str) and d.startswith("metadata.")]
     acc = SliceAccumulator(keys)  # its own record numbers: a third pass, after the summary
-    for row in iter_jsonl(run.path / "predictions.jsonl"):
-        acc.add(row, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
+    for number, row in enumerate(iter_jsonl(run.path / "predictions.jsonl"), 1):
+        at = first.shown.get(number)
+        if at is not None:
+            line = first.verdict_line(at, row)
+            acc.add(line, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
     for item in invalid:
-        acc.add_invalid(dataset=text(item.get("dataset")), model=text(item.get("model")),
+        acc.add_invalid(dataset=str(item.get("dataset") or ""), model=str(item.get("model") or ""),
                         key=_invalid_key(item))  # fmt: skip
     return acc.to_dict(seed=seed)
 
@@ -208,79 +135,223 @@ def _same_counts(written: Mapping[str, Any] | None, here: Mapping[str, Any]) -> 
     )
 
 
-def collect(run: RunData) -> ReportData:
-    """Read the run's items (twice, streaming) into the page's data.
+@dataclass
+class _Sources:
+    """The run's files besides ``predictions.jsonl``, with what their first passes found."""
 
-    The summary is recomputed from the items; the slices are ``metrics_by_slice.json``'s
-    when the run wrote them in this vocabulary and its summary counts what the items say,
-    and are recomputed otherwise (a third pass), so the page never shows two counts.
+    inputs: InputRecords
+    transcripts: TranscriptIndex
+    rubrics: dict[int, dict[str, tuple[str, float | None]]] = field(default_factory=dict)
+    """Per record element: its rubric, criterion id -> (title, weight)."""
+    without: list[int] = field(default_factory=list)
+    """The rows no transcript line belongs to (when the run has transcripts)."""
+
+
+def _scan_inputs(first: ItemPass, sources: _Sources) -> None:
+    """First pass over the records: their texts' lengths and their rubrics' titles."""
+    urgent = first.urgent_questions()
+    seen: set[int] = set()
+    for dataset, record_id, payload in sources.inputs:
+        q = first.questions.find((dataset, record_id))
+        if q is None or q in seen:
+            continue
+        seen.add(q)
+        texts = record_texts(payload)
+        kind = "urgent" if urgent[q] else "other"
+        first.budget.add_all(kind, (len(t) for t in texts.free_texts()))
+        first.structure += record_structure(texts)
+        if texts.rubric:
+            sources.rubrics[q] = {cid: (title[:MAX_TITLE], w) for cid, title, w in texts.rubric}
+            for _, title, weight in texts.rubric:
+                first.count_title(title, weight)
+
+
+def _scan_transcripts(first: ItemPass, sources: _Sources) -> None:
+    index = sources.transcripts
+    if not index.present:
+        return
+    records, models = first.tables.records.values, first.tables.models.values
+    for row, (item_id, epoch) in enumerate(first.item_ids):
+        index.by_item.setdefault((item_id, epoch), row)
+        values = first.rows[row]
+        index.by_record.setdefault((records[values[R]], models[values[M]], epoch), row)
+    index.scan(first.responses)
+
+
+def collect(run: RunData, page_bytes: int = PAGE_BYTES, prefix: str = "") -> ReportData:
+    """Read the run's items, records and transcripts (twice, streaming) into the page's data.
+
+    The summary is recomputed from the items (one verdict per item); the slices are
+    ``metrics_by_slice.json``'s when the run wrote them in this vocabulary and its summary
+    counts what the items say, and are recomputed otherwise (a third pass), so the page
+    never shows two counts. ``prefix`` starts the ids of the records' elements (two runs
+    share one page).
     """
     path = run.path / "predictions.jsonl"
-    summary_acc = MetricsAccumulator()
-    first = _Pass()
+    first = ItemPass(reducer=run_reducer(run))
     for model in run.manifest.get("models") or []:
         first.tables.models(model)
-    predicted: set[Any] = set()
     for line, row in enumerate(iter_jsonl(path), 1):
-        predicted.add(row.get("item_id"))
-        summary_acc.add(row)
         first.item(row, line)
-    invalid = invalid_items(run, predicted)
+    first.reduce()
+    invalid = invalid_items(run, {item for item, _ in first.item_ids})
     for item in invalid:
-        summary_acc.add_invalid(_invalid_key(item))
         first.invalid(item)
-    first.urgent.freeze()
-    first.other.freeze()
-    # Rows, page and the details' structure first; the previews get what is left. Texts
-    # grow when escaped (quotes, newlines, markup) and non-ASCII letters take two bytes:
-    # checked after the fact, and cut again in the rare case that was not enough.
-    fixed = _utf8_size(first.rows) + _PAGE_OVERHEAD + first.structure
-    room = max(PAGE_BYTES - fixed, 0) * 10 // 11
+    sources = _Sources(InputRecords(run.path), TranscriptIndex(run.path / TRANSCRIPTS))
+    _scan_inputs(first, sources)
+    _scan_transcripts(first, sources)
+    # Rows, page and the structure first; the previews get what is left. Texts grow when
+    # escaped (quotes, newlines, markup) and non-ASCII letters take two bytes: checked
+    # after the fact, and cut again in the rare case that was not enough.
+    if sources.transcripts.present:
+        sources.without = sources.transcripts.missing(len(first.rows))
+    rows_size = _utf8_size(first.rows) + _utf8_size(sources.without)
+    room = max(page_bytes - rows_size - _PAGE_OVERHEAD - first.structure, 0) * 10 // 11
+    if sources.transcripts.present:
+        share = room // _TRANSCRIPT_SHARE
+        room -= sources.transcripts.select(share, first.urgent_rows(), first.budget)
+    first.budget.freeze()
     for _ in range(3):
-        preview = fit_preview(first.urgent, first.other, room)
-        tables = Tables(criteria=first.tables.criteria, judges=first.tables.judges)
-        details = _details(path, first, preview, tables)
-        spare = PAGE_BYTES - _utf8_size(first.rows) - _PAGE_OVERHEAD - _utf8_size(details)
+        preview = fit_preview(first.budget, room)
+        page = _Page(preview, Tables(), MetricsAccumulator())
+        _details(path, first, sources, page)
+        _questions(first, sources, page, prefix)
+        _attach_transcripts(first, sources, page)
+        size = rows_size + _utf8_size(page.details) + _utf8_size(page.tables.criteria.values)
+        spare = page_bytes - _PAGE_OVERHEAD - size - sum(len(q.encode()) for q in page.questions)
         if spare >= 0 or preview == 0:
             break
         room = max(room + spare * 11 // 10, 0)
+    for item in invalid:
+        page.summary.add_invalid(_invalid_key(item))
+    return _result(run, first, sources, invalid, page)
+
+
+@dataclass
+class _Page:
+    """The second passes' output at one preview length."""
+
+    preview: int
+    tables: Tables
+    summary: MetricsAccumulator
+    details: list[dict[str, Any]] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
+    threshold: float | None = None
+
+
+def _details(path: Path, first: ItemPass, sources: _Sources, page: _Page) -> None:
+    """Second pass: each item's texts cut to its preview length, in row order."""
+    preview, title = page.preview, title_cap(page.preview)
+    details: list[dict[str, Any]] = [{} for _ in first.rows]
+    for number, line in enumerate(iter_jsonl(path), 1):
+        at = first.shown.get(number)
+        if at is None:
+            continue  # another epoch of an item: its verdict is in the item's "ep"
+        page.summary.add(first.verdict_line(at, line))
+        row = first.rows[at]
+        urgent = ORDER[row[CAT]] in URGENT
+        texts = item_texts(line, sources.rubrics.get(row[Q]))
+        cap = preview if urgent else other_cap(preview)
+        detail = cut_texts(texts, cap, page.tables, urgent=urgent, title=title)
+        if first.epochs[at]:
+            detail["ep"] = first.epochs[at]
+        details[at] = detail
+    page.threshold = _common_threshold(details)
+    start = len(first.rows) - len(first.invalid_texts)
+    for offset, message in enumerate(first.invalid_texts):
+        texts = {**NO_TEXTS, "explanation": message}
+        details[start + offset] = cut_texts(texts, preview, page.tables, title=title)
+    page.details = details
+
+
+def _common_threshold(details: list[dict[str, Any]]) -> float | None:
+    """The threshold most items share, written once: ``t`` stays only where it differs."""
+    counts = Counter(d.get("t") for d in details if isinstance(d.get("t"), int | float))
+    if not counts:
+        return None
+    common = counts.most_common(1)[0][0]
+    for detail in details:
+        if detail.get("t") == common:
+            del detail["t"]
+        elif "t" not in detail:
+            detail["t"] = None
+    return common
+
+
+def _questions(first: ItemPass, sources: _Sources, page: _Page, prefix: str) -> None:
+    """Second pass over the records: each one's element, its texts cut."""
+    out = [""] * len(first.questions.values)
+    urgent = first.urgent_questions()
+    title = title_cap(page.preview)
+    for dataset, record_id, payload in sources.inputs:
+        q = first.questions.find((dataset, record_id))
+        if q is None or out[q]:
+            continue
+        texts = record_texts(payload)
+        cap = page.preview if urgent[q] else other_cap(page.preview)
+        rubric = [page.tables.criteria((cut(t, title), w)) for _, t, w in texts.rubric]
+        out[q] = record_markup(texts, f"{prefix}q{q}", cap, rubric)
+    page.questions = out
+
+
+def _attach_transcripts(first: ItemPass, sources: _Sources, page: _Page) -> None:
+    if not sources.transcripts.present:
+        return
+    title = title_cap(page.preview)
+    labels_of: dict[int, dict[str, str]] = {
+        q: {cid: cut(t, title) for cid, (t, _) in rubric.items()}
+        for q, rubric in sources.rubrics.items()
+    }
+    labels = [labels_of.get(row[Q], {}) for row in first.rows]
+    found = sources.transcripts.previews(page.preview, first.urgent_rows(), first.responses, labels)
+    for at, transcript in found.items():
+        page.details[at]["x"] = transcript
+
+
+def _result(
+    run: RunData, first: ItemPass, sources: _Sources, invalid: list[dict[str, Any]],
+    page: _Page,
+) -> ReportData:  # fmt: skip
     bootstrap = (run.summary or {}).get("bootstrap") or {}
     found_seed = bootstrap.get("seed")
     seed = found_seed if isinstance(found_seed, int) else BOOTSTRAP_SEED
-    summary = summary_acc.to_dict(seed=seed)
+    summary = page.summary.to_dict(seed=seed)
     written = run.slices if isinstance(run.slices, Mapping) else None
     slices_ok = (
         written is not None
         and _same_counts(run.summary, summary)
         and all(is_item_block(block) for _, _, block in slice_entries(written))
     )
+    notes = {}
+    if sources.inputs.note:
+        notes["questions"] = sources.inputs.note
+    if not sources.transcripts.present:
+        notes["transcripts"] = f"this run directory has no {TRANSCRIPTS}"
+    elif sources.transcripts.note:
+        notes["transcripts"] = sources.transcripts.note
+    tables = first.tables
+    graded = ("passed", "failed")
     return ReportData(
         summary=summary,
         slices=dict(written)
         if slices_ok and written is not None
-        else _slices_of(run, invalid, seed),
-        models=first.tables.models.values,
-        records=first.tables.records.values,
-        datasets=first.tables.datasets.values,
-        reasons=first.tables.reasons.values,
-        criteria=tables.criteria.values,
-        judges=tables.judges.values,
+        else _slices_of(run, invalid, seed, first),
+        models=tables.models.values,
+        records=tables.records.values,
+        datasets=tables.datasets.values,
+        reasons=tables.reasons.values,
+        criteria=page.tables.criteria.values,
+        judges=page.tables.judges.values,
         rows=first.rows,
-        details=details,
-        preview=preview,
-        scores=first.scores,
-        latencies=first.latencies,
+        details=page.details,
+        questions=page.questions,
+        preview=page.preview,
+        threshold=page.threshold,
+        scores=[r[SCORE] for r in first.rows if ORDER[r[CAT]] in graded and r[SCORE] is not None],
+        latencies=[float(r[LAT]) for r in first.rows if r[LAT] is not None],
+        notes=notes,
+        has_transcripts=sources.transcripts.present,
+        without_transcript=sources.without,
+        has_epochs=any(first.epochs),
+        reducer=first.reducer,
     )
-
-
-def _details(path: Path, first: _Pass, preview: int, tables: Tables) -> list[dict[str, Any]]:
-    """Second pass: each item's texts cut to its preview length, in row order."""
-    details: list[dict[str, Any]] = []
-    for row, line in zip(first.rows, iter_jsonl(path), strict=False):
-        if ORDER[row[3]] in ORDER[:3]:
-            details.append(cut_texts(item_texts(line), preview, tables))
-        else:
-            details.append(cut_texts(item_texts(line), other_cap(preview), tables, urgent=False))
-    for message in first.invalid_texts:
-        details.append(cut_texts({**NO_TEXTS, "explanation": message}, preview, tables))
-    return details

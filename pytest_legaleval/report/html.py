@@ -1,11 +1,10 @@
 """One self-contained HTML file per run: inline CSS, JS, SVG and data; every value escaped.
 
-The page fetches nothing (a Content-Security-Policy forbids it), so it opens offline, from a
-CI artifact or an e-mail attachment. The summary, the per-model columns, the slices and the
-charts are rendered here as escaped HTML. The items (one row per record × model, with their
-text previews) travel as JSON in a ``<script type="application/json">`` element, written so
-that no text can end the element (:func:`~pytest_legaleval.report.data.script_json`); the
-script builds their rows with ``textContent`` only, never as markup.
+The summary, the per-model columns, the slices and the charts are rendered here as escaped
+HTML. The items (one row per record × model, with their text previews) travel as JSON, the
+records' texts (question, choices, references) as escaped hidden markup
+(:mod:`~pytest_legaleval.report.page`); the script builds the rows and the item view with
+``textContent`` only, never as markup.
 
 Every count on the page comes from one computation (:func:`~pytest_legaleval.report.data.
 collect`), with the names of the metrics files: records, items, passed, failed, errors,
@@ -15,24 +14,19 @@ skipped, invalid.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from html import escape
-from importlib.resources import files
 from typing import Any
 
 from pytest_legaleval.metrics.counts import Counts, counts_of
 from pytest_legaleval.metrics.runfiles import RunData, slice_entries
 from pytest_legaleval.report.data import ORDER, ReportData, collect
+from pytest_legaleval.report.page import KEYS_HELP, LABELS, document, payload, questions_markup
+from pytest_legaleval.report.page import e as _e
 from pytest_legaleval.report.svg import bar_chart, bins_for
-from pytest_legaleval.report.texts import script_json
 
 __all__ = ["LABELS", "MAX_SLICE_ROWS", "render_report"]
 
 MAX_SLICE_ROWS = 100
 """Values shown per slice dimension (a tag or metadata key can have thousands)."""
-
-LABELS = {"failed": "failed", "error": "errors", "invalid": "invalid", "passed": "passed",
-          "skipped": "skipped"}  # fmt: skip
-"""How the page names each item category (the metrics files' ``*_items`` names)."""
 
 _HELP = {
     "records": "distinct records, however many models answered them",
@@ -44,18 +38,6 @@ _HELP = {
     "skipped": "not evaluated on purpose (a skip mark, no judge)",
     "passed": "graded at or above the pass rule",
 }
-_CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-    "img-src data:; base-uri 'none'; form-action 'none'"
-)
-
-
-def _asset(name: str) -> str:
-    return (files("pytest_legaleval.report") / name).read_text(encoding="utf-8")
-
-
-def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
 
 
 def _pct(value: Any) -> str:
@@ -220,6 +202,11 @@ def _matrix(data: ReportData) -> str:
     )
 
 
+def _notes(data: ReportData) -> str:
+    said = [f"{what}: {note}" for what, note in sorted(data.notes.items())]
+    return "".join(f'<p class="hint note" data-note="{_e(n)}">{_e(n)}</p>' for n in said)
+
+
 def _items(data: ReportData, run: RunData) -> str:
     options = "".join(f'<option value="{c}">{LABELS[c]}</option>' for c in ORDER)
     models = "".join(f'<option value="{i}">{_e(m)}</option>' for i, m in enumerate(data.models))
@@ -227,18 +214,24 @@ def _items(data: ReportData, run: RunData) -> str:
     return (
         f'<section id="items"><h2>items ({len(data.rows):,})</h2>'
         '<p class="hint">Failures and errors first, then the rest; click a column to sort, '
-        "a row to open its detail (response, judge's reasons per criterion, warnings). "
+        "a row to open its item view (question, choices, references, the grader's and the "
+        "judge's reasons per criterion, response, transcript). "
         f"Texts are previews (up to {data.preview:,} characters for failures and errors, "
-        f"{data.preview // 4:,} for the rest); the full texts are in "
-        f'<code id="predictions-path">{_e(where)}</code>, at the line each item names.</p>'
+        f"{data.preview // 4:,} for the rest); the full texts are in the run directory "
+        f'(<code id="predictions-path">{_e(where)}</code> and its input_dataset.json and '
+        "transcripts.jsonl), at the line each item names.</p>"
+        f'<p class="hint" id="keys-help">{_e(KEYS_HELP)}</p>{_notes(data)}'
         '<div class="filters"><label>filter <input id="record-filter" type="search" '
         'placeholder="record id, dataset, model or reason"></label> '
+        '<label>search <input id="text-search" type="search" '
+        'placeholder="words of the question or the answer"></label> '
         f'<label>outcome <select id="outcome-filter"><option value="">all</option>{options}'
         "</select></label> "
         f'<label>model <select id="model-filter"><option value="">all</option>{models}'
         '</select></label> <span id="shown-count" aria-live="polite"></span> '
         '<span id="outcome-counts"></span></div>'
         '<table id="records"><thead><tr><th data-key="record">record</th>'
+        '<th data-key="question">question</th>'
         '<th data-key="dataset">dataset</th><th data-key="model">model</th>'
         '<th data-key="outcome">outcome</th><th data-key="score">score</th>'
         '<th data-key="reason">reason</th>'
@@ -319,24 +312,6 @@ def _charts(data: ReportData) -> str:
     )
 
 
-def _payload(data: ReportData) -> dict[str, Any]:
-    return {
-        "categories": list(ORDER),
-        "labels": LABELS,
-        "models": data.models,
-        "records": data.records,
-        "datasets": data.datasets,
-        "reasons": data.reasons,
-        "criteria": data.criteria,
-        "judges": data.judges,
-        "rows": data.rows,
-        "details": data.details,
-        "preview": data.preview,
-        "columns": {"latency": data.has_latency, "warnings": data.has_warnings},
-        "files": ["predictions.jsonl", "failures.jsonl", "record_validation.jsonl"],
-    }
-
-
 def render_report(run: RunData) -> str:
     """The complete HTML document of one run."""
     data = collect(run)
@@ -361,18 +336,17 @@ def render_report(run: RunData) -> str:
     charts = _charts(data)
     if charts:
         nav.append('<a href="#distributions">distributions</a>')
-    return (
-        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>legaleval report {_e(run.run_id)}</title>"
-        f"<style>{_asset('report.css')}</style></head><body>"
+    body = (
         f"<header><h1>legaleval run <code id=run-id>{_e(run.run_id)}</code></h1>{meta}"
         f"<nav>{' · '.join(nav)}</nav></header>"
         f"<section id=summary><h2>summary</h2>{_summary_cards(data, run)}</section>"
         f"{_items(data, run)}{_matrix(data)}"
         f"<section id=slices><h2>slices</h2>{_slice_table(data)}</section>{charts}"
-        '<script type="application/json" id="report-data">'
-        f"{script_json(_payload(data))}</script>"
-        f"<script>{_asset('report.js')}</script></body></html>\n"
+    )
+    return document(
+        f"legaleval report {run.run_id}",
+        body,
+        {"report-data": payload(data)},
+        "report.js",
+        [questions_markup(data)],
     )

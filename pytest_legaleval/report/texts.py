@@ -1,9 +1,11 @@
 """The texts of an item's detail in the report, and their cutting to a preview length.
 
 An item's detail shows its response, the grader's explanation, each rubric criterion (title,
-weight, met, each judge's reason) and its attachment warnings. The page has room for
-previews only: :func:`cut_texts` cuts every free text to a length the report chose, and
-writes the criteria compactly (most items of a run share their rubric's criteria).
+weight, met, each judge's reason), the choices it picked and its attachment warnings. The
+page has room for previews only: :func:`cut_texts` cuts every free text to a length the
+report chose, and writes the criteria compactly (most items of a run share their rubric's
+criteria). A replayed rubric item's criteria carry ids only: their titles come from the
+record's rubric (``input_dataset.json``), matched by id.
 """
 
 from __future__ import annotations
@@ -14,25 +16,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_legaleval.metrics.summary import attachment_warnings
+from pytest_legaleval.report.budget import MAX_TITLE, other_cap
 
 __all__ = [
     "NO_TEXTS",
     "PER_DETAIL",
     "Table",
     "Tables",
+    "Titles",
+    "cut",
     "cut_texts",
     "item_texts",
-    "other_cap",
     "script_json",
     "structure_size",
     "text",
     "text_lengths",
 ]
 
-_OTHER_SHARE = 4
-_OTHER_FROM = 400
-"""Passed and skipped items get 1/4 of a failure's preview length, once that is at least
-this long; below it, the page keeps its room for the failures and errors."""
 _MAX_CRITERIA_SHOWN = 60
 PER_DETAIL = 30
 """JSON bytes of one item's detail besides its texts (at most)."""
@@ -75,8 +75,16 @@ def _reasons(
     return out
 
 
-def _criteria(row: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The rubric (or rating) criteria of an item: title, weight, met, each judge's reason."""
+Titles = Mapping[str, tuple[str, float | None]]
+"""A record's rubric: criterion id -> ``(title, weight)``."""
+
+
+def _criteria(row: Mapping[str, Any], titles: Titles) -> list[dict[str, Any]]:
+    """The rubric (or rating) criteria of an item: title, weight, met, each judge's reason.
+
+    A criterion without a title (a replayed judgment names criteria by id) takes its title,
+    and its weight when it has none, from ``titles``.
+    """
     details = row.get("details")
     found = details.get("criteria") if isinstance(details, Mapping) else None
     if not isinstance(found, list):
@@ -93,12 +101,13 @@ def _criteria(row: Mapping[str, Any]) -> list[dict[str, Any]]:
         met: Any = entry.get("met")
         if met is None and "rating" in entry:
             met = {"rating": entry.get("rating"), "score": entry.get("score")}
+        known_title, known_weight = titles.get(cid, ("", None))
         weight = entry.get("weight")
-        weight = weight if isinstance(weight, int | float) else None
+        weight = weight if isinstance(weight, int | float) else known_weight
         yes = isinstance(met, int | float) and met > 0
         out.append(
             {
-                "title": text(entry.get("title")) or cid,
+                "title": text(entry.get("title")) or known_title or cid,
                 "weight": weight,
                 "met": met,
                 "reasons": reasons,
@@ -110,21 +119,31 @@ def _criteria(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def item_texts(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The texts an item's detail shows, in full (the report cuts them to fit)."""
-    criteria = _criteria(row)
+def _ids(value: Any) -> list[str] | None:
+    return [text(v) for v in value] if isinstance(value, list | tuple) else None
+
+
+def item_texts(row: Mapping[str, Any], titles: Titles | None = None) -> dict[str, Any]:
+    """The texts an item's detail shows, in full (the report cuts them to fit).
+
+    ``titles`` is the item's record's rubric, for criteria the line names by id only.
+    """
+    criteria = _criteria(row, titles or {})
     explanation = text(row.get("explanation"))
     # A rubric's explanation repeats the criteria as one run-on sentence: the table shows
     # them. Keep it only when it says more (a judge error, a citation problem).
     if criteria and row.get("reason") in ("correct", "below_threshold"):
         explanation = ""
     details = row.get("details")
+    details = details if isinstance(details, Mapping) else {}
     return {
         "response": text(row.get("model_response", row.get("response"))),
         "explanation": explanation,
         "criteria": criteria,
         "warnings": attachment_warnings(row),
-        "threshold": details.get("threshold") if isinstance(details, Mapping) else None,
+        "threshold": details.get("threshold"),
+        "chosen": _ids(details.get("chosen")),
+        "correct": _ids(details.get("correct")),
     }
 
 
@@ -143,12 +162,16 @@ def text_lengths(texts: Mapping[str, Any], urgent: bool) -> Iterator[tuple[int, 
 def structure_size(texts: Mapping[str, Any]) -> int:
     """JSON bytes of an item's detail that stay whatever the preview length."""
     size = PER_DETAIL + sum(len(w) + 4 for w in texts["warnings"])
+    for key in ("chosen", "correct"):
+        if texts[key] is not None:
+            size += 8 + sum(len(i) + 3 for i in texts[key])
     for criterion in texts["criteria"]:
         size += _PER_CRITERION + len(criterion["reasons"]) * _PER_REASON
     return size
 
 
-def _cut(text: str, cap: int) -> str:
+def cut(text: str, cap: int) -> str:
+    """``text`` cut to ``cap`` characters, an ellipsis marking the cut."""
     if len(text) <= cap:
         return text
     return text[: max(cap - 1, 0)].rstrip() + "…"
@@ -170,6 +193,10 @@ class Table:
             self.values.append(list(key) if isinstance(key, tuple) else key)
         return found
 
+    def find(self, value: Any) -> int | None:
+        """The index of ``value`` if the table has it."""
+        return self._ids.get(value if isinstance(value, tuple) else text(value))
+
 
 @dataclass
 class Tables:
@@ -186,16 +213,18 @@ class Tables:
 
 
 def _criteria_json(
-    criteria: Sequence[Mapping[str, Any]], cap: int, tables: Tables, *, urgent: bool
-) -> dict[str, Any]:
+    criteria: Sequence[Mapping[str, Any]], cap: int, tables: Tables, *, urgent: bool,
+    title: int,
+) -> dict[str, Any]:  # fmt: skip
     """An item's criteria, compact: most items of a run share their rubric's criteria.
 
     ``c`` is ``[first index, count, flags]`` when the criteria are consecutive entries of
     the criteria table and each is met or not ("1"/"0" in ``flags``), else a list of
     ``[index, met]``; ``cr`` holds each criterion's reason: a text for one judge,
-    ``[[judge index, text], ...]`` for several, ``null`` for none.
+    ``[[judge index, text], ...]`` for several, ``null`` when the judge gave none, or the
+    reason's length when the page had no room for it. Titles are cut to ``title``.
     """
-    ids = [tables.criteria((_cut(c["title"], 300), c["weight"])) for c in criteria]
+    ids = [tables.criteria((cut(c["title"], title), c["weight"])) for c in criteria]
     mets = [c["met"] for c in criteria]
     flat = all(m in (0, 1) and not isinstance(m, Mapping) for m in mets)
     consecutive = ids == list(range(ids[0], ids[0] + len(ids)))
@@ -210,48 +239,51 @@ def _criteria_json(
     for c in criteria:
         found = c["reasons"]
         limit = cap if urgent and c["key"] else other_cap(cap) if urgent else cap
-        if not found or limit <= 0:
+        if not found:
             reasons.append(None)
+        elif limit <= 0:
+            reasons.append(sum(len(reason) for _, reason in found))
         elif len(found) == 1:
-            reasons.append(_cut(found[0][1], limit))
+            reasons.append(cut(found[0][1], limit))
         else:
-            reasons.append([[tables.judges(judge), _cut(text, limit)] for judge, text in found])
+            reasons.append([[tables.judges(judge), cut(text, limit)] for judge, text in found])
     if any(r is not None for r in reasons):
         out["cr"] = reasons
     return out
 
 
 def cut_texts(
-    texts: Mapping[str, Any], cap: int, tables: Tables | None = None, *, urgent: bool = True
-) -> dict[str, Any]:
+    texts: Mapping[str, Any], cap: int, tables: Tables | None = None, *, urgent: bool = True,
+    title: int = MAX_TITLE,
+) -> dict[str, Any]:  # fmt: skip
     """``texts`` with every free text cut to ``cap`` characters (the detail's JSON).
 
     Of an ``urgent`` item (a failure or an error), the reasons of the criteria it met get
     the shorter preview of passed items.
 
     ``rn`` and ``en`` keep the full lengths, so the page can say how much it shows; with
-    ``cap`` 0 only they are left; a text shown whole has no length.
+    ``cap`` 0 only they are left; a text shown whole has no length. ``ch`` lists the
+    choices an MCQ item picked, ``co`` the correct ones as the grader saw them.
     """
     tables = tables if tables is not None else Tables()
     out: dict[str, Any] = {}
     for key, name in (("r", "response"), ("e", "explanation")):
         if texts[name]:
             if cap > 0:
-                out[key] = _cut(texts[name], cap)
+                out[key] = cut(texts[name], cap)
             if len(texts[name]) > cap:
                 out[key + "n"] = len(texts[name])
     if texts["criteria"]:
-        out.update(_criteria_json(texts["criteria"], cap, tables, urgent=urgent))
+        out.update(_criteria_json(texts["criteria"], cap, tables, urgent=urgent, title=title))
     if texts["warnings"]:
         out["w"] = texts["warnings"]
     if texts["threshold"] is not None:
         out["t"] = texts["threshold"]
+    if texts["chosen"] is not None:
+        out["ch"] = texts["chosen"]
+    if texts["correct"] is not None:
+        out["co"] = texts["correct"]
     return out
-
-
-def other_cap(cap: int) -> int:
-    """The preview length of passed and skipped items when failures get ``cap``."""
-    return cap // _OTHER_SHARE if cap >= _OTHER_FROM else 0
 
 
 _SCRIPT_ESCAPES = str.maketrans(
@@ -270,4 +302,5 @@ def script_json(value: Any) -> str:
 
 NO_TEXTS: dict[str, Any] = {
     "response": "", "explanation": "", "criteria": [], "warnings": [], "threshold": None,
+    "chosen": None, "correct": None,
 }  # fmt: skip

@@ -237,13 +237,17 @@ def _texts(count: int, length: int, seed: int) -> list[str]:
 
 
 def write_scale_run(
-    root: Path, *, items: int = 50_000, models: int = 8, answer_chars: int = 3000
-) -> Path:
+    root: Path, *, items: int = 50_000, models: int = 8, answer_chars: int = 3000,
+    reviewer: bool = False,
+) -> Path:  # fmt: skip
     """A finished run directory of ``items`` real-shaped prediction lines (no session).
 
     A quarter of the records are rubric records (ten criteria, a judge's reason each); the
     answers are ``answer_chars`` long; about 30 % fail, 2 % are judge errors, 1 % have an
-    attachment warning. Built from ``run_v0``'s line shapes.
+    attachment warning. Built from ``run_v0``'s line shapes. With ``reviewer``, the run
+    also has what the item view shows: ``input_dataset.json`` (prompts of 600 to 1,800
+    characters, four choices or a reference answer or the rubric) and ``transcripts.jsonl``
+    (the messages sent, the reply, a judge call per criterion).
     """
     run = root / "run_scale"
     run.mkdir(parents=True)
@@ -289,4 +293,243 @@ def write_scale_run(
                     ]}],
                 }  # fmt: skip
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    if reviewer:
+        _write_reviewer_files(run, items // models, names, answers, reasons)
+    return run
+
+
+def _scale_record(record: int, prompts: list[str], reasons: list[str]) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "id": f"big:r{record:06d}", "dataset": "big",
+        "prompt": f"Question {record}. " + prompts[record % len(prompts)],
+        "context": "", "messages": [], "attachments": [], "choices": [],
+        "correct_choice_ids": [], "rubric": [], "reference_answers": [],
+        "required_criteria": [], "tags": [], "expected": {}, "metadata": {},
+    }  # fmt: skip
+    if record % 4 == 0:
+        payload["task_type"] = "rubric_qa"
+        payload["rubric"] = [
+            {"id": f"c{i}", "title": f"Criterion {i}: " + reasons[i][:60], "weight": 5.0 - i}
+            for i in range(10)
+        ]
+    else:
+        payload["task_type"] = "reference_qa"
+        payload["reference_answers"] = [reasons[record % 16][:300]]
+    return {"index": record, "record_id": payload["id"], "dataset_id": "big", "payload": payload}
+
+
+def _write_reviewer_files(
+    run: Path, records: int, names: list[str], answers: list[str], reasons: list[str]
+) -> None:
+    prompts = _texts(32, 1200, 3)
+    with (run / "input_dataset.json").open("w", encoding="utf-8") as out:
+        head = {"run_id": "run_scale", "mode": "inline", "datasets": [], "record_count": records}
+        out.write(json.dumps(head)[:-1] + ', "records": [\n')
+        for record in range(records):
+            line = json.dumps(_scale_record(record, prompts, reasons), ensure_ascii=False)
+            out.write(("" if record == 0 else ",\n") + line)
+        out.write("\n]}\n")
+    system = "You are a careful Swiss lawyer. Answer the question; cite the statutes."
+    with (run / "transcripts.jsonl").open("w", encoding="utf-8") as out:
+        for n in range(records * len(names)):
+            record, model = n // len(names), names[n % len(names)]
+            judge = [
+                {"model": "judge/j", "criterion_id": f"c{i}" if record % 4 == 0 else None,
+                 "messages": [{"role": "system", "content": "Grade the answer. " + reasons[i]},
+                              {"role": "user", "content": prompts[record % 32][:400]}],
+                 "reply": reasons[(n + i) % 16]}
+                for i in range(10 if record % 4 == 0 else 1)
+            ]  # fmt: skip
+            line = {
+                "item_id": f"test_suite.py::test_record[big/r{record}-{model}]",
+                "record_id": f"big:r{record:06d}", "model": model, "epoch": 0,
+                "request": {"messages": [{"role": "system", "content": system},
+                                         {"role": "user", "content": prompts[record % 32]}],
+                            "params": {"temperature": 0.0, "max_tokens": 2048}},
+                "reply": f"[{record}/{model}] " + answers[n % 64], "judge": judge,
+                "truncated": False,
+            }  # fmt: skip
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+# -- a reviewer's run directory, written by hand (what the item view reads) ----------------
+
+LEASE_PROMPT = "Which article governs the termination of a residential lease? " + HOSTILE
+LEASE_CHOICES = ("Art. 266a OR", "Art. 271 OR <b>abusive</b>", "Art. 41 OR", "Art. 1 ZGB")
+GIP_RUBRIC = (
+    ("2d318e18-8d8e-40b1-b7a8-39ded8ed0f52", "Mentions the law n°2011-525 of May 17, 2011", 10.0),
+    ("653be4fa-008d-463d-be79-15d2a946ba77", "Mentions the Decree n°2013-292 on GIP staff", 9.0),
+    ("f2025f74-1c61-4025-980c-1f0f8fddea22", "Invents a decision of the Conseil d'État", -5.0),
+)
+REVIEW_MODELS = ("openai/m1", "openai/m2")
+DEPOSIT = (("A", 3), ("B", 6), ("C", 1), ("D", 2))
+
+
+def _payload(record_id: str, task_type: str, prompt: str, **extra: Any) -> dict[str, Any]:
+    payload = {
+        "id": record_id, "dataset": "review", "task_type": task_type, "prompt": prompt,
+        "context": "", "messages": [], "attachments": [], "choices": [],
+        "correct_choice_ids": [], "rubric": [], "reference_answers": [],
+        "required_criteria": [], "tags": [], "expected": {}, "metadata": {},
+    }  # fmt: skip
+    payload.update(extra)
+    return payload
+
+
+def _review_records() -> list[dict[str, Any]]:
+    choices = [{"id": c, "text": t} for c, t in zip("ABCD", LEASE_CHOICES, strict=True)]
+    return [
+        _payload("q-lease", "mcq", LEASE_PROMPT, choices=choices, correct_choice_ids=["B"]),
+        _payload("q-deposit", "mcq", "How many months of rent may a deposit be at most?",
+                 choices=[{"id": c, "text": f"{n} months"} for c, n in DEPOSIT],
+                 correct_choice_ids=["A"]),
+        _payload("q-epochs", "mcq", "Is a verbal notice valid for a flat?",
+                 choices=[{"id": "A", "text": "yes"}, {"id": "B", "text": "no"}],
+                 correct_choice_ids=["B"]),
+        _payload("r-gip", "rubric_qa", "Can a French GIP recruit staff under private law?",
+                 rubric=[{"id": i, "title": t, "weight": w} for i, t, w in GIP_RUBRIC]),
+        _payload("ref-culpa", "reference_qa", "What is culpa in contrahendo?",
+                 context="Swiss law of obligations, pre-contractual duties.",
+                 messages=[{"role": "user", "content": "I negotiate a lease."},
+                           {"role": "assistant", "content": "Go on."}],
+                 reference_answers=["Liability for fault in contract negotiations."]),
+    ]  # fmt: skip
+
+
+def _prediction(record: str, model: str, outcome: str, reason: str, **extra: Any) -> dict:
+    line: dict[str, Any] = {
+        "run_id": "run_review", "item_id": f"test_suite.py::test_record[review/{record}-{model}]",
+        "record_id": record, "dataset": "review", "model": model, "outcome": outcome,
+        "passed": {"passed": True, "failed": False}.get(outcome), "reason": reason,
+        "score": {"passed": 1.0, "failed": 0.0}.get(outcome), "explanation": reason,
+        "model_response": f"{record} by {model}", "latency_ms": None, "details": {},
+        "judge": None,
+    }  # fmt: skip
+    line.update(extra)
+    return line
+
+
+def _mcq(record: str, model: str, chosen: list[str], correct: str, epoch: int | None = None):
+    right = chosen == [correct]
+    line = _prediction(
+        record, model, "passed" if right else "failed",
+        "correct" if right else ("wrong_answer" if chosen else "no_answer"),
+        task_type="mcq", grader="mcq",
+        model_response=f"My answer is {', '.join(chosen) or 'unclear'} ({model}).",
+        details={"chosen": chosen, "correct": [correct]},
+    )  # fmt: skip
+    if epoch is not None:
+        line["epoch"] = epoch
+        line["model_response"] += f" epoch {epoch}"
+    return line
+
+
+def _gip(model: str, mets: tuple[float, ...], judged: bool) -> dict[str, Any]:
+    """A replayed rubric item: criteria by id only; ``judged`` adds a judge's verdicts."""
+    reasons = ("The answer cites Law 2011-525 in full.", "", "No decision is invented.")
+    criteria = [
+        {"id": cid, "weight": weight, "met": met, "rationale": reason}
+        for (cid, _, weight), met, reason in zip(GIP_RUBRIC, mets, reasons, strict=True)
+    ]
+    passed = sum(m * w for (_, _, w), m in zip(GIP_RUBRIC, mets, strict=True)) >= 10
+    line = _prediction(
+        "r-gip", model, "passed" if passed else "failed",
+        "correct" if passed else "below_threshold", task_type="rubric_qa",
+        grader="judge:rubric", score=0.9 if passed else 0.4,
+        explanation="replayed: minmax score, scored over all 3 criteria",
+        details={"threshold": 0.7, "criteria": criteria,
+                 "replayed_from": {"file": "judgments.jsonl", "line": 1, "format": "lbr"}},
+    )  # fmt: skip
+    if judged:
+        line["judge"] = {"models": ["judge/j"], "kind": "rubric", "verdicts": [
+            {"model": "judge/j", "criteria": [
+                {"id": c["id"], "met": bool(c["met"]), "rationale": c["rationale"]}
+                for c in criteria]}]}  # fmt: skip
+    return line
+
+
+def review_lines(variant: str) -> list[dict[str, Any]]:
+    """The prediction lines of run ``a`` or of run ``b`` (the candidate, some flipped)."""
+    m1, m2 = REVIEW_MODELS
+    b = variant == "b"
+    lines = [
+        _mcq("q-lease", m1, ["B"] if b else ["C"], "B"),
+        _mcq("q-lease", m2, ["B"], "B"),
+        _mcq("q-deposit", m1, ["C"] if b else ["A"], "A"),
+        _mcq("q-deposit", m2, [], "A"),
+        *(_mcq("q-epochs", m1, [c], "B", epoch=e) for e, c in enumerate("BAB")),
+        *(_mcq("q-epochs", m2, [c], "B", epoch=e) for e, c in enumerate("AAB")),
+        _gip(m1, (1.0, 0.0, 0.0), judged=False),
+        _gip(m2, (1.0, 1.0, 0.0), judged=True),
+        _prediction("ref-culpa", m1, "failed", "below_threshold", task_type="reference_qa",
+                    score=0.2, model_response="A tort of nuisance.",
+                    explanation="judge score 0.20 < threshold 0.50",
+                    details={"threshold": 0.5}),
+    ]  # fmt: skip
+    if b:
+        lines.append(
+            _prediction("ref-culpa", m2, "passed", "correct", task_type="reference_qa",
+                        score=0.9, model_response="Fault in negotiations.",
+                        details={"threshold": 0.5})
+        )  # fmt: skip
+    else:
+        lines.append(
+            _prediction("ref-culpa", m2, "error", "judge_error", task_type="reference_qa",
+                        model_response="Liability for fault while negotiating.",
+                        explanation="the judge's reply could not be parsed: 'probably'")
+        )  # fmt: skip
+    return lines
+
+
+def _transcript(line: dict[str, Any], number: int) -> dict[str, Any]:
+    record = line["record_id"]
+    judge = []
+    if record == "r-gip":
+        judge = [
+            {"model": "judge/j", "criterion_id": cid,
+             "messages": [{"role": "system", "content": "Grade one criterion."},
+                          {"role": "user", "content": f"Criterion: {title}\nAnswer: ..."}],
+             "reply": '{"met": true}' if n == 0 else None}
+            for n, (cid, title, _) in enumerate(GIP_RUBRIC)
+        ]  # fmt: skip
+    sent = f"TEMPLATED PROMPT of {record}: answer with a letter. " + HOSTILE
+    return {
+        "item_id": line["item_id"] if number % 3 else "", "record_id": record,
+        "model": line["model"], "epoch": line.get("epoch", 0),
+        "request": {"messages": [{"role": "system", "content": "You are a lawyer."},
+                                 {"role": "user", "content": sent}],
+                    "params": {"temperature": 0.0, "seed": 7}},
+        "reply": line["model_response"] if number % 2 else f"RAW REPLY of {record}",
+        "judge": judge, "truncated": number == 1,
+    }  # fmt: skip
+
+
+def write_review_dir(root: Path, variant: str = "a", *, transcripts: bool = True) -> Path:
+    """A finished run directory with what the item view reads, written by hand.
+
+    Five records (two MCQ, an MCQ with three epochs, a replayed PRBench-like rubric whose
+    criteria the lines name by id only, a reference question with context and earlier
+    turns) × two models; ``input_dataset.json`` inline; with ``transcripts``, a
+    ``transcripts.jsonl`` line for every shown item but ``ref-culpa``×``m2`` (some matched
+    by item id, some by record, model and epoch; the first cut to the runner's bound).
+    """
+    run = root / f"run_review_{variant}"
+    run.mkdir(parents=True)
+    manifest = {"run_id": run.name, "status": "completed_with_failures",
+                "models": list(REVIEW_MODELS), "datasets": []}  # fmt: skip
+    (run / "run_manifest.json").write_text(json.dumps(manifest))
+    records = [
+        {"index": n, "record_id": p["id"], "dataset_id": "review", "payload": p}
+        for n, p in enumerate(_review_records())
+    ]
+    head = {"run_id": run.name, "mode": "inline", "datasets": [], "record_count": len(records)}
+    (run / "input_dataset.json").write_text(json.dumps({**head, "records": records}, indent=2))
+    lines = review_lines(variant)
+    write_jsonl(run / "predictions.jsonl", lines)
+    if transcripts:
+        shown = [
+            line for line in lines
+            if (line["record_id"], line["model"]) != ("ref-culpa", REVIEW_MODELS[1])
+        ]  # fmt: skip
+        write_jsonl(run / "transcripts.jsonl", [_transcript(x, n) for n, x in enumerate(shown, 1)])
     return run

@@ -223,7 +223,9 @@ def test_the_report_opens_on_failures_and_counts_as_the_metrics(
         == ["failed"] * 10 + ["error"] * 2 + ["invalid"] * 3 + ["passed"] * 21 + ["skipped"] * 3
     )
     warned = [r[1] for r in rows if r[1][0] == "ref2"]
-    assert len(warned) == 3 and all(cells[7].startswith("⚠ scan.pdf") for cells in warned)
+    assert len(warned) == 3 and all(cells[8].startswith("⚠ scan.pdf") for cells in warned)
+    # the question column: each record's prompt, from its escaped element
+    assert {cells[1] for cells in warned} == {"Open question ref2: what is culpa in contrahendo?"}
     assert 'id="latency-histogram"' in dom and "latency per item (ms)" in dom
     # hostile text stayed text: no second script ran, no image element was created
     assert "<title>pwned</title>" not in dom and "<img" not in dom
@@ -338,36 +340,46 @@ def test_filtering_in_chromium(
 def test_fifty_thousand_items_stay_small_and_filter_fast(
     chromium: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = write_scale_run(tmp_path, items=50_000)
+    """50,000 items with their records and transcripts: under 10 MB, memory flat."""
+    run = write_scale_run(tmp_path, items=50_000, reviewer=True)
     report = tmp_path / "report.html"
-    # In a process of its own, to read its peak memory: predictions.jsonl is streamed (285
-    # MB of JSON would take over a gigabyte as Python objects).
+    # In a process of its own, to read its peak memory: predictions.jsonl (285 MB) and
+    # transcripts.jsonl (420 MB) are streamed, not loaded.
     code = (
-        "import resource, sys\n"
+        "import resource, sys, time\n"
         "from pytest_legaleval.report import write_report\n"
+        "started = time.perf_counter()\n"
         "write_report(sys.argv[1], sys.argv[2])\n"
+        "print(round(time.perf_counter() - started, 1))\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(run), str(report)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    peak_mb = int(done.stdout.split()[-1])
-    assert peak_mb < 400
+    build_s, peak_mb = done.stdout.split()[-2:]
+    assert int(peak_mb) < 400
     size = report.stat().st_size
     assert size < 10_000_000
     page = report.read_text(encoding="utf-8")
     assert html.escape(str(run / "predictions.jsonl")) in page  # where the full texts are
+    # every record's question is in the page as text (a preview), once
+    assert page.count('<div class="q" id="q') == 50_000 // 8
+    assert '<p class="q-prompt" data-n="' in page and "Question 123. " in page
     dom = _dom(chromium, report, tmp_path, "#filter=big:r000123")
     assert _text_of(dom, "shown-count") == "8 of 50000 items"
     took = re.search(r'id="shown-count"[^>]*data-ms="(\d+)"', dom)
     assert took is not None
+    dom = _dom(chromium, report, tmp_path, "#search=question 123.")
+    assert _text_of(dom, "shown-count") == "8 of 50000 items"
     preview = re.search(r"up to ([\d,]+) characters", page)
     assert preview is not None
     with capsys.disabled():
         print(
             f"\n50,000 items, {(run / 'predictions.jsonl').stat().st_size / 1e6:.0f} MB of "
-            f"predictions: report {size / 1e6:.2f} MB, previews {preview.group(1)} characters,"
-            f" filtering in Chromium {took.group(1)} ms, peak memory of the report {peak_mb} MB"
+            f"predictions, {(run / 'transcripts.jsonl').stat().st_size / 1e6:.0f} MB of "
+            f"transcripts: report {size / 1e6:.2f} MB built in {build_s} s, previews "
+            f"{preview.group(1)} characters, filtering in Chromium {took.group(1)} ms, peak "
+            f"memory of the report {peak_mb} MB"
         )

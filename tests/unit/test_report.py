@@ -10,7 +10,18 @@ from typing import Any
 
 from pytest_legaleval.metrics.runfiles import load_run
 from pytest_legaleval.report import render_report, write_report
-from pytest_legaleval.report.data import ORDER, collect, fit_preview
+from pytest_legaleval.report.budget import (
+    MAX_PREVIEW,
+    MAX_TITLE,
+    MIN_TITLE,
+    Budget,
+    fit_preview,
+    judge_cap,
+    other_cap,
+    title_cap,
+    transcript_cap,
+)
+from pytest_legaleval.report.data import ORDER, collect
 from pytest_legaleval.report.texts import cut_texts, item_texts
 
 HOSTILE = "</td></tr></table></script><script>alert(1)</script><!--\"'&"
@@ -202,19 +213,42 @@ def test_texts_are_cut_and_keep_their_full_length() -> None:
 
 
 def test_the_preview_length_fits_the_budget() -> None:
-    from pytest_legaleval.report.data import _Lengths
-
-    urgent, other = _Lengths(), _Lengths()
-    urgent.values.extend([3000] * 100)
-    other.values.extend([3000] * 300)
-    urgent.freeze()
-    other.freeze()
-    assert fit_preview(urgent, other, 10**9) == 4000  # everything fits: the maximum
-    cap = fit_preview(urgent, other, 100 * 500 + 300 * 125)
+    budget = Budget()
+    budget.add_all("urgent", [3000] * 100)
+    budget.add_all("other", [3000] * 300)
+    budget.freeze()
+    assert fit_preview(budget, 10**9) == 4000  # everything fits: the maximum
+    cap = fit_preview(budget, 100 * 500 + 300 * 125)
     assert cap == 500  # others get a quarter from 400 characters on
-    cap = fit_preview(urgent, other, 100 * 300)
-    assert cap == 300 and other.total(0) == 0  # below 400 only failures get previews
-    assert fit_preview(urgent, other, 0) == 0
+    cap = fit_preview(budget, 100 * 300)
+    assert cap == 300 and budget.classes["other"].total(0) == 0  # below 400: failures only
+    assert fit_preview(budget, 0) == 0
+
+
+def test_every_class_of_text_shrinks_with_the_one_preview_length() -> None:
+    """Brute force: the fitted length is the largest whose cut texts fit, none larger."""
+    import random
+
+    rng = random.Random(7)
+    budget = Budget()
+    texts = {kind: [rng.randrange(0, 5000) for _ in range(40)] for kind in budget.classes}
+    for kind, lengths in texts.items():
+        budget.add_all(kind, lengths)
+    budget.freeze()
+    caps = {"urgent": lambda p: p, "other": other_cap, "transcript": transcript_cap,
+            "transcript_other": lambda p: transcript_cap(other_cap(p)), "judge": judge_cap,
+            "judge_other": lambda p: judge_cap(other_cap(p)), "title": title_cap}  # fmt: skip
+    assert set(caps) == set(budget.classes)
+
+    def shown(p: int) -> int:
+        return sum(min(n, caps[kind](p)) for kind, lengths in texts.items() for n in lengths)
+
+    for room in (0, 5_000, 60_000, 250_000, 10**7):
+        fitted = fit_preview(budget, room)
+        assert budget.total(fitted) == shown(fitted)
+        best = max((p for p in range(MAX_PREVIEW + 1) if shown(p) <= room), default=0)
+        assert fitted == best, room
+    assert title_cap(0) == MIN_TITLE and title_cap(10_000) == MAX_TITLE
 
 
 def test_a_dimension_with_many_values_shows_the_first_hundred(tmp_path: Path) -> None:
