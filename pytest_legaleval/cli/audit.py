@@ -41,11 +41,11 @@ def audit_body(
 
     """
     from pytest_legaleval.metrics.audit import AuditSettings, audit_from_items
-    from pytest_legaleval.metrics.audit_items import collect_items, match_labels
+    from pytest_legaleval.metrics.audit_items import collect_items, epoch_reducer, match_labels
     from pytest_legaleval.metrics.calibration import calibration_view
     from pytest_legaleval.metrics.human_labels import LabelFile, read_human_labels
     from pytest_legaleval.metrics.judge_consistency import MAX_FLIP_RATE, consistency_from_lines
-    from pytest_legaleval.metrics.runfiles import iter_jsonl, load_run
+    from pytest_legaleval.metrics.runfiles import iter_jsonl, load_run, run_reducer
 
     run = load_run(run_dir, with_predictions=False)
     predictions = run.path / PREDICTIONS
@@ -57,7 +57,7 @@ def audit_body(
         seed=defaults.seed if seed is None else seed,
         resamples=defaults.resamples if resamples is None else resamples,
     )
-    items = collect_items(iter_jsonl(predictions))
+    items = collect_items(iter_jsonl(predictions), epoch_reducer(run_reducer(run)))
     matched = match_labels(labels, items)
     audit = audit_from_items(items, matched, settings)
     flip_limit = MAX_FLIP_RATE if max_flip_rate is None else max_flip_rate

@@ -38,7 +38,6 @@ from pytest_legaleval.metrics.audit_items import (
     Reducer,
     RunItems,
     collect_items,
-    majority_placeholder,
     match_labels,
 )
 from pytest_legaleval.metrics.human_labels import LabelFile
@@ -318,7 +317,7 @@ def judge_audit(
     lines: Iterable[Mapping[str, Any]],
     labels: LabelFile,
     *,
-    reducer: Reducer = majority_placeholder,
+    reducer: Reducer | None = None,
     settings: AuditSettings | None = None,
 ) -> JudgeAudit:
     """Audit the judge of a run's prediction lines against human labels.
@@ -326,7 +325,8 @@ def judge_audit(
     Args:
         lines: ``predictions.jsonl`` lines (dicts), every item of the run, any order.
         labels: the labels (:func:`~pytest_legaleval.metrics.human_labels.read_human_labels`).
-        reducer: one verdict per item from its epochs' verdicts.
+        reducer: one verdict per item from its epochs' verdicts (default: ``mean``, as
+            ``audit_items.epoch_reducer``).
         settings: bootstrap seed and resamples, α.
 
     Returns:

@@ -7,8 +7,8 @@ line's ``grader`` starts with ``judge`` (MCQ items, graded by a program, are not
 with a verdict enter the audit, labelled or not.
 
 With epochs (lines with an ``epoch`` field), an item's lines are reduced to one verdict by
-a swappable reducer (:data:`Reducer`); :func:`majority_placeholder` stands in until the
-epochs module's reducer is wired.
+a swappable reducer (:data:`Reducer`); :func:`epoch_reducer` is the run's own
+(``--epoch-reducer``, by ``metrics.epochs``).
 
 Several raters of one item combine as follows: the human pass is the majority of the
 raters' pass votes, and a tie is no pass label (the item is left out of the labelled set
@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, REDUCERS, reduce_verdict
 from pytest_legaleval.metrics.human_labels import HumanLabel, LabelFile
 from pytest_legaleval.validation import RecordError
 from pytest_legaleval.validation.checks import show
@@ -42,9 +44,9 @@ __all__ = [
     "Verdict",
     "collect_items",
     "criterion_verdict",
+    "epoch_reducer",
     "epoch_verdict",
     "is_judge_graded",
-    "majority_placeholder",
     "match_labels",
 ]
 
@@ -226,32 +228,40 @@ def epoch_verdict(line: Mapping[str, Any]) -> ItemVerdict | None:
     )
 
 
-def majority_placeholder(verdicts: Sequence[ItemVerdict]) -> ItemVerdict | None:
-    """PLACEHOLDER epoch reducer — the lead replaces it with ``metrics/epochs.py``'s.
+def epoch_reducer(name: str = DEFAULT_REDUCER) -> Reducer:
+    """The audit's reducer of an item's epoch verdicts: the run's ``--epoch-reducer``.
 
-    Passed when more than half of the epochs passed (a tie fails); the score is the mean of
-    the epochs' scores (``None`` if one lacks a score); each criterion likewise. With one
-    epoch it returns that epoch's verdict unchanged.
+    The item's verdict is ``metrics.epochs.reduce_verdict`` of its epochs' (``mean``
+    against the item's threshold, or 0.5 where it has none), as the run reduced it; its
+    score is the mean of the epochs' scores (a verdict without one counts 1 or 0); each
+    criterion likewise (its threshold: 0.5, the judge's cut for "met"). With one epoch the
+    verdict is that epoch's, unchanged.
     """
-    if not verdicts:
-        return None
-    if len(verdicts) == 1:
-        return verdicts[0]
+    if name not in REDUCERS:
+        raise ConfigError(f"unknown epoch reducer {name!r}; choose one of {', '.join(REDUCERS)}")
 
-    def reduce(found: Sequence[Verdict]) -> Verdict:
-        scores = [v.score for v in found if v.score is not None]
-        mean = math.fsum(scores) / len(scores) if len(scores) == len(found) else None
-        return Verdict(sum(v.passed for v in found) * 2 > len(found), mean)
+    def one(found: Sequence[Verdict], threshold: float | None) -> Verdict:
+        scores = [v.score if v.score is not None else float(v.passed) for v in found]
+        passed = reduce_verdict([v.passed for v in found], scores, name, threshold)
+        return Verdict(bool(passed), math.fsum(scores) / len(scores))
 
-    first = verdicts[0]
-    item = reduce([Verdict(v.passed, v.score) for v in verdicts])
-    ids = set().union(*(v.criteria for v in verdicts))
-    criteria = {
-        cid: reduce([v.criteria[cid] for v in verdicts if cid in v.criteria]) for cid in ids
-    }
-    return replace(
-        first, passed=item.passed, score=item.score, criteria=criteria, epochs=len(verdicts)
-    )
+    def reduce(verdicts: Sequence[ItemVerdict]) -> ItemVerdict | None:
+        if not verdicts:
+            return None
+        if len(verdicts) == 1:
+            return verdicts[0]
+        first = verdicts[0]
+        item = one([Verdict(v.passed, v.score) for v in verdicts], first.threshold)
+        ids = set().union(*(v.criteria for v in verdicts))
+        criteria = {
+            cid: one([v.criteria[cid] for v in verdicts if cid in v.criteria], CRITERION_THRESHOLD)
+            for cid in ids
+        }
+        return replace(
+            first, passed=item.passed, score=item.score, criteria=criteria, epochs=len(verdicts)
+        )
+
+    return reduce
 
 
 @dataclass(slots=True)
@@ -264,9 +274,7 @@ class RunItems:
     models_by_record: dict[str, set[str]] = field(default_factory=dict)
 
 
-def collect_items(
-    lines: Iterable[Mapping[str, Any]], reducer: Reducer = majority_placeholder
-) -> RunItems:
+def collect_items(lines: Iterable[Mapping[str, Any]], reducer: Reducer | None = None) -> RunItems:
     """Group prediction lines by (record_id, model) and reduce each item's epochs."""
     epochs: dict[ItemKey, list[tuple[int, ItemVerdict]]] = defaultdict(list)
     out = RunItems()
@@ -289,7 +297,7 @@ def collect_items(
             epochs[key].append((epoch if isinstance(epoch, int) else 0, verdict))
     for key, found in epochs.items():
         found.sort(key=lambda pair: pair[0])
-        reduced = reducer([verdict for _, verdict in found])
+        reduced = (reducer or epoch_reducer())([verdict for _, verdict in found])
         if reduced is not None:
             out.verdicts[key] = reduced
             out.facts[key].has_verdict = True

@@ -66,7 +66,7 @@ class RunSession:
         listeners: called with every recorded result (the users' result hook).
 
     Raises:
-        ConfigError: an unreadable price table.
+        ConfigError: an unreadable price table or ``--human-labels`` file.
 
     """
 
@@ -75,11 +75,17 @@ class RunSession:
     ) -> None:
         self.plan = plan
         self.run_id = run_id
+        labels = None
+        if plan.settings.human_labels:
+            from pytest_legaleval.metrics.human_labels import read_human_labels
+
+            labels = read_human_labels(plan.settings.human_labels)
         self.recorder = RunRecorder(
             plan.run_config(run_id),
             redactor=plan.redactor(),
             prices=plan.prices(),
             listeners=listeners,
+            labels=labels,
         )
 
     def open(self) -> bool:

@@ -383,6 +383,8 @@ class RunPlan:
             epochs=s.epochs,
             epoch_reducer=s.epoch_reducer,
             cluster_by=s.cluster_by,
+            judge_epochs=s.judge_epochs,
+            judge_models=s.judge_model,
         )
 
     def prices(self) -> PriceTable:

@@ -35,7 +35,6 @@ from pytest_legaleval.metrics.baseline import (
 )
 from pytest_legaleval.metrics.gates import Gate, GateResult, default_gates, evaluate_gates
 from pytest_legaleval.metrics.runfiles import iter_jsonl
-from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin
 from pytest_legaleval.pytest.state import RECORDER_KEY
@@ -117,28 +116,22 @@ class Gatekeeper:
         directory = plugin.directory
         self.run_path = Path(directory.path)
         predictions = self.run_path / "predictions.jsonl"
-        seed = self.state.settings.seed
-        seed = BOOTSTRAP_SEED if seed is None else seed
-        # The recorder's own accumulators hold the finished metrics: the values gated on
-        # are the ones metrics_summary.json and metrics_by_slice.json are about to hold.
-        summary: dict[str, Any] | None = recorder.summary.to_dict(seed=seed)
-        slices = recorder.slices
-        blocks: dict[tuple[tuple[str, str], ...], dict[str, Any] | None] = {}
+        # The recorder's figures as they stand: the values gated on are the ones
+        # metrics_summary.json and metrics_by_slice.json are about to hold (the official
+        # benchmarks and the judge audit included).
+        summary, by_slice, _ = recorder.figures()
+        slices = by_slice.get("slices") or {}
 
         def slice_entry(conditions: tuple[tuple[str, str], ...]) -> dict[str, Any] | None:
             if len(conditions) != 1:
                 return None
-            if conditions not in blocks:
-                key, value = conditions[0]
-                acc = slices.slices.get(key, {}).get(value)
-                blocks[conditions] = acc.to_dict(seed=seed) if acc is not None else None
-            return blocks[conditions]
+            key, value = conditions[0]
+            found = slices.get(key, {}).get(value)
+            return found if isinstance(found, dict) else None
 
-        # The prediction rows are read only for what the accumulators cannot answer
-        # (several slice conditions at once), and only in the fields needed.
-        needs_rows = summary is None or any(
-            gate.slice and slice_entry(gate.slice) is None for gate in self.gates
-        )
+        # The prediction rows are read only for what the figures cannot answer (several
+        # slice conditions at once), and only in the fields needed.
+        needs_rows = any(gate.slice and slice_entry(gate.slice) is None for gate in self.gates)
         self.results = evaluate_gates(
             self.gates,
             _Lines(predictions) if needs_rows else (),

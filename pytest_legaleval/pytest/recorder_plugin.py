@@ -25,7 +25,7 @@ from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.carrier import Carried, carried
 from pytest_legaleval.pytest.collection import nothing_to_run
 from pytest_legaleval.records import EvalResult
-from pytest_legaleval.run.console import summary_lines
+from pytest_legaleval.run.console import benchmark_lines, summary_lines
 from pytest_legaleval.run.directory import RunDirectory
 
 __all__ = ["RecorderPlugin"]
@@ -236,6 +236,16 @@ class RecorderPlugin:
             terminalreporter.write_line(line)
         for line in self.recorder.epoch_summary.terminal_lines():
             terminalreporter.write_line(line)
+        for line in benchmark_lines(summary.get("benchmarks") or {}):
+            terminalreporter.write_line(line)
+        audit, consistency = summary.get("judge_audit"), summary.get("judge_consistency")
+        if audit is not None or consistency:
+            from pytest_legaleval.metrics.audit_text import consistency_lines
+            from pytest_legaleval.metrics.audit_text import summary_lines as audit_lines
+
+            found = audit_lines(audit, consistency) if audit else consistency_lines(consistency)
+            for line in found:
+                terminalreporter.write_line(line)
         failures = summary["failures_by_type"]
         detail = ", ".join(f"{k} {v}" for k, v in failures.items())
         terminalreporter.write_line(f"status: {self.status}" + (f" ({detail})" if detail else ""))

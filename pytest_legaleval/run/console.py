@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_legaleval.metrics.counts import counts_of
 
-__all__ = ["MAX_ROWS_PER_DIMENSION", "MAX_WARNING_LINES", "summary_lines"]
+__all__ = ["MAX_ROWS_PER_DIMENSION", "MAX_WARNING_LINES", "benchmark_lines", "summary_lines"]
 
 MAX_ROWS_PER_DIMENSION = 8
 """Slices shown per dimension; the rest are in ``metrics_by_slice.json``."""
@@ -97,3 +97,48 @@ def summary_lines(summary: Mapping[str, Any], by_slice: Mapping[str, Any] | None
     if hidden:
         lines.append(f"({hidden} more slices in metrics_by_slice.json)")
     return lines + _warning_lines(summary)
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    return "-" if not isinstance(value, int | float) else f"{value:.{digits}f}"
+
+
+def _benchmark_figures(name: str, figures: Mapping[str, Any]) -> str:
+    if name == "legalbench":
+        manual = figures.get("manual") or []
+        note = f"; graded by hand upstream, not scored: {', '.join(manual)}" if manual else ""
+        return (
+            f"score {_num(figures.get('score'))} = mean over {figures.get('n_tasks', 0)} "
+            f"test-split tasks (balanced accuracy and LegalBench's own metrics){note}"
+        )
+    mcq = figures.get("mcq") or {}
+    opened = figures.get("open") or {}
+    parts = []
+    if mcq.get("n"):
+        parts.append(f"MCQ accuracy {_num(mcq.get('accuracy'))} (n={mcq['n']})")
+    if opened.get("n"):
+        ours = opened.get("ours") or {}
+        parts.append(
+            f"open questions {_num(opened.get('score'), 1)} (mean grade x 100, n={opened['n']}; "
+            f"unusable judge replies scored 0 as LEXam does: "
+            f"{opened.get('unusable_replies_scored_0', 0)}; ours: "
+            f"{ours.get('judge_errors', 0)} judge errors, never a 0)"
+        )
+    return "; ".join(parts) or "no item scored"
+
+
+def benchmark_lines(benchmarks: Mapping[str, Any]) -> list[str]:
+    """The official figures of ``metrics_summary.json``'s ``benchmarks`` block, labelled."""
+    lines = []
+    for name, block in benchmarks.items():
+        if not isinstance(block, Mapping):
+            continue
+        label = f"official {name} ({block.get('protocol')})"
+        models = block.get("models") or {}
+        if len(models) <= 1 and ("score" in block or "mcq" in block):
+            lines.append(f"{label}: {_benchmark_figures(name, block)}")
+            continue
+        for model, figures in models.items():
+            if isinstance(figures, Mapping):
+                lines.append(f"{label} [{model}]: {_benchmark_figures(name, figures)}")
+    return lines

@@ -88,6 +88,10 @@ class RunConfig:
     """How an item's epochs become its verdict (``--epoch-reducer``)."""
     cluster_by: str | None = None
     """The field records are clustered by for the uncertainty (``--cluster-by``)."""
+    judge_epochs: int = 1
+    """Judgings of each answer (``--judge-epochs``)."""
+    judge_models: tuple[str, ...] = ()
+    """The judge models (``--judge-model``): several make a panel."""
 
 
 def terminal_status(*, failed_records: int, interrupted: bool, run_error: str | None) -> str:

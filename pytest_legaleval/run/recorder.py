@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
@@ -34,7 +35,16 @@ from pytest_legaleval.run.manifest import (
     utc_now,
 )
 from pytest_legaleval.run.redaction import Redactor
-from pytest_legaleval.run.tally import RunTally
+from pytest_legaleval.run.tally import (
+    HUMAN_LABELS_VALIDATION,
+    OFFICIAL_POLICIES,
+    RunTally,
+    line_figures,
+    merge_slice_blocks,
+)
+
+if TYPE_CHECKING:
+    from pytest_legaleval.metrics.human_labels import LabelFile
 
 __all__ = ["DENOMINATORS", "DatasetSource", "ResultListener", "RunRecorder"]
 
@@ -71,6 +81,7 @@ class RunRecorder:
         redactor: applied to every line and document before it is written.
         prices: the price table for cost.
         listeners: extra callbacks for every recorded result (after it is written).
+        labels: human labels (``--human-labels``): the judge audit is computed at the end.
 
     """
 
@@ -81,8 +92,12 @@ class RunRecorder:
         redactor: Redactor,
         prices: PriceTable,
         listeners: Sequence[ResultListener] = (),
+        labels: LabelFile | None = None,
     ) -> None:
         self.config = config
+        self.labels = labels
+        self._reads_lines = labels is not None or config.judge_epochs > 1
+        """Figures that need every prediction line (read back from the file at the end)."""
         self.run_id = config.run_id
         self.redactor = redactor
         self.prices = prices
@@ -259,6 +274,10 @@ class RunRecorder:
         )
         if failure is not None:
             self._write("failures.jsonl", failure)
+        if result.policy_id in OFFICIAL_POLICIES or (
+            result.judge is not None and len(result.judge.models) > 1
+        ):
+            self._reads_lines = True  # the benchmarks block, or a judge panel's agreement
         self._tally.add_item(
             item_line,
             tags=record["tags"] if record else (),
@@ -291,13 +310,19 @@ class RunRecorder:
         """The run's epoch and uncertainty figures (for the terminal summary)."""
         return self._tally.epochs
 
-    def finalize(self, interrupted: bool) -> None:
-        """Write the metrics and the final manifest, checksum and seal the directory."""
-        directory = self.directory
-        if directory is None:
-            return
-        self.transition("finalizing")
-        seed = self.config.seed if self.config.seed is not None else BOOTSTRAP_SEED
+    @property
+    def seed(self) -> int:
+        """The seed of the bootstrap intervals."""
+        return self.config.seed if self.config.seed is not None else BOOTSTRAP_SEED
+
+    def figures(self) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+        """The run's figures as they stand.
+
+        ``metrics_summary.json``'s, ``metrics_by_slice.json``'s, and the human-label rows
+        left out. What only all the lines together give (the official benchmarks, the judge audit,
+        the judges' consistency) is computed from ``predictions.jsonl`` as written.
+        """
+        seed = self.seed
         metrics = {"run_id": self.run_id, "metrics_version": "1", "computed_at": utc_now()}
         summary = {
             **metrics,
@@ -310,7 +335,31 @@ class RunRecorder:
             },
             **self._tally.summary_block(seed),
         }
-        self.final = (summary, {**metrics, **self._tally.slices_block(seed)})
+        by_slice = {**metrics, **self._tally.slices_block(seed)}
+        errors: list[dict[str, Any]] = []
+        if self._reads_lines and self.directory is not None:
+            from pytest_legaleval.metrics.runfiles import iter_jsonl
+
+            self.directory.flush()
+            blocks, slice_blocks, errors = line_figures(
+                iter_jsonl(Path(self.directory.path) / "predictions.jsonl"),
+                labels=self.labels,
+                reducer=self.config.epoch_reducer,
+                consistency=self.config.judge_epochs > 1 or len(self.config.judge_models) > 1,
+                seed=seed,
+            )
+            summary.update(blocks)
+            merge_slice_blocks(by_slice, slice_blocks)
+        return summary, by_slice, errors
+
+    def finalize(self, interrupted: bool) -> None:
+        """Write the metrics and the final manifest, checksum and seal the directory."""
+        directory = self.directory
+        if directory is None:
+            return
+        self.transition("finalizing")
+        summary, by_slice, label_errors = self.figures()
+        self.final = (summary, by_slice)
         self.status = terminal_status(
             failed_records=summary["failed_records"],
             interrupted=interrupted,
@@ -321,6 +370,10 @@ class RunRecorder:
                 for line in self._tally.flaky_lines():
                     directory.append(FLAKY_RECORDS_FILE, line, flush=False)
                 directory.touch(FLAKY_RECORDS_FILE)
+            if self.labels is not None:
+                for error in label_errors:
+                    directory.append(HUMAN_LABELS_VALIDATION, error, flush=False)
+                directory.touch(HUMAN_LABELS_VALIDATION)
             directory.write_json("metrics_summary.json", self.final[0])
             directory.write_json("metrics_by_slice.json", self.final[1])
         except OSError as exc:

@@ -9,8 +9,8 @@ figures (pass@k, flaky records) and the uncertainty block read every epoch line.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.metrics.epoch_summary import EpochSummary
 from pytest_legaleval.metrics.prices import PriceTable
@@ -18,7 +18,16 @@ from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.summary import MetricsAccumulator
 from pytest_legaleval.run.manifest import EvaluatorLog
 
-__all__ = ["RunTally"]
+if TYPE_CHECKING:
+    from pytest_legaleval.metrics.human_labels import LabelFile
+
+__all__ = [
+    "HUMAN_LABELS_VALIDATION",
+    "OFFICIAL_POLICIES",
+    "RunTally",
+    "line_figures",
+    "merge_slice_blocks",
+]
 
 
 class RunTally:
@@ -87,3 +96,68 @@ class RunTally:
     def flaky_lines(self) -> list[dict[str, Any]]:
         """The ``flaky_records.jsonl`` lines."""
         return self.epochs.flaky_lines()
+
+
+# -- figures that read every line -------------------------------------------------------------
+
+OFFICIAL_POLICIES = frozenset(("legalbench_official", "lexam_official"))
+"""The official protocols' policy ids: a run with one of them has a ``benchmarks`` block."""
+HUMAN_LABELS_VALIDATION = "human_labels_validation.jsonl"
+"""The artifact listing the ``--human-labels`` rows that were left out, and why."""
+
+
+def line_figures(
+    lines: Iterable[Mapping[str, Any]],
+    *,
+    labels: LabelFile | None,
+    reducer: str,
+    consistency: bool,
+    seed: int,
+) -> tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]], list[dict[str, Any]]]:
+    """The figures computed from all of a run's prediction lines at once.
+
+    ``benchmarks`` (official protocols' figures, when a line was graded under one),
+    ``judge_audit`` (with ``labels``; per model and per policy in the slices),
+    ``judge_consistency`` (with ``consistency``: re-judged answers or a judge panel).
+
+    Returns:
+        The summary's blocks; the slices' blocks (``{"model": {m: {...}}, "policy": …}``);
+        the label rows left out (``record_errors`` entries).
+
+    """
+    from pytest_legaleval.metrics.benchmarks import benchmark_figures
+
+    rows = list(lines)
+    summary: dict[str, Any] = {}
+    slices: dict[str, dict[str, dict[str, Any]]] = {}
+    errors: list[dict[str, Any]] = []
+    benchmarks = benchmark_figures(rows)
+    if benchmarks:
+        summary["benchmarks"] = benchmarks
+    if labels is not None:
+        from pytest_legaleval.metrics.audit import AuditSettings, judge_audit
+        from pytest_legaleval.metrics.audit_items import epoch_reducer
+
+        audit = judge_audit(
+            rows, labels, reducer=epoch_reducer(reducer), settings=AuditSettings(seed=seed)
+        )
+        summary["judge_audit"] = audit.summary_block()
+        slices["model"] = {m: {"judge_audit": b} for m, b in audit.by_model.items()}
+        slices["policy"] = {p: {"judge_audit": b} for p, b in audit.by_policy.items()}
+        errors = list(audit.record_errors)
+    if consistency:
+        from pytest_legaleval.metrics.judge_consistency import consistency_from_lines
+
+        summary["judge_consistency"] = consistency_from_lines(rows)
+    return summary, slices, errors
+
+
+def merge_slice_blocks(
+    by_slice: dict[str, Any], blocks: Mapping[str, Mapping[str, Mapping[str, Any]]]
+) -> None:
+    """Add per-slice blocks (``judge_audit`` per model and policy) to the slices' figures."""
+    slices = by_slice.setdefault("slices", {})
+    for dimension, values in blocks.items():
+        target = slices.setdefault(dimension, {})
+        for value, block in values.items():
+            target.setdefault(value, {}).update(block)

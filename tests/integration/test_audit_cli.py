@@ -231,3 +231,49 @@ def test_an_old_run_directory_is_audited(
     with_verdict = [p for p in judged if p["outcome"] != "error"]
     assert body["judge_audit"]["labelled"] == len(with_verdict)
     assert body["judge_audit"]["labels"]["without_verdict"] == len(judged) - len(with_verdict)
+
+
+def _replay(root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--dataset", "merged_legal_eval_v1.jsonl",
+         "--responses", "responses_prefilled.jsonl", "--judgments", "judgments.jsonl",
+         "--no-cache", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *extra],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+@needs_stats
+def test_a_run_with_human_labels_audits_its_judge_and_a_kappa_gate_can_fail_it(
+    lbr_run: Path, tmp_path: Path
+) -> None:
+    """The run itself (``--human-labels``): ``judge_audit`` in metrics_summary.json equals
+    the references; a κ gate the judge does not meet fails the run, one it meets passes."""
+    root = lbr_run.parents[1]
+    predictions = read_jsonl(lbr_run / "predictions.jsonl")
+    rng = random.Random(2028)
+    rows, labels = [], {}
+    for p in rng.sample(predictions, 150):
+        passed = rng.random() < (0.75 if p["passed"] else 0.35)
+        rows.append({"record_id": p["record_id"], "model": p["model"], "passed": passed})
+        labels[(p["record_id"], p["model"])] = passed
+    path = tmp_path / "hidden.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    strict = _replay(
+        root, "--human-labels", str(path), "--run-dir", str(tmp_path / "strict"),
+        "--gate", "judge_audit.cohen_kappa>=0.95",
+    )  # fmt: skip
+    assert strict.returncode == 1, strict.stdout[-3000:] + strict.stderr[-2000:]
+    assert "FAILED gate judge_audit.cohen_kappa>=0.95" in strict.stdout
+    assert "judge audit:" in strict.stdout and "PPI++" in strict.stdout
+    (run,) = run_dirs(tmp_path / "strict")
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    _check_block(summary["judge_audit"], *_sets(read_jsonl(run / "predictions.jsonl"), labels))
+    assert (run / "human_labels_validation.jsonl").read_text(encoding="utf-8") == ""
+    by_model = json.loads((run / "metrics_by_slice.json").read_text())["slices"]["model"]
+    assert all("judge_audit" in block for block in by_model.values())
+    lenient = _replay(
+        root, "--human-labels", str(path), "--run-dir", str(tmp_path / "lenient"),
+        "--gate", "judge_audit.cohen_kappa>=-1",
+    )  # fmt: skip
+    assert "passed gate judge_audit.cohen_kappa>=-1" in lenient.stdout, lenient.stdout[-3000:]

@@ -14,8 +14,13 @@ from typing import Any
 
 import pytest
 
+from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.audit import AuditSettings, audit_block, judge_audit
-from pytest_legaleval.metrics.audit_items import ItemVerdict, collect_items, match_labels
+from pytest_legaleval.metrics.audit_items import (
+    collect_items,
+    epoch_reducer,
+    match_labels,
+)
 from pytest_legaleval.metrics.calibration import calibration_view
 from pytest_legaleval.metrics.human_labels import labels_from_rows
 
@@ -227,26 +232,28 @@ def test_per_policy_and_per_criterion_blocks() -> None:
     assert block["labels"]["used"] == 5
 
 
-def test_epochs_are_reduced_by_a_swappable_reducer() -> None:
+def test_epochs_are_reduced_as_the_run_reduces_them() -> None:
     lines = [
-        line("a", passed=True, epoch=0),
+        line("a", passed=True, epoch=0),  # scores 0.9, 0.2, 0.9: mean 0.667 < 0.7
         line("a", passed=False, epoch=1),
         line("a", passed=True, epoch=2),
         line("b", passed=False, epoch=0),
-        line("b", passed=True, epoch=1),  # a tie: the placeholder fails it
+        line("b", passed=True, epoch=1),  # a tie
     ]
     rows = [{"record_id": "a", "passed": True}, {"record_id": "b", "passed": True}]
-    items = collect_items(lines)
-    assert items.verdicts[("a", "m1")].passed is True and items.verdicts[("a", "m1")].epochs == 3
-    assert items.verdicts[("b", "m1")].passed is False
-    assert judge_audit(lines, labels_from_rows(rows), settings=FAST).overall["agreement"] == 0.5
-
-    def any_pass(verdicts: Sequence[ItemVerdict]) -> ItemVerdict | None:
-        best = max(verdicts, key=lambda v: v.passed)
-        return best
-
-    audit = judge_audit(lines, labels_from_rows(rows), reducer=any_pass, settings=FAST)
-    assert audit.overall["agreement"] == 1.0
+    mean = collect_items(lines)  # the default: the run's default reducer, mean
+    assert mean.verdicts[("a", "m1")].passed is False and mean.verdicts[("a", "m1")].epochs == 3
+    assert mean.verdicts[("a", "m1")].score == pytest.approx(2.0 / 3.0)
+    assert mean.verdicts[("b", "m1")].passed is False  # mean 0.55 < 0.7
+    majority = collect_items(lines, epoch_reducer("majority"))
+    assert majority.verdicts[("a", "m1")].passed is True  # 2 of 3
+    assert majority.verdicts[("b", "m1")].passed is False  # a tie is no majority
+    audit = judge_audit(lines, labels_from_rows(rows), reducer=epoch_reducer("majority"))
+    assert audit.overall["agreement"] == 0.5
+    anyone = judge_audit(lines, labels_from_rows(rows), reducer=epoch_reducer("any"))
+    assert anyone.overall["agreement"] == 1.0
+    with pytest.raises(ConfigError, match="unknown epoch reducer"):
+        epoch_reducer("median")
 
 
 def test_a_block_from_pairs_alone() -> None:
