@@ -24,6 +24,11 @@ from .processes import alive, wait_until
 
 SERVE = [sys.executable, "-m", "pytest_legaleval.cli", "serve"]
 SUBMIT = [sys.executable, "-m", "pytest_legaleval.cli", "submit"]
+_WITH_NOFILE = (
+    "import os, resource, sys; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (min(int(sys.argv[1]), hard), hard)); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
 TERMINAL = ("completed", "completed_with_failures", "failed", "cancelled")
 
 
@@ -85,9 +90,18 @@ def write(path: Path, doc: Mapping[str, Any]) -> Path:
 class ServiceProcess:
     """One ``legaleval serve`` process on 127.0.0.1 with a free port."""
 
-    def __init__(self, data_dir: Path, args: list[str], *, tokens: str | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        args: list[str],
+        *,
+        tokens: str | None = None,
+        nofile: int | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.args = args
+        self.nofile = nofile
+        """The soft limit of open files the service starts with (``None``: this process's)."""
         self.env = {k: v for k, v in os.environ.items() if k != "LEGALEVAL_API_TOKENS"}
         if tokens is not None:
             self.env["LEGALEVAL_API_TOKENS"] = tokens
@@ -106,6 +120,8 @@ class ServiceProcess:
         err = self.data_dir.parent / f"{self.data_dir.name}.err{self.starts}"
         self.err_path = err
         command = [*SERVE, "--port", "0", "--data-dir", str(self.data_dir), *self.args]
+        if self.nofile is not None:  # set in the child before it becomes the service
+            command = [sys.executable, "-c", _WITH_NOFILE, str(self.nofile), *command]
         with out.open("wb") as stdout, err.open("wb") as stderr:
             self.process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=self.env)
 
@@ -122,6 +138,13 @@ class ServiceProcess:
                 self.kill()  # never leave a half-started service behind
             raise AssertionError(f"the service did not start (exit {code}):\n{self.log()}")
         return self
+
+    def fd_limit(self) -> int:
+        """The service's soft limit of open files, as the kernel reports it."""
+        for line in Path(f"/proc/{self.pid}/limits").read_text().splitlines():
+            if line.startswith("Max open files"):
+                return int(line.split()[3])
+        raise AssertionError(f"no open-file limit for {self.pid}")
 
     def log(self) -> str:
         return self.err_path.read_text(encoding="utf-8", errors="replace")[-6000:]

@@ -19,7 +19,7 @@ FastAPI), :class:`RunStore` (``store``, the SQLite run table), :class:`RunQueue`
 (``config``).
 
 It must never import pytest (or ``_pytest``), nor the ``cli`` package. Only ``app``,
-``files``, ``handlers``, ``models`` and ``server`` import FastAPI, Starlette or uvicorn (the
+``files``, ``handlers``, ``models`` and ``server`` import FastAPI, Starlette or Hypercorn (the
 ``[serve]`` extra); the workers and ``client`` never do. Names are imported on first use.
 """
 
