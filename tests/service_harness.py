@@ -1,11 +1,14 @@
 """`legaleval serve` as a real process, the mock model scripted as candidate and judge.
 
 Shared by the service tests: a service process (its URL read from its output, its logs in
-files, its RSS and its workers from ``/proc``), contract documents, and the mock's script.
+files, its RSS and its workers from ``/proc``), contract documents, the mock's script, and
+the ASGI application called in this process (:func:`service_app`, :func:`call`; they import
+FastAPI only when called).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -204,3 +207,79 @@ def gone(pids: Iterable[int], within_s: float = 30.0) -> bool:
     """Whether every process of ``pids`` has ended within ``within_s``."""
     pids = list(pids)
     return wait_until(lambda: not any(alive(pid) for pid in pids), within_s)
+
+
+class InlineValidator:
+    """The real validation, in this process (the service runs it in another one)."""
+
+    async def check(self, path: Path) -> Any:
+        from pytest_legaleval.service.validation import check_upload
+
+        return check_upload(str(path))
+
+
+def service_app(
+    tmp_path: Path,
+    *,
+    tokens: str = "",
+    patience: Any = None,
+    health: Any = None,
+    **limits: Any,
+) -> tuple[Any, Any]:
+    """The service's ASGI application on a fresh data directory, and its ``Backend``."""
+    from pytest_legaleval.pipeline.settings import resolve_settings
+    from pytest_legaleval.service.app import Backend, asgi
+    from pytest_legaleval.service.auth import Tokens
+    from pytest_legaleval.service.config import DataDir, Limits, ServiceConfig
+    from pytest_legaleval.service.queue import SqliteRunQueue
+    from pytest_legaleval.service.store import RunStore
+
+    data = DataDir(tmp_path / "data")
+    data.create()
+    waits = () if patience is None else (patience,)
+    store, queue = RunStore(data.state, *waits), SqliteRunQueue(data.state, *waits)
+    config = ServiceConfig(
+        settings=resolve_settings({"model": ["openai/cand"]}),
+        data=data,
+        limits=Limits(**limits),
+        tokens=Tokens.from_env({"LEGALEVAL_API_TOKENS": tokens}),
+    )
+    backend = Backend(config, store, queue, InlineValidator(), health)
+    return asgi(backend), backend
+
+
+def call(
+    app: Any,
+    method: str,
+    path: str,
+    *,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    client: tuple[str, int] = ("127.0.0.1", 50000),
+) -> tuple[int, dict[str, str], Any]:
+    """One request to an ASGI application in this process: status, headers, JSON body."""
+    path, _, query = path.partition("?")
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+        "scheme": "http", "path": path, "raw_path": path.encode(),
+        "query_string": query.encode(), "root_path": "", "client": client,
+        "server": ("127.0.0.1", 8000),
+        "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+    }  # fmt: skip
+    incoming = [{"type": "http.request", "body": body, "more_body": False}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    start = sent[0]
+    raw = b"".join(m.get("body", b"") for m in sent[1:])
+    found = {k.decode(): v.decode() for k, v in start["headers"]}
+    try:
+        return start["status"], found, json.loads(raw)
+    except ValueError:
+        return start["status"], found, raw

@@ -5,7 +5,8 @@ Every error the service answers is the contract's envelope
 ``payload_too_large`` (413) as the contract defines them, and for the rest of the API
 ``unauthorized`` (401), ``forbidden`` (403), ``not_found`` (404), ``method_not_allowed``
 (405), ``request_timeout`` (408), ``conflict`` (409), ``gone`` (410), ``rate_limited``
-(429), ``internal_error`` (500) and ``service_unavailable`` (503).
+(429), ``internal_error`` (500), ``service_unavailable`` (503) and
+``insufficient_storage`` (507).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.errors import LegalEvalError
+from pytest_legaleval.service.storage import StorageBusy, StorageError, StorageFull
 from pytest_legaleval.validation import contract as limits
 
 __all__ = [
@@ -27,6 +30,7 @@ __all__ = [
     "envelope",
     "receive_upload",
     "request_id_of",
+    "storage_answer",
 ]
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -50,10 +54,13 @@ _CODES = {
     429: "rate_limited",
     500: "internal_error",
     503: "service_unavailable",
+    507: "insufficient_storage",
 }
+STORAGE_RETRY_AFTER_S = 30
+"""``Retry-After`` of an answer that storage (a full disk, a locked table) made fail."""
 
 
-class ApiError(Exception):
+class ApiError(LegalEvalError):
     """An error answered with the envelope (``code`` defaults to the status's)."""
 
     def __init__(
@@ -71,6 +78,29 @@ class ApiError(Exception):
         self.message = message
         self.details = details
         self.headers = headers or {}
+
+
+def storage_answer(error: StorageError) -> ApiError:
+    """The answer to a request that storage made fail: 507 for a full disk, else 503.
+
+    The cause is named; the request left nothing behind, so it can simply be sent again.
+    """
+    retry = {"Retry-After": str(STORAGE_RETRY_AFTER_S)}
+    if isinstance(error, StorageFull):
+        return ApiError(
+            507,
+            f"the service's storage is full ({error}); nothing was kept, try again later",
+            details={"cause": str(error)},
+            headers=retry,
+        )
+    if isinstance(error, StorageBusy):
+        return ApiError(503, f"the service's run table is busy ({error}); try again", headers=retry)
+    return ApiError(
+        503,
+        f"the service's storage failed ({error}); nothing was kept, try again later",
+        details={"cause": str(error)},
+        headers=retry,
+    )
 
 
 def envelope(

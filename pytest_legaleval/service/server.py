@@ -33,8 +33,10 @@ from typing import IO, Any
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.service.auth import TOKENS_ENV, is_loopback
 from pytest_legaleval.service.config import ServiceConfig
+from pytest_legaleval.service.health import HealthMonitor
 from pytest_legaleval.service.queue import SqliteRunQueue
 from pytest_legaleval.service.retention import Sweeper
+from pytest_legaleval.service.storage import HTTP_PATIENCE
 from pytest_legaleval.service.store import RunStore
 from pytest_legaleval.service.validation import UploadValidator
 from pytest_legaleval.service.workers import WorkerConfig, WorkerPool
@@ -99,7 +101,11 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 class Service:
-    """The data directory, its run table and queue, the workers, validator and sweeper."""
+    """The data directory, its run table and queue, the workers, validator and sweeper.
+
+    The HTTP handlers' table and queue give up on a lock after a minute (the request is
+    answered 503); the supervisor's and the sweeper's wait it out.
+    """
 
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
@@ -109,6 +115,7 @@ class Service:
         self.validator: UploadValidator | None = None
         self.pool: WorkerPool | None = None
         self.sweeper: Sweeper | None = None
+        self.health: HealthMonitor | None = None
 
     def _take_directory(self) -> None:
         data = self.config.data
@@ -131,11 +138,15 @@ class Service:
         """Take the data directory and start everything behind the HTTP layer."""
         config = self.config
         self._take_directory()
-        self.store = RunStore(config.data.state)
-        self.queue = SqliteRunQueue(config.data.state)
-        back = self.queue.release()  # no worker of this service runs yet: every claim is stale
+        state = config.data.state
+        self.store = RunStore(state, HTTP_PATIENCE)
+        self.queue = SqliteRunQueue(state, HTTP_PATIENCE)
+        waiting = SqliteRunQueue(state)
+        back = waiting.release()  # no worker of this service runs yet: every claim is stale
         if back:
             _log.warning("legaleval serve: continuing %d interrupted run(s)", len(back))
+        for run_id in self.store.unfinished():  # a run whose queue entry was never written
+            waiting.put(run_id)
         self.validator = UploadValidator(config.limits.validators, config.limits.validation_timeout)
         self.validator.warm()
         worker_config = WorkerConfig(
@@ -145,13 +156,19 @@ class Service:
             config.workers,
             logging.getLogger("pytest_legaleval").getEffectiveLevel(),
         )
-        self.pool = WorkerPool(worker_config, config.workers, self.queue)
+        self.pool = WorkerPool(worker_config, config.workers, waiting)
         self.pool.start()
-        self.sweeper = Sweeper(self.store, config.data, config.retention)
+        self.sweeper = Sweeper(RunStore(state), config.data, config.retention)
         self.sweeper.start()
+        self.health = HealthMonitor(
+            config.data, self.store, self.queue, pool=self.pool, sweeper=self.sweeper
+        )
+        self.health.start()
 
     def stop(self) -> None:
         """Stop the workers where they are (their runs continue at the next start)."""
+        if self.health is not None:
+            self.health.stop()
         if self.sweeper is not None:
             self.sweeper.stop()
         if self.pool is not None:
@@ -190,7 +207,8 @@ def serve(config: ServiceConfig, *, out: IO[str] | None = None) -> int:
     try:
         service.start()
         assert service.store is not None and service.queue is not None
-        app = asgi(Backend(config, service.store, service.queue, service.validator))
+        backend = Backend(config, service.store, service.queue, service.validator, service.health)
+        app = asgi(backend)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         stream = out if out is not None else sys.stdout
