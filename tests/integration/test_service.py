@@ -365,7 +365,9 @@ def test_an_early_answer_to_a_large_upload_reaches_a_client_still_sending(
 def test_submit_runs_a_document_end_to_end_and_exits_with_the_gates(
     service: ServiceProcess, tmp_path: Path
 ) -> None:
-    env = {"LEGALEVAL_API_TOKEN": TOKEN_A, "PATH": "/usr/bin:/bin"}
+    # PYTHONPATH: this checkout's package, not the installed one.
+    path = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    env = {"LEGALEVAL_API_TOKEN": TOKEN_A, **path}
 
     def submit(doc: Path, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -393,10 +395,31 @@ def test_submit_runs_a_document_end_to_end_and_exits_with_the_gates(
     )
     unauthorized = subprocess.run(
         [*SUBMIT, str(rejected), "--server", service.url], capture_output=True, text=True,
-        env={"PATH": "/usr/bin:/bin"}, timeout=60,
+        env=path, timeout=60,
     )  # fmt: skip
     assert unauthorized.returncode == 4 and "HTTP 401" in unauthorized.stderr
     assert TOKEN_A not in passed.stdout + passed.stderr
+    # legal_eval_v1 rows: converted into a contract document (issue 30), or refused saying how
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        "".join(
+            json.dumps({"schema_version": "legal_eval_v1", "id": f"r{i}", "dataset": "rows",
+                        "task_type": "reference_qa", "prompt": f"Row question {i}?",
+                        "reference_answers": ["The reference."]}) + "\n"
+            for i in range(2)
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    converted = submit(rows, "--out", "d")
+    assert converted.returncode == 0, converted.stderr
+    assert "uploading them as a Dataset Contract document of 2 record(s)" in converted.stderr
+    manifest = json.loads((tmp_path / "d" / "run_manifest.json").read_text())
+    assert manifest["denominators"]["total_records"] == 2
+    mcq = submit(EXAMPLES / "legal_mcq.jsonl")
+    assert (
+        mcq.returncode == 2 and "task_type mcq" in mcq.stderr and "pytest --dataset" in mcq.stderr
+    )
+    assert "Extra data" not in mcq.stderr
 
 
 def test_serve_refuses_a_public_address_without_tokens(tmp_path: Path) -> None:
