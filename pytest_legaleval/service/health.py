@@ -18,7 +18,12 @@ from typing import Any
 
 from pytest_legaleval.service.config import DataDir
 from pytest_legaleval.service.queue import RunQueue
-from pytest_legaleval.service.storage import Patience, StorageError, storage_problem
+from pytest_legaleval.service.storage import (
+    Patience,
+    StorageBusy,
+    StorageError,
+    storage_problem,
+)
 from pytest_legaleval.service.store import RunStore
 
 __all__ = ["HealthMonitor", "HealthReport"]
@@ -80,6 +85,8 @@ class HealthMonitor:
             if self._probe is None:
                 self._probe = RunStore(self.store.path, _PROBE_PATIENCE)
             self._probe.probe()
+        except StorageBusy:
+            return "the run table is locked by another process; writes wait for it"
         except StorageError as exc:
             return str(exc)
         return None

@@ -125,9 +125,8 @@ def storage_cause(error: BaseException | str | None) -> str | None:
         if isinstance(current, StorageError):
             return str(current)
         if isinstance(current, OSError) and current.errno in _STORAGE_ERRNOS:
-            return f"{current.strerror or current}" + (
-                f" ({current.filename})" if current.filename else ""
-            )
+            name = Path(os.fsdecode(current.filename)).name if current.filename else ""
+            return f"{current.strerror or current}" + (f" ({name})" if name else "")
         if isinstance(current, sqlite3.OperationalError) and not _is_busy(current):
             lowered = str(current).lower()
             if "full" in lowered or "i/o" in lowered or "readonly" in lowered:
@@ -203,14 +202,15 @@ def storage_problem(root: Path, *, min_free: int = MIN_FREE_BYTES) -> str | None
     """Why the data directory cannot take writes now, or ``None`` when it can.
 
     Checks the free space (``statvfs``) and writes, syncs and deletes a small file: a full
-    disk, a quota, a read-only or failing file system all show.
+    disk, a quota, a read-only or failing file system all show. The answer names no path
+    (``/healthz`` shows it to anyone).
     """
     try:
         free = shutil.disk_usage(root).free
     except OSError as exc:
-        return f"cannot read the free space of {root}: {exc.strerror or exc}"
+        return f"cannot read the data directory's free space: {exc.strerror or exc}"
     if free < min_free:
-        return f"the disk of {root} is full ({free:,} bytes free)"
+        return f"the data directory's disk is full ({free:,} bytes free)"
     probe = root / f".probe-{os.getpid()}"
     try:
         with probe.open("wb") as handle:
@@ -218,7 +218,7 @@ def storage_problem(root: Path, *, min_free: int = MIN_FREE_BYTES) -> str | None
             handle.flush()
             os.fsync(handle.fileno())
     except OSError as exc:
-        return f"cannot write in {root}: {exc.strerror or exc}"
+        return f"cannot write in the data directory: {exc.strerror or exc}"
     finally:
         try:
             probe.unlink(missing_ok=True)

@@ -140,7 +140,7 @@ class WorkerLoop:
             except StorageError as exc:
                 # Not the run's end: wait until storage works, then continue the run.
                 _log.warning("run %s: storage failed (%s); waiting to continue it", run_id, exc)
-                self.report(f"run {run_id} waits for storage: {exc}")
+                self.report(f"a run waits for storage: {exc}")
                 if attempt == MAX_STORAGE_ATTEMPTS:
                     self._give_up(run_id, f"storage failed {attempt} times during the run: {exc}")
                     return "failed"
