@@ -28,6 +28,7 @@ import shutil
 import signal
 import socket
 import sys
+import threading
 from typing import IO, Any
 
 from pytest_legaleval.errors import ConfigError
@@ -36,7 +37,7 @@ from pytest_legaleval.service.config import ServiceConfig
 from pytest_legaleval.service.health import HealthMonitor
 from pytest_legaleval.service.queue import SqliteRunQueue
 from pytest_legaleval.service.retention import Sweeper
-from pytest_legaleval.service.storage import HTTP_PATIENCE
+from pytest_legaleval.service.storage import HTTP_PATIENCE, StorageError
 from pytest_legaleval.service.store import RunStore
 from pytest_legaleval.service.validation import UploadValidator
 from pytest_legaleval.service.workers import WorkerConfig, WorkerPool
@@ -47,6 +48,8 @@ URL_PREFIX = "LEGALEVAL_SERVICE_URL="
 FD_TARGET = 65536
 """File descriptors the service asks for (within the hard limit): idle sockets are cheap."""
 _FD_ENOUGH = 4096
+BACKLOG = 4096
+"""Connections the kernel queues before the service accepts them (a burst of clients)."""
 _log = logging.getLogger(__name__)
 
 
@@ -95,7 +98,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     # A burst of clients (the load test's 500 polls) must not find the backlog full.
-    sock.listen(4096)
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 
@@ -205,22 +208,35 @@ def serve(config: ServiceConfig, *, out: IO[str] | None = None) -> int:
     sock = bind(config.host, config.port)
     service = Service(config)
     try:
-        service.start()
+        try:
+            service.start()
+        except StorageError as exc:
+            raise ConfigError(
+                f"cannot start: the data directory cannot be written ({exc})"
+            ) from None
         assert service.store is not None and service.queue is not None
         backend = Backend(config, service.store, service.queue, service.validator, service.health)
         app = asgi(backend)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         stream = out if out is not None else sys.stdout
-        print(f"{URL_PREFIX}http://{shown}:{port}", file=stream, flush=True)
-        tokens = "on" if config.tokens.enabled else "off: loopback only"
-        print(
-            f"legaleval serve: http://{shown}:{port} (data dir {config.data.root}, "
-            f"{config.workers} worker(s), tokens {tokens})",
-            file=sys.stderr,
-            flush=True,
-        )
-        asyncio.run(_serve_until_stopped(app, http_config(config, sock)))
+        # A client may stop the service as soon as it reads the URL: catch that from now.
+        asked = threading.Event()
+        signals = (signal.SIGINT, signal.SIGTERM)
+        previous = {sig: signal.signal(sig, lambda *_: asked.set()) for sig in signals}
+        try:
+            print(f"{URL_PREFIX}http://{shown}:{port}", file=stream, flush=True)
+            tokens = "on" if config.tokens.enabled else "off: loopback only"
+            print(
+                f"legaleval serve: http://{shown}:{port} (data dir {config.data.root}, "
+                f"{config.workers} worker(s), tokens {tokens})",
+                file=sys.stderr,
+                flush=True,
+            )
+            asyncio.run(_serve_until_stopped(app, http_config(config, sock), asked))
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     finally:
         service.stop()
         sock.close()
@@ -237,6 +253,8 @@ def http_config(config: ServiceConfig, sock: socket.socket) -> Any:
     # The deadline of a connection without a request in progress: to send its headers
     # (a half-open request is closed after it) and to stay idle between requests.
     http.keep_alive_timeout = config.limits.header_timeout
+    # asyncio listens again with Hypercorn's backlog (100 by default): keep ours.
+    http.backlog = BACKLOG
     http.graceful_timeout = 10.0
     http.include_server_header = False
     http.accesslog = None
@@ -244,8 +262,11 @@ def http_config(config: ServiceConfig, sock: socket.socket) -> Any:
     return http
 
 
-async def _serve_until_stopped(app: Any, http: Any) -> None:
-    """Serve until SIGINT or SIGTERM, then let requests in flight finish (``graceful_timeout``)."""
+async def _serve_until_stopped(app: Any, http: Any, asked: threading.Event) -> None:
+    """Serve until SIGINT or SIGTERM, then let requests in flight finish (``graceful_timeout``).
+
+    ``asked`` is set by a signal that came before the loop took the signals over.
+    """
     from hypercorn.asyncio import serve as hypercorn_serve
 
     loop = asyncio.get_running_loop()
@@ -253,6 +274,8 @@ async def _serve_until_stopped(app: Any, http: Any) -> None:
     signals = (signal.SIGINT, signal.SIGTERM)
     for sig in signals:
         loop.add_signal_handler(sig, stop.set)
+    if asked.is_set():
+        stop.set()
     try:
         await hypercorn_serve(app, http, shutdown_trigger=stop.wait, mode="asgi")
     finally:

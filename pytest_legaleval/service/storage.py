@@ -195,7 +195,9 @@ def with_retries(
             delay = min(delay * 2, patience.max_delay_s)
         except OSError as exc:
             converted = as_storage_error(exc)
-            raise (converted or exc) from exc
+            if converted is None or converted is exc:
+                raise
+            raise converted from exc
 
 
 def storage_problem(root: Path, *, min_free: int = MIN_FREE_BYTES) -> str | None:
