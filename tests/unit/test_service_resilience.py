@@ -349,3 +349,35 @@ def test_the_mirror_gives_up_on_a_storage_failure_that_lasts() -> None:
     assert not mirror.flush(give_up_s=0.2)
     mirror.abandon()
     assert store.written == []
+
+
+# -- serve's own limits ---------------------------------------------------------------------
+
+
+def test_serve_raises_its_open_file_limit_toward_the_hard_one() -> None:
+    import resource
+
+    from pytest_legaleval.service.server import raise_fd_limit
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        low = min(256, soft)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+        before, after = raise_fd_limit(target=low * 4)
+        assert before == low
+        expected = low * 4 if hard == resource.RLIM_INFINITY else min(low * 4, hard)
+        assert after == expected == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        assert raise_fd_limit(target=low) == (after, after)  # never lowered
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "nan", "inf", "61", "1e9", "x"])
+def test_a_header_timeout_out_of_range_is_a_usage_error(text: str) -> None:
+    import argparse
+
+    from pytest_legaleval.cli.serve import _header_seconds
+
+    with pytest.raises((argparse.ArgumentTypeError, ValueError)):
+        _header_seconds(text)
+    assert _header_seconds("10") == 10.0
