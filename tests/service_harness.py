@@ -1,11 +1,14 @@
 """`legaleval serve` as a real process, the mock model scripted as candidate and judge.
 
 Shared by the service tests: a service process (its URL read from its output, its logs in
-files, its RSS and its workers from ``/proc``), contract documents, and the mock's script.
+files, its RSS and its workers from ``/proc``), contract documents, the mock's script, and
+the ASGI application called in this process (:func:`service_app`, :func:`call`; they import
+FastAPI only when called).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -24,6 +27,11 @@ from .processes import alive, wait_until
 
 SERVE = [sys.executable, "-m", "pytest_legaleval.cli", "serve"]
 SUBMIT = [sys.executable, "-m", "pytest_legaleval.cli", "submit"]
+_WITH_NOFILE = (
+    "import os, resource, sys; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (min(int(sys.argv[1]), hard), hard)); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
 TERMINAL = ("completed", "completed_with_failures", "failed", "cancelled")
 
 
@@ -85,9 +93,18 @@ def write(path: Path, doc: Mapping[str, Any]) -> Path:
 class ServiceProcess:
     """One ``legaleval serve`` process on 127.0.0.1 with a free port."""
 
-    def __init__(self, data_dir: Path, args: list[str], *, tokens: str | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        args: list[str],
+        *,
+        tokens: str | None = None,
+        nofile: int | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.args = args
+        self.nofile = nofile
+        """The soft limit of open files the service starts with (``None``: this process's)."""
         self.env = {k: v for k, v in os.environ.items() if k != "LEGALEVAL_API_TOKENS"}
         if tokens is not None:
             self.env["LEGALEVAL_API_TOKENS"] = tokens
@@ -106,6 +123,8 @@ class ServiceProcess:
         err = self.data_dir.parent / f"{self.data_dir.name}.err{self.starts}"
         self.err_path = err
         command = [*SERVE, "--port", "0", "--data-dir", str(self.data_dir), *self.args]
+        if self.nofile is not None:  # set in the child before it becomes the service
+            command = [sys.executable, "-c", _WITH_NOFILE, str(self.nofile), *command]
         with out.open("wb") as stdout, err.open("wb") as stderr:
             self.process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=self.env)
 
@@ -122,6 +141,13 @@ class ServiceProcess:
                 self.kill()  # never leave a half-started service behind
             raise AssertionError(f"the service did not start (exit {code}):\n{self.log()}")
         return self
+
+    def fd_limit(self) -> int:
+        """The service's soft limit of open files, as the kernel reports it."""
+        for line in Path(f"/proc/{self.pid}/limits").read_text().splitlines():
+            if line.startswith("Max open files"):
+                return int(line.split()[3])
+        raise AssertionError(f"no open-file limit for {self.pid}")
 
     def log(self) -> str:
         return self.err_path.read_text(encoding="utf-8", errors="replace")[-6000:]
@@ -181,3 +207,79 @@ def gone(pids: Iterable[int], within_s: float = 30.0) -> bool:
     """Whether every process of ``pids`` has ended within ``within_s``."""
     pids = list(pids)
     return wait_until(lambda: not any(alive(pid) for pid in pids), within_s)
+
+
+class InlineValidator:
+    """The real validation, in this process (the service runs it in another one)."""
+
+    async def check(self, path: Path) -> Any:
+        from pytest_legaleval.service.validation import check_upload
+
+        return check_upload(str(path))
+
+
+def service_app(
+    tmp_path: Path,
+    *,
+    tokens: str = "",
+    patience: Any = None,
+    health: Any = None,
+    **limits: Any,
+) -> tuple[Any, Any]:
+    """The service's ASGI application on a fresh data directory, and its ``Backend``."""
+    from pytest_legaleval.pipeline.settings import resolve_settings
+    from pytest_legaleval.service.app import Backend, asgi
+    from pytest_legaleval.service.auth import Tokens
+    from pytest_legaleval.service.config import DataDir, Limits, ServiceConfig
+    from pytest_legaleval.service.queue import SqliteRunQueue
+    from pytest_legaleval.service.store import RunStore
+
+    data = DataDir(tmp_path / "data")
+    data.create()
+    waits = () if patience is None else (patience,)
+    store, queue = RunStore(data.state, *waits), SqliteRunQueue(data.state, *waits)
+    config = ServiceConfig(
+        settings=resolve_settings({"model": ["openai/cand"]}),
+        data=data,
+        limits=Limits(**limits),
+        tokens=Tokens.from_env({"LEGALEVAL_API_TOKENS": tokens}),
+    )
+    backend = Backend(config, store, queue, InlineValidator(), health)
+    return asgi(backend), backend
+
+
+def call(
+    app: Any,
+    method: str,
+    path: str,
+    *,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    client: tuple[str, int] = ("127.0.0.1", 50000),
+) -> tuple[int, dict[str, str], Any]:
+    """One request to an ASGI application in this process: status, headers, JSON body."""
+    path, _, query = path.partition("?")
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+        "scheme": "http", "path": path, "raw_path": path.encode(),
+        "query_string": query.encode(), "root_path": "", "client": client,
+        "server": ("127.0.0.1", 8000),
+        "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+    }  # fmt: skip
+    incoming = [{"type": "http.request", "body": body, "more_body": False}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    start = sent[0]
+    raw = b"".join(m.get("body", b"") for m in sent[1:])
+    found = {k.decode(): v.decode() for k, v in start["headers"]}
+    try:
+        return start["status"], found, json.loads(raw)
+    except ValueError:
+        return start["status"], found, raw

@@ -44,6 +44,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _header_seconds(text: str) -> float:
+    value = _seconds(text)
+    if value > 60:  # a longer deadline lets idle sockets pile up: it is the attack's lever
+        raise argparse.ArgumentTypeError(f"must be <= 60, got {value:g}")
+    return value
+
+
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "run options", "As in pytest's legaleval group (and legaleval.yaml); each run uses them."
@@ -103,10 +110,12 @@ def _add_service_options(parser: argparse.ArgumentParser) -> None:
         help="Seconds a client may stall mid-upload or mid-download (30).",
     )
     group.add_argument(
-        "--max-connections",
-        type=_positive,
-        default=1024,
-        help="Connections served at once; more get 503 (1024).",
+        "--header-timeout",
+        type=_header_seconds,
+        default=5.0,
+        metavar="S",
+        help="Seconds a connection may take to send its request headers, or stay idle "
+        "between requests, before it is closed (5; at most 60).",
     )
     group.add_argument(
         "--retention-days-raw",
@@ -188,7 +197,7 @@ def _config(args: argparse.Namespace) -> Any:
             max_queued=args.max_queued,
             max_runs_per_token=args.max_runs_per_token,
             http_timeout=args.http_timeout,
-            max_connections=args.max_connections,
+            header_timeout=args.header_timeout,
         ),
         retention=Retention(args.retention_days_raw, args.retention_days_summary),
         tokens=Tokens.from_env(),
@@ -198,7 +207,7 @@ def _config(args: argparse.Namespace) -> Any:
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         import fastapi  # noqa: F401
-        import uvicorn  # noqa: F401
+        import hypercorn  # noqa: F401
     except ImportError:
         print(
             "legaleval serve: the service needs the [serve] extra: "

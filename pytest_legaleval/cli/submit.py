@@ -1,12 +1,18 @@
-"""``legaleval submit DOC.json --server URL``: a run on a shared service, as CI would use it.
+"""``legaleval submit DOC --server URL``: a run on a shared service, as CI would use it.
 
-Uploads the document, polls the run with a progress display, downloads the artifacts
-(each checked against its sha256) and exits as a pytest run would: 0 when everything
-passed (or, with ``--gate``, when every gate holds), 1 when records or gates failed, 2 when
-the dataset was rejected or the run cancelled (Ctrl-C cancels it on the service), 3 when
-the run or the service failed, 4 for a usage error. The token is read from an environment
-variable (``LEGALEVAL_API_TOKEN``), never from the command line. Standard library only: no
-extra is needed to submit.
+Uploads the document (a Dataset Contract v1 document, or ``legal_eval_v1`` JSONL converted
+into one: ``service.documents``), polls the run with a progress display, downloads the
+artifacts (each checked against its sha256) and exits as a pytest run would: 0 when
+everything passed (or, with ``--gate``, when every gate holds), 1 when records or gates
+failed, 2 when the dataset was rejected or the run cancelled (Ctrl-C cancels it on the
+service), 3 when the run or the service failed, 4 for a usage error. The token is read from
+an environment variable (``LEGALEVAL_API_TOKEN``), never from the command line. Standard
+library only: no extra is needed to submit.
+
+Nothing the server says is trusted (``service.client``): the run id must be one before it
+names ``legaleval-runs/<run_id>``, only the contract's artifacts are written, a
+``Retry-After`` that is not a non-negative number is ignored, and every server string
+shown has its control characters escaped.
 """
 
 from __future__ import annotations
@@ -15,12 +21,22 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.service.client import ServiceClient, ServiceError
+from pytest_legaleval.errors import ConfigError, DatasetRejected
+from pytest_legaleval.service.client import (
+    ServiceClient,
+    ServiceError,
+    checked_run_id,
+    parse_retry_after,
+    printable,
+    printable_json,
+)
 
 __all__ = ["EXIT_CODES", "register"]
 
@@ -33,6 +49,10 @@ EXIT_CODES = {
 }
 """The exit status of a run's terminal state (without ``--gate``)."""
 _SHOWN_ERRORS = 20
+RUNS_FOLDER = Path("legaleval-runs")
+_DEFAULT_WAIT_S = 5.0
+_RETRIED = (429, 503)
+"""Answers that mean "not now": the upload is sent again after ``Retry-After``."""
 
 
 def register(subparsers: Any) -> None:
@@ -40,12 +60,16 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "submit",
         help="run a dataset on a legaleval service and exit with its gate result",
-        description="Upload DOC (a Dataset Contract v1 document) to a `legaleval serve` "
-        "service, follow the run, download its artifacts and exit like a pytest run: 0 "
-        "passed, 1 failed records or gates, 2 rejected or cancelled, 3 run or service "
-        "failure, 4 usage error.",
+        description="Upload DOC (a Dataset Contract v1 document, or legal_eval_v1 JSONL rows, "
+        "converted into one) to a `legaleval serve` service, follow the run, download its "
+        "artifacts and exit like a pytest run: 0 passed, 1 failed records or gates, 2 "
+        "rejected or cancelled, 3 run or service failure, 4 usage error.",
     )
-    parser.add_argument("document", metavar="DOC", help="the Dataset Contract v1 JSON document")
+    parser.add_argument(
+        "document",
+        metavar="DOC",
+        help="a Dataset Contract v1 JSON document, or a legal_eval_v1 JSONL file",
+    )
     parser.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
     parser.add_argument(
         "--token-env",
@@ -70,20 +94,28 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=_cmd_submit)
 
 
+def _count(value: object) -> int:
+    """A count from the server: a non-negative int, else 0 (a hostile value shows nothing)."""
+    return value if type(value) is int and 0 <= value < 1 << 53 else 0
+
+
 class _Progress:
     """One updating line on a terminal, a line per change elsewhere."""
 
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, run_id: str) -> None:
         self.quiet = quiet
+        self.run_id = run_id
         self.tty = sys.stderr.isatty()
         self.last: tuple[str, int] | None = None
 
     def show(self, run: dict[str, Any]) -> None:
         if self.quiet:
             return
-        status = str(run.get("status"))
-        progress = run.get("progress") or {}
-        done, total = int(progress.get("done") or 0), int(progress.get("total") or 0)
+        status = printable(run.get("status"), 40)
+        progress = run.get("progress")
+        progress = progress if isinstance(progress, dict) else {}
+        total = _count(progress.get("total"))
+        done = min(_count(progress.get("done")), total)
         if self.tty:
             width = 30
             filled = width * done // total if total else 0
@@ -95,7 +127,7 @@ class _Progress:
         key = (status, done // step)
         if key != self.last:
             self.last = key
-            print(f"{run.get('run_id')}: {status} {done}/{total}", file=sys.stderr, flush=True)
+            print(f"{self.run_id}: {status} {done}/{total}", file=sys.stderr, flush=True)
 
     def end(self) -> None:
         if self.tty and not self.quiet:
@@ -105,19 +137,20 @@ class _Progress:
 def _upload(
     client: ServiceClient, document: Path, model: str | None, deadline: float | None
 ) -> dict[str, Any]:
-    """POST the document; wait and retry while the service says it is busy (429)."""
+    """POST the document; wait and retry while the service says "not now" (429, 503)."""
     while True:
         status, headers, body = client.upload(document, model)
-        if status != 429:
+        if status not in _RETRIED:
             break
-        wait = float(headers.get("retry-after") or 5)
+        wait = parse_retry_after(headers.get("retry-after"), _DEFAULT_WAIT_S)
         if deadline is not None and time.monotonic() + wait > deadline:
-            raise ServiceError(429, body)
-        print(f"legaleval submit: the service is busy; retrying in {wait:g} s", file=sys.stderr)
+            raise ServiceError(status, body)
+        why = "busy" if status == 429 else "unavailable"
+        print(f"legaleval submit: the service is {why}; retrying in {wait:g} s", file=sys.stderr)
         time.sleep(wait)
     if status in (400, 413):
         print(f"HTTP {status}", file=sys.stderr)
-        print(json.dumps(body, indent=2, ensure_ascii=False))
+        print(printable_json(body))
         raise _Exit(EXIT_INTERRUPTED)
     if status != 202 or not isinstance(body, dict):
         raise ServiceError(status, body)
@@ -130,18 +163,21 @@ class _Exit(Exception):
         self.code = code
 
 
-def _accepted(body: dict[str, Any]) -> None:
-    summary = body.get("summary") or {}
+def _accepted(run_id: str, body: dict[str, Any]) -> None:
+    summary = body.get("summary")
+    summary = summary if isinstance(summary, dict) else {}
     print(
-        f"{body['run_id']}: {body['status']} ({summary.get('accepted_records')} of "
-        f"{summary.get('total_records')} records accepted)",
+        f"{run_id}: {printable(body.get('status'), 60)} "
+        f"({_count(summary.get('accepted_records'))} of "
+        f"{_count(summary.get('total_records'))} records accepted)",
         file=sys.stderr,
     )
-    errors = body.get("record_errors") or []
+    errors = body.get("record_errors")
+    errors = errors if isinstance(errors, list) else []
     for error in errors[:_SHOWN_ERRORS]:
-        print(
-            f"  {error.get('path')}: {error.get('code')}: {error.get('message')}", file=sys.stderr
-        )
+        error = error if isinstance(error, dict) else {"message": error}
+        shown = f"{error.get('path')}: {error.get('code')}: {error.get('message')}"
+        print(f"  {printable(shown, 500)}", file=sys.stderr)
     if len(errors) > _SHOWN_ERRORS:
         print(f"  … {len(errors) - _SHOWN_ERRORS} more in record_validation.jsonl", file=sys.stderr)
 
@@ -150,14 +186,14 @@ def _follow(
     client: ServiceClient, run_id: str, args: argparse.Namespace, deadline: float | None
 ) -> dict[str, Any]:
     """Poll until the run ends; Ctrl-C asks the service to cancel it and waits for that."""
-    progress = _Progress(args.quiet)
+    progress = _Progress(args.quiet, run_id)
     cancelled = False
     try:
         while True:
             try:
                 run = client.json("GET", f"/v1/runs/{run_id}")
                 progress.show(run)
-                if run.get("status") in EXIT_CODES:
+                if isinstance(run.get("status"), str) and run["status"] in EXIT_CODES:
                     return run
                 if deadline is not None and time.monotonic() > deadline and not cancelled:
                     raise ServiceError(
@@ -202,18 +238,57 @@ def _report(run: dict[str, Any], run_dir: Path | None) -> None:
     from pytest_legaleval.run.console import summary_lines
 
     if run_dir is not None and (run_dir / "metrics_summary.json").is_file():
-        summary = json.loads((run_dir / "metrics_summary.json").read_text(encoding="utf-8"))
-        by_slice_path = run_dir / "metrics_by_slice.json"
-        by_slice = (
-            json.loads(by_slice_path.read_text(encoding="utf-8"))
-            if by_slice_path.is_file()
-            else None
-        )
-        for line in summary_lines(summary, by_slice):
-            print(line)
-    print(f"status: {run.get('status')}" + (f" ({run['error']})" if run.get("error") else ""))
+        try:
+            summary = json.loads((run_dir / "metrics_summary.json").read_text(encoding="utf-8"))
+            by_slice_path = run_dir / "metrics_by_slice.json"
+            by_slice = (
+                json.loads(by_slice_path.read_text(encoding="utf-8"))
+                if by_slice_path.is_file()
+                else None
+            )
+            for line in summary_lines(summary, by_slice):
+                print(printable(line, 1000))
+        except Exception as exc:  # the service wrote them: they may be anything
+            print(f"legaleval submit: cannot show the run's metrics: {printable(exc, 300)}")
+    error = run.get("error")
+    print(
+        f"status: {printable(run.get('status'), 40)}"
+        + (f" ({printable(error, 1000)})" if error else "")
+    )
     if run_dir is not None:
         print(f"run directory: {run_dir}")
+
+
+@contextmanager
+def _upload_file(document: Path) -> Iterator[Path]:
+    """The file to upload: ``document``, or the contract document made from its JSONL rows."""
+    from pytest_legaleval.service.documents import (
+        contract_document,
+        document_format,
+        write_document,
+    )
+
+    if document_format(document) == "contract_v1":
+        yield document
+        return
+    converted = contract_document(document)
+    print(
+        f"legaleval submit: {document} holds legal_eval_v1 rows: uploading them as a Dataset "
+        f"Contract document of {len(converted['records'])} record(s)",
+        file=sys.stderr,
+    )
+    with tempfile.TemporaryDirectory(prefix="legaleval-submit-") as folder:
+        yield write_document(converted, Path(folder) / f"{document.stem}.contract.json")
+
+
+def _run_folder(args: argparse.Namespace, run_id: str) -> Path:
+    """Where the run is downloaded: ``--out``, else ``legaleval-runs/<run_id>`` (checked)."""
+    if args.out:
+        return Path(args.out)  # the user named it
+    target = RUNS_FOLDER / checked_run_id(run_id)
+    if target.is_symlink() or target.resolve().parent != RUNS_FOLDER.resolve():
+        raise ConfigError(f"{target} is a symbolic link; remove it or pass --out")
+    return target
 
 
 def _submit(args: argparse.Namespace) -> int:
@@ -226,20 +301,27 @@ def _submit(args: argparse.Namespace) -> int:
         parse_gates(args.gate)  # a malformed gate fails before anything is uploaded
     client = ServiceClient(args.server, os.environ.get(args.token_env) or None)
     deadline = time.monotonic() + args.timeout if args.timeout else None
-    accepted = _upload(client, document, args.model, deadline)
-    _accepted(accepted)
-    run_id = accepted["run_id"]
+    with _upload_file(document) as upload:
+        accepted = _upload(client, upload, args.model, deadline)
+    run_id = checked_run_id(accepted.get("run_id"))
+    _accepted(run_id, accepted)
     run = _follow(client, run_id, args, deadline)
     run_dir: Path | None = None
     listing = client.json("GET", f"/v1/runs/{run_id}/artifacts", expect=(200, 404, 410))
     if listing.get("artifacts"):
-        run_dir = Path(args.out) if args.out else Path("legaleval-runs") / run_id
-        client.download_run(run_id, listing["artifacts"], run_dir)
+        run_dir = _run_folder(args, run_id)
+        _, refused = client.download_run(run_id, listing["artifacts"], run_dir)
+        for entry in refused:
+            print(f"legaleval submit: not downloaded (not an artifact): {entry}", file=sys.stderr)
     _report(run, run_dir)
     status = run["status"]
     if status in ("failed", "cancelled") or not args.gate or run_dir is None:
         return EXIT_CODES.get(status, EXIT_ERROR)
-    return EXIT_OK if _gates(run_dir, args.gate) else EXIT_FAILED
+    try:
+        held = _gates(run_dir, args.gate)
+    except (ValueError, TypeError, KeyError, OSError) as exc:
+        raise ServiceError(0, f"cannot check the gates on the run's artifacts: {exc}") from None
+    return EXIT_OK if held else EXIT_FAILED
 
 
 def _cmd_submit(args: argparse.Namespace) -> int:
@@ -247,9 +329,17 @@ def _cmd_submit(args: argparse.Namespace) -> int:
         return _submit(args)
     except _Exit as done:
         return done.code
+    except DatasetRejected as exc:
+        print(f"legaleval submit: the dataset is rejected: {printable(exc, 2000)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except ConfigError as exc:
-        print(f"legaleval submit: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"legaleval submit: error: {printable(exc, 4000)}", file=sys.stderr)
+        for error in getattr(exc, "errors", [])[:_SHOWN_ERRORS]:
+            shown = f"{error.get('path')}: {error.get('code')}: {error.get('message')}"
+            print(f"  {printable(shown, 500)}", file=sys.stderr)
+        from pytest_legaleval.service.documents import NotUploadable
+
+        return EXIT_INTERRUPTED if isinstance(exc, NotUploadable) else EXIT_USAGE
     except ServiceError as exc:
         print(f"legaleval submit: {exc}", file=sys.stderr)
         return EXIT_USAGE if exc.status in (401, 403) else EXIT_ERROR

@@ -12,15 +12,19 @@ One code path: a worker evaluates a run with
 run-directory code as ``pytest suites/``; nothing here grades or writes an artifact itself.
 
 Main names: :class:`Service` and :func:`serve` (``server``), :func:`create_app` (``app``,
-FastAPI), :class:`RunStore` (``store``, the SQLite run table), :class:`RunQueue` and
-:class:`SqliteRunQueue` (``queue``), :class:`WorkerPool` (``workers``), :func:`execute`
-(``execution``: fresh or continued runs), :class:`UploadValidator` (``validation``),
+FastAPI; its routers in ``routes``, their dependencies in ``deps``, the upload in
+``uploads``), :class:`RunStore` (``store``, the SQLite run table), :class:`RunQueue` and
+:class:`SqliteRunQueue` (``queue``), :class:`WorkerPool` (``workers``, the supervisor) and
+``worker`` (one worker's loop), :func:`execute` (``execution``: fresh or continued runs),
+``mirror`` (a run's state into the table), ``storage`` (locks waited out, full disks
+named), :class:`HealthMonitor` (``health``), :class:`UploadValidator` (``validation``),
 :func:`sweep` (``retention``), :class:`Tokens` (``auth``), :class:`ServiceConfig`
 (``config``).
 
 It must never import pytest (or ``_pytest``), nor the ``cli`` package. Only ``app``,
-``files``, ``handlers``, ``models`` and ``server`` import FastAPI, Starlette or uvicorn (the
-``[serve]`` extra); the workers and ``client`` never do. Names are imported on first use.
+``deps``, ``files``, ``handlers``, ``models``, ``routes``, ``uploads`` and ``server`` import
+FastAPI, Starlette or Hypercorn (the ``[serve]`` extra); the workers and ``client`` never
+do. Names are imported on first use.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ if TYPE_CHECKING:
         ServiceConfig as ServiceConfig,
     )
     from pytest_legaleval.service.execution import execute as execute
+    from pytest_legaleval.service.health import HealthMonitor as HealthMonitor
     from pytest_legaleval.service.queue import (
         RunQueue as RunQueue,
     )
@@ -67,6 +72,7 @@ _LAZY = {
     "Retention": "config",
     "ServiceConfig": "config",
     "execute": "execution",
+    "HealthMonitor": "health",
     "RunQueue": "queue",
     "SqliteRunQueue": "queue",
     "sweep": "retention",

@@ -2,6 +2,12 @@
 
 The upload is streamed from the file and the artifacts to their files, each checked against
 the sha256 the service gives; nothing is held whole.
+
+The client trusts no string the server sends: a run id must have the shape of one before it
+names a folder, artifacts are only the contract's files (their URLs are built here, not
+taken from the listing), a download never outgrows its listed size, ``Retry-After`` is
+read as the contract says or ignored, and text shown on the terminal has its control
+characters escaped (:func:`printable`).
 """
 
 from __future__ import annotations
@@ -10,20 +16,95 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, LegalEvalError
 
-__all__ = ["ServiceClient", "ServiceError"]
+__all__ = [
+    "ARTIFACT_NAMES",
+    "RETRY_AFTER_CAP_S",
+    "ServiceClient",
+    "ServiceError",
+    "checked_run_id",
+    "parse_retry_after",
+    "printable",
+    "printable_json",
+]
 
 _BLOCK = 1 << 20
+ARTIFACT_NAMES = (
+    "run_manifest.json",
+    "input_dataset.json",
+    "record_validation.jsonl",
+    "predictions.jsonl",
+    "attempt_logs.jsonl",
+    "metrics_summary.json",
+    "metrics_by_slice.json",
+    "failures.jsonl",
+)
+"""The Dataset Contract's eight artifacts (§4.1): the only names ever written locally."""
+CHECKSUMS = "SHA256SUMS"
+MAX_JSON_BYTES = 64 * 1024 * 1024
+"""The largest JSON answer read (a 202 with 50,000 record errors is about 15 MB)."""
+MAX_CHECKSUMS_BYTES = 64 * 1024
+RETRY_AFTER_CAP_S = 60.0
+"""The longest wait a ``Retry-After`` can ask for; a longer one is cut to it."""
+_RUN_ID = re.compile(r"run_[0-9A-HJKMNP-TV-Z]{26}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_DELTA_SECONDS = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,6})?")
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
-class ServiceError(Exception):
+def printable(value: object, limit: int = 2000) -> str:
+    r"""``value`` as text safe for a terminal: control and direction characters escaped.
+
+    ESC, BEL, NUL, C1 controls (CSI is one byte there) and bidirectional overrides from a
+    server could clear the screen, retitle the window or hide text; they are shown as
+    ````-style escapes, and the text is cut at ``limit`` characters.
+    """
+    text = str(value)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _UNSAFE.sub(escape, text)
+
+
+def printable_json(value: object) -> str:
+    r"""``value`` as indented JSON that stays JSON and is safe for a terminal.
+
+    JSON escapes C0 controls itself; DEL, C1 controls and direction overrides, which it
+    leaves as they are, are written as ``\u`` escapes (they only occur inside strings).
+    """
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def parse_retry_after(value: str | None, default: float, cap: float = RETRY_AFTER_CAP_S) -> float:
+    """Seconds to wait from a ``Retry-After`` header, as the service sends it.
+
+    The service sends delta-seconds (a non-negative number); that is read and capped at
+    ``cap``. Anything else — ``nan``, ``inf``, ``-5``, a date, garbage — is ignored:
+    ``default`` is returned.
+    """
+    if value is None:
+        return default
+    text = value.strip()
+    if not _DELTA_SECONDS.fullmatch(text):
+        return default
+    return min(float(text), cap)
+
+
+class ServiceError(LegalEvalError):
     """An answer the client did not expect (``status`` 0: no answer at all)."""
 
     def __init__(self, status: int, body: Any) -> None:
@@ -31,9 +112,32 @@ class ServiceError(Exception):
         message = error.get("message") if isinstance(error, dict) else str(body)[:500]
         request_id = body.get("request_id") if isinstance(body, dict) else None
         text = f"HTTP {status}: {message}" if status else str(message)
-        super().__init__(text + (f" (request_id {request_id})" if request_id else ""))
+        text += f" (request_id {request_id})" if request_id else ""
+        super().__init__(printable(text))
         self.status = status
         self.body = body
+
+
+def checked_run_id(value: object) -> str:
+    """``value`` if it is a run id (``run_`` and 26 ULID characters), else an error.
+
+    A run id names a local folder: ``../x``, an absolute path or any other text from a
+    hostile server must never get that far.
+
+    Raises:
+        ServiceError: not a run id.
+
+    """
+    if isinstance(value, str) and _RUN_ID.fullmatch(value):
+        return value
+    raise ServiceError(0, f"the service answered a run id that is not one: {value!r:.100}")
+
+
+def _read_capped(response: http.client.HTTPResponse, limit: int) -> bytes:
+    raw = response.read(limit + 1)
+    if len(raw) > limit:
+        raise ServiceError(0, f"the service's answer is over {limit:,} bytes; refusing it")
+    return raw
 
 
 class ServiceClient:
@@ -76,17 +180,13 @@ class ServiceClient:
         try:
             conn.request(method, self.prefix + path, body=body, headers=self._headers(headers))
             response = conn.getresponse()
-            raw = response.read()
+            raw = _read_capped(response, MAX_JSON_BYTES)
             found = {k.lower(): v for k, v in response.getheaders()}
-        except OSError as exc:
+        except (OSError, http.client.HTTPException) as exc:
             raise ServiceError(0, f"cannot reach {self.host}: {exc}") from None
         finally:
             conn.close()
-        try:
-            parsed = json.loads(raw) if raw else None
-        except ValueError:
-            parsed = raw.decode("utf-8", "replace")
-        return response.status, found, parsed
+        return response.status, found, _json_or_text(raw)
 
     def json(self, method: str, path: str, *, expect: Iterable[int] = (200,)) -> dict[str, Any]:
         """A JSON answer with one of the ``expect`` statuses, else :class:`ServiceError`."""
@@ -107,8 +207,14 @@ class ServiceClient:
                 headers={"Content-Type": "application/json", "Content-Length": str(size)},
             )
 
-    def download(self, path: str, target: Path, sha256: str | None) -> str:
-        """Stream ``path`` into ``target``; return its sha256 (checked when given)."""
+    def download(
+        self, path: str, target: Path, sha256: str | None, limit: int | None = None
+    ) -> str:
+        """Stream ``path`` into ``target`` (at most ``limit`` bytes); return its sha256.
+
+        The file appears only complete and checked (``sha256`` when given): it is written
+        to a temporary file beside ``target`` and renamed.
+        """
         conn = self._connection()
         digest = hashlib.sha256()
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -118,9 +224,14 @@ class ServiceClient:
                 conn.request("GET", self.prefix + path, headers=self._headers())
                 response = conn.getresponse()
                 if response.status != 200:
-                    raw = response.read()
-                    raise ServiceError(response.status, _json_or_text(raw))
+                    raise ServiceError(response.status, _json_or_text(response.read(1 << 16)))
+                size = 0
                 while block := response.read(_BLOCK):
+                    size += len(block)
+                    if limit is not None and size > limit:
+                        raise ServiceError(
+                            0, f"{target.name}: more than the {limit:,} bytes listed"
+                        )
                     digest.update(block)
                     handle.write(block)
             found = digest.hexdigest()
@@ -128,26 +239,65 @@ class ServiceClient:
                 raise ServiceError(0, f"{target.name}: sha256 {found} differs from {sha256}")
             os.replace(tmp, target)
             return found
-        except OSError as exc:
-            raise ServiceError(0, f"download of {path} failed: {exc}") from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise ServiceError(0, f"download of {target.name} failed: {exc}") from None
         finally:
             conn.close()
             Path(tmp).unlink(missing_ok=True)
 
-    def download_run(self, run_id: str, artifacts: Iterable[Mapping[str, Any]], out: Path) -> None:
-        """Every listed artifact (and ``SHA256SUMS``) of a run into ``out``."""
-        if out.exists() and any(out.iterdir()):
+    def download_run(
+        self, run_id: str, artifacts: object, out: Path
+    ) -> tuple[list[str], list[str]]:
+        """The listed artifacts of a run (and ``SHA256SUMS``) into ``out``, a new folder.
+
+        Only the contract's artifact names are fetched, from URLs built here; anything else
+        the listing holds is left out and named in the second list returned (shown, never
+        written). Returns the names written and the entries refused.
+
+        Raises:
+            ConfigError: ``out`` exists and is not an empty folder, or is a symbolic link.
+            ServiceError: a download failed or did not match its listed sha256 or size.
+
+        """
+        run_id = checked_run_id(run_id)
+        if out.is_symlink():
+            raise ConfigError(f"{out} is a symbolic link; runs are downloaded into new folders")
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise ConfigError(f"{out} exists and is not empty; runs are write-once")
-        for artifact in artifacts:
-            name = str(artifact["name"])
-            if "/" in name or name.startswith("."):
-                raise ServiceError(0, f"refusing the artifact name {name!r}")
-            self.download(str(artifact["url"]), out / name, str(artifact["sha256"]))
-        self.download(f"/v1/runs/{run_id}/artifacts/SHA256SUMS", out / "SHA256SUMS", None)
+        out.mkdir(parents=True, exist_ok=True)
+        written: list[str] = []
+        refused: list[str] = []
+        for artifact in artifacts if isinstance(artifacts, list) else []:
+            entry = _artifact(artifact)
+            if entry is None or entry[0] in written:
+                refused.append(printable(artifact, 200))
+                continue
+            name, sha256, size = entry
+            base = f"/v1/runs/{run_id}/artifacts/"
+            self.download(base + name, out / name, sha256, size)
+            written.append(name)
+        self.download(
+            f"/v1/runs/{run_id}/artifacts/{CHECKSUMS}", out / CHECKSUMS, None, MAX_CHECKSUMS_BYTES
+        )
+        return written, refused
+
+
+def _artifact(entry: object) -> tuple[str, str, int] | None:
+    """``(name, sha256, bytes)`` of a listing entry the client accepts, else ``None``."""
+    if not isinstance(entry, dict):
+        return None
+    name, sha256, size = entry.get("name"), entry.get("sha256"), entry.get("bytes")
+    if name not in ARTIFACT_NAMES or not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
+        return None
+    if type(size) is not int or size < 0:
+        return None
+    return str(name), sha256, size
 
 
 def _json_or_text(raw: bytes) -> Any:
+    if not raw:
+        return None
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return raw.decode("utf-8", "replace")

@@ -92,8 +92,9 @@ class Limits:
     """Seconds a client may pause while sending a body or reading a download."""
     validation_timeout: float = 600.0
     """Seconds the validation of one upload may take."""
-    max_connections: int = 1024
-    """Connections served at once; more get HTTP 503."""
+    header_timeout: float = 5.0
+    """Seconds a connection may take to send a request's headers, or stay idle between
+    requests; then it is closed (a half-open request holds nothing for longer)."""
     validators: int = 1
     """Processes that validate uploads (besides the one-off process of a large upload)."""
     retry_after_s: int = 10

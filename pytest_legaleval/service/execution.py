@@ -20,9 +20,7 @@ import contextlib
 import fcntl
 import json
 import logging
-import threading
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,8 @@ from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.run.directory import CHECKSUMS
 from pytest_legaleval.run.recorder import DENOMINATORS
 from pytest_legaleval.service.config import DataDir, run_settings
+from pytest_legaleval.service.mirror import RunMirror
+from pytest_legaleval.service.storage import StorageError, as_storage_error, storage_cause
 from pytest_legaleval.service.store import RunRow, RunStore
 
 __all__ = ["MAX_RESUMES", "execute", "read_finished"]
@@ -39,8 +39,6 @@ __all__ = ["MAX_RESUMES", "execute", "read_finished"]
 MAX_RESUMES = 3
 """How often a run is continued after a crash before its unfinished items are given up."""
 
-_PROGRESS_EVERY_S = 0.25
-_CANCEL_POLL_S = 0.2
 _log = logging.getLogger(__name__)
 
 
@@ -90,6 +88,7 @@ def _finish_from_directory(store: RunStore, run_id: str, path: Path) -> str:
     """A sealed run directory whose end the table missed: copy its end into the table."""
     manifest = _read_json(path / "run_manifest.json") or {}
     status = str(manifest.get("status") or "failed")
+    transitions = manifest.get("state_transitions")
     store.finish(
         run_id,
         status,
@@ -97,12 +96,23 @@ def _finish_from_directory(store: RunStore, run_id: str, path: Path) -> str:
         metrics=_read_json(path / "metrics_summary.json"),
         error=manifest.get("error"),
         at=manifest.get("completed_at"),
+        transitions=transitions if isinstance(transitions, list) and transitions else None,
     )
     return status
 
 
+def _sealed_by_storage_failure(path: Path) -> bool:
+    """Whether a sealed run directory ended ``failed`` because its storage failed.
+
+    Its end was never published (the table did not take it), so the run is continued
+    from it once storage works, as if the worker had died.
+    """
+    manifest = _read_json(path / "run_manifest.json") or {}
+    return manifest.get("status") == "failed" and storage_cause(manifest.get("error")) is not None
+
+
 def _set_aside(data: DataDir, run_id: str) -> Path | None:
-    """Move an unsealed run directory to ``interrupted/`` (numbered); return where."""
+    """Move a run directory that is not the run's end to ``interrupted/`` (numbered)."""
     partial = data.runs / run_id
     if not partial.exists():
         return None
@@ -127,35 +137,6 @@ def _resume(data: DataDir, settings: Settings, row: RunRow) -> Resume:
     return Resume(finished)
 
 
-class _Mirror:
-    """Mirrors a run's states, progress and cancellation between worker and table."""
-
-    def __init__(self, store: RunStore, run_id: str) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.cancel = threading.Event()
-        self.ended = threading.Event()
-        self._last = 0.0
-
-    def state(self, state: str, at: str) -> None:
-        self.store.set_state(self.run_id, state, at)
-
-    def progress(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done >= total or now - self._last >= _PROGRESS_EVERY_S:
-            self._last = now
-            self.store.progress(self.run_id, done, total)
-
-    def watch(self) -> None:
-        while not self.ended.wait(_CANCEL_POLL_S):
-            try:
-                if self.store.cancel_requested(self.run_id):
-                    self.cancel.set()
-                    return
-            except Exception:  # the table is busy or gone: try again, never kill the run
-                _log.warning("cannot read the cancellation flag of %s", self.run_id)
-
-
 def execute(
     run_id: str,
     *,
@@ -164,41 +145,65 @@ def execute(
     store: RunStore,
     share: int = 1,
     position: int = 0,
+    on_problem: Callable[[str | None], None] | None = None,
 ) -> str:
-    """Evaluate (or continue) one run and write its end into the table; return its status."""
+    """Evaluate (or continue) one run and write its end into the table; return its status.
+
+    ``on_problem`` is told of a storage failure met while the run's state is written (and
+    of its end).
+
+    Raises:
+        StorageError: storage failed (a full disk) before the run's end was in the table.
+            The run is not over: call again once storage works (it is continued, nothing
+            recorded is lost).
+
+    """
     with run_lock(data, run_id):
         row = store.get(run_id)
         if row is None:
             return "missing"
         if row.terminal:
             return row.status
-        if (data.runs / run_id / CHECKSUMS).is_file():
-            return _finish_from_directory(store, run_id, data.runs / run_id)
+        folder = data.runs / run_id
+        if (folder / CHECKSUMS).is_file() and not _sealed_by_storage_failure(folder):
+            return _finish_from_directory(store, run_id, folder)
         settings = run_settings(base, data, run_id, row.models)
         resume = None
-        if row.status != "queued" or (data.runs / run_id).exists():
+        if row.status != "queued" or folder.exists():
             store.taken_up(run_id)
             row = store.get(run_id) or row
             resume = _resume(data, settings, row)
-        mirror = _Mirror(store, run_id)
+        mirror = RunMirror(store, run_id, on_problem)
         if store.cancel_requested(run_id):
             mirror.cancel.set()
-        watcher = threading.Thread(target=mirror.watch, name="legaleval-cancel-watch", daemon=True)
-        watcher.start()
+        mirror.start()
+        flushed = False
         try:
-            return _evaluate(store, row, settings, mirror, resume, (share, position))
+            outcome = _evaluate(row, settings, mirror, resume, (share, position))
+            # The states go in before the end, in their order.
+            flushed = mirror.flush()
+            if not flushed:
+                raise StorageError(f"the run's state cannot be written: {mirror.problem}")
+            return _finish(store, run_id, outcome, mirror.ended_at)
         finally:
-            mirror.ended.set()
+            if flushed:
+                mirror.close()
+            else:
+                mirror.abandon()
+
+
+_Outcome = tuple[str, str | None, Any]
+"""(status, error, the ``RunOutcome`` or ``None``) of one evaluation."""
 
 
 def _evaluate(
-    store: RunStore,
     row: RunRow,
     settings: Settings,
-    mirror: _Mirror,
+    mirror: RunMirror,
     resume: Resume | None,
     place: tuple[int, int],
-) -> str:
+) -> _Outcome:
+    """Run the evaluation; a storage failure is raised (the run is retried), not its end."""
     run_id = row.run_id
     try:
         outcome = run_evaluation(
@@ -214,21 +219,36 @@ def _evaluate(
             position=place[1],
         )
     except ConfigError as exc:
-        store.finish(run_id, "failed", error=str(exc))
-        return "failed"
+        return "failed", str(exc), None
     except Exception as exc:
+        cause = storage_cause(exc)
+        if cause is not None:
+            _log.warning("run %s: storage failed mid-run (%s); it continues later", run_id, cause)
+            raise (as_storage_error(exc) or StorageError(cause)) from exc
         _log.exception("run %s failed in its worker", run_id)
-        store.finish(run_id, "failed", error=f"internal error: {type(exc).__name__}")
-        return "failed"
+        return "failed", f"internal error: {type(exc).__name__}: {_first_line(exc)}", None
+    cause = storage_cause(outcome.run_error)
+    if cause is not None and outcome.status == "failed":
+        _log.warning("run %s: storage failed mid-run (%s); it continues later", run_id, cause)
+        raise as_storage_error(cause) or StorageError(cause)
     if outcome.status == "rejected":
         reason = outcome.rejection.message if outcome.rejection else "the dataset is unreadable"
-        store.finish(run_id, "failed", error=f"the stored dataset was rejected: {reason}")
-        return "failed"
+        return "failed", f"the stored dataset was rejected: {reason}", None
+    return outcome.status, outcome.run_error, outcome
+
+
+def _first_line(exc: BaseException) -> str:
+    return ((str(exc).splitlines() or [""])[0])[:300]
+
+
+def _finish(store: RunStore, run_id: str, evaluated: _Outcome, at: str | None) -> str:
+    status, error, outcome = evaluated
+    if outcome is None:
+        store.finish(run_id, status, error=error, at=at)
+        return status
     metrics: Mapping[str, Any] | None = None
     if outcome.run_path is not None:
         metrics = _read_json(outcome.run_path / "metrics_summary.json")
     denominators = {key: outcome.denominators.get(key, 0) for key in DENOMINATORS}
-    store.finish(
-        run_id, outcome.status, denominators=denominators, metrics=metrics, error=outcome.run_error
-    )
-    return outcome.status
+    store.finish(run_id, status, denominators=denominators, metrics=metrics, error=error, at=at)
+    return status

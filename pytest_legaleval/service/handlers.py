@@ -1,8 +1,9 @@
 """Every error answered as the contract's envelope, with the request id.
 
 FastAPI's own validation errors (a bad query parameter) become 400 ``invalid_request``;
-Starlette's 404 and 405 keep their status under the envelope; an unexpected exception is a
-500 whose body says only to quote the request id (the log has the rest).
+Starlette's 404 and 405 keep their status under the envelope; a storage failure is 507 (a
+full disk) or 503 (a locked table) naming its cause; an unexpected exception is a 500
+whose body says only to quote the request id (the log has the rest).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pytest_legaleval.errors import DatasetRejected
-from pytest_legaleval.service.http import ApiError, envelope, request_id_of
+from pytest_legaleval.service.http import ApiError, envelope, request_id_of, storage_answer
+from pytest_legaleval.service.storage import StorageError
 
 __all__ = ["install_error_handlers"]
 
@@ -58,6 +60,11 @@ def install_error_handlers(app: FastAPI) -> None:
         rid = request_id_of(request.scope)
         return _error(exc.status_code, envelope(error.code, error.message, rid), exc.headers)
 
+    async def storage(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StorageError)
+        _log.warning("request %s: storage failed: %s", request_id_of(request.scope), exc)
+        return await api_error(request, storage_answer(exc))
+
     async def crashed(request: Request, exc: Exception) -> JSONResponse:
         rid = request_id_of(request.scope)
         _log.error("request %s failed: %s", rid, type(exc).__name__, exc_info=exc)
@@ -65,6 +72,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(DatasetRejected, rejected)
+    app.add_exception_handler(StorageError, storage)
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(Exception, crashed)

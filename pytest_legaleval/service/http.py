@@ -5,7 +5,8 @@ Every error the service answers is the contract's envelope
 ``payload_too_large`` (413) as the contract defines them, and for the rest of the API
 ``unauthorized`` (401), ``forbidden`` (403), ``not_found`` (404), ``method_not_allowed``
 (405), ``request_timeout`` (408), ``conflict`` (409), ``gone`` (410), ``rate_limited``
-(429), ``internal_error`` (500) and ``service_unavailable`` (503).
+(429), ``internal_error`` (500), ``service_unavailable`` (503) and
+``insufficient_storage`` (507).
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.errors import LegalEvalError
+from pytest_legaleval.service.storage import StorageBusy, StorageError, StorageFull
 from pytest_legaleval.validation import contract as limits
 
 __all__ = [
+    "DRAIN_LIMIT_BYTES",
     "REQUEST_ID_HEADER",
     "ApiError",
     "RequestIdMiddleware",
@@ -26,6 +30,7 @@ __all__ = [
     "envelope",
     "receive_upload",
     "request_id_of",
+    "storage_answer",
 ]
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -49,10 +54,13 @@ _CODES = {
     429: "rate_limited",
     500: "internal_error",
     503: "service_unavailable",
+    507: "insufficient_storage",
 }
+STORAGE_RETRY_AFTER_S = 30
+"""``Retry-After`` of an answer that storage (a full disk, a locked table) made fail."""
 
 
-class ApiError(Exception):
+class ApiError(LegalEvalError):
     """An error answered with the envelope (``code`` defaults to the status's)."""
 
     def __init__(
@@ -72,6 +80,29 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+def storage_answer(error: StorageError) -> ApiError:
+    """The answer to a request that storage made fail: 507 for a full disk, else 503.
+
+    The cause is named; the request left nothing behind, so it can simply be sent again.
+    """
+    retry = {"Retry-After": str(STORAGE_RETRY_AFTER_S)}
+    if isinstance(error, StorageFull):
+        return ApiError(
+            507,
+            f"the service's storage is full ({error}); nothing was kept, try again later",
+            details={"cause": str(error)},
+            headers=retry,
+        )
+    if isinstance(error, StorageBusy):
+        return ApiError(503, f"the service's run table is busy ({error}); try again", headers=retry)
+    return ApiError(
+        503,
+        f"the service's storage failed ({error}); nothing was kept, try again later",
+        details={"cause": str(error)},
+        headers=retry,
+    )
+
+
 def envelope(
     code: str, message: str, request_id: str, details: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -88,10 +119,37 @@ def request_id_of(scope: Scope) -> str:
     return str(state.get("request_id") or "")
 
 
+DRAIN_LIMIT_BYTES = 2 * limits.MAX_PAYLOAD_BYTES
+"""Unread request body the service still reads (and drops) to deliver an early answer."""
+DRAIN_IDLE_S = 5.0
+"""A client that pauses this long while its unread body is dropped gets the answer anyway."""
+
+
+def _has_body(scope: Scope) -> bool:
+    for name, value in scope.get("headers", ()):
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
+            return True
+    return False
+
+
+def _declared_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
 class RequestIdMiddleware:
     """Gives every request a fresh id (UUID4) and every response its ``X-Request-ID``.
 
     A client's own ``X-Request-ID`` is not trusted: ids end up in logs and artifacts.
+
+    It also reads and drops what is left of a request body the application answered
+    without reading (a 401, 429 or 413 before or during an upload), up to
+    :data:`DRAIN_LIMIT_BYTES`, before the answer goes out: Hypercorn stops reading a
+    connection whose body nobody reads, and a client that sends its whole body before
+    reading the answer (``http.client``, ``requests``, ``legaleval submit``) would see a
+    broken pipe or a stall instead of the error envelope.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -105,13 +163,48 @@ class RequestIdMiddleware:
         request_id = str(uuid.uuid4())
         scope.setdefault("state", {})["request_id"] = request_id
         header = (REQUEST_ID_HEADER.lower().encode(), request_id.encode())
+        body = _BodyTracker(receive, pending=_has_body(scope), declared=_declared_length(scope))
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
+                await body.drain()
                 message["headers"] = [*message.get("headers", []), header]
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        await self.app(scope, body.receive, send_with_id)
+
+
+class _BodyTracker:
+    """Knows whether a request's body has been read to its end, and can drop the rest."""
+
+    def __init__(self, receive: Receive, *, pending: bool, declared: int | None) -> None:
+        self._receive = receive
+        self.pending = pending
+        self.declared = declared
+        self.received = 0
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if not message.get("more_body"):
+                self.pending = False
+        else:
+            self.pending = False
+        return message
+
+    async def drain(self) -> None:
+        if not self.pending:
+            return
+        if self.declared is not None and self.declared - self.received > DRAIN_LIMIT_BYTES:
+            return  # not worth reading: the connection is closed after the answer
+        dropped = 0
+        while self.pending and dropped <= DRAIN_LIMIT_BYTES:
+            try:
+                message = await asyncio.wait_for(self.receive(), DRAIN_IDLE_S)
+            except TimeoutError:
+                return
+            dropped += len(message.get("body", b""))
 
 
 def _too_large(received: int) -> ApiError:
@@ -136,8 +229,9 @@ async def receive_upload(receive: Receive, target: Path, *, limit: int, idle_tim
     """Write the request body to ``target`` as it arrives; return its size.
 
     Never holds more than one chunk: the size limit is enforced while reading. An oversized
-    body is refused (413) as soon as it passes ``limit``; uvicorn reads and drops the rest
-    of it after the answer, so a client still sending sees the answer, not a reset.
+    body is refused (413) as soon as it passes ``limit``; :class:`RequestIdMiddleware` reads
+    and drops the rest of it before the answer, so a client still sending sees the answer,
+    not a reset.
 
     Raises:
         ApiError: 413 past ``limit``, 408 when the client stalls for ``idle_timeout``,

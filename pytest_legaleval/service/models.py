@@ -72,7 +72,8 @@ class ErrorDetail(BaseModel):
     code: str = Field(
         description="invalid_request (400) and payload_too_large (413) as in the contract; "
         "unauthorized, forbidden, not_found, method_not_allowed, request_timeout, conflict, "
-        "gone, rate_limited, internal_error, service_unavailable elsewhere."
+        "gone, rate_limited, internal_error, service_unavailable, insufficient_storage "
+        "(507: the service's disk is full) elsewhere."
     )
     message: str
     details: dict[str, Any] | None = None
@@ -182,10 +183,16 @@ class ArtifactList(BaseModel):
 
 
 class Health(BaseModel):
-    """The service is up."""
+    """The service answers (HTTP 200); ``degraded`` names what does not work now."""
 
-    status: Literal["ok"]
+    status: Literal["ok", "degraded"] = Field(
+        description="ok, or degraded while a part fails (the service still answers)."
+    )
     version: str
-    workers: int
-    queued: int
+    workers: int = Field(description="Worker processes configured (--workers).")
+    queued: int | None = Field(description="Runs waiting for a worker (null until counted).")
+    degraded: dict[str, str] = Field(
+        description="What fails now, by part: storage (a full disk, a locked run table), "
+        "worker-<n> (restarting, or waiting for storage), retention; empty when all is well."
+    )
     request_id: str

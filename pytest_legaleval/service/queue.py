@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from pytest_legaleval.run.manifest import utc_now
-from pytest_legaleval.service.store import connect
+from pytest_legaleval.service.storage import WORKER_PATIENCE, Patience, connect, with_retries
+from pytest_legaleval.service.store import transaction
 
 __all__ = ["RunQueue", "SqliteRunQueue"]
+
+T = TypeVar("T")
 
 
 class RunQueue(Protocol):
@@ -55,18 +59,28 @@ CREATE INDEX IF NOT EXISTS queue_waiting ON queue (claimed_by, priority, seq);
 
 
 class SqliteRunQueue:
-    """:class:`RunQueue` in a table of an SQLite file (a connection per thread)."""
+    """:class:`RunQueue` in a table of an SQLite file (a connection per thread).
 
-    def __init__(self, path: Path) -> None:
+    Every call waits out another process's lock as ``patience`` says (see ``service.store``).
+    """
+
+    def __init__(self, path: Path, patience: Patience = WORKER_PATIENCE) -> None:
         self.path = path
+        self.patience = patience
         self._local = threading.local()
-        self._conn().executescript(_SCHEMA)
+        with_retries(lambda: self._conn().executescript(_SCHEMA), patience)
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = connect(self.path)
+            conn = self._local.conn = connect(self.path, self.patience)
         return conn
+
+    def _write(self, action: Callable[[sqlite3.Connection], T]) -> T:
+        return with_retries(lambda: transaction(self._conn(), action), self.patience)
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        return with_retries(lambda: self._conn().execute(sql, args).fetchall(), self.patience)
 
     def close(self) -> None:
         """Close this thread's connection."""
@@ -77,17 +91,20 @@ class SqliteRunQueue:
 
     def put(self, run_id: str) -> None:
         """See :meth:`RunQueue.put`."""
-        self._conn().execute("INSERT OR IGNORE INTO queue (run_id) VALUES (?)", (run_id,))
+        self._write(
+            lambda conn: conn.execute("INSERT OR IGNORE INTO queue (run_id) VALUES (?)", (run_id,))
+        )
 
     def prioritize(self, run_id: str) -> None:
         """See :meth:`RunQueue.prioritize`."""
-        self._conn().execute("UPDATE queue SET priority = 1 WHERE run_id = ?", (run_id,))
+        self._write(
+            lambda conn: conn.execute("UPDATE queue SET priority = 1 WHERE run_id = ?", (run_id,))
+        )
 
     def claim(self, worker: str) -> str | None:
         """See :meth:`RunQueue.claim`."""
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+
+        def take(conn: sqlite3.Connection) -> str | None:
             found = conn.execute(
                 "SELECT run_id FROM queue WHERE claimed_by IS NULL "
                 "ORDER BY priority DESC, seq LIMIT 1"
@@ -99,21 +116,20 @@ class SqliteRunQueue:
                 (worker, utc_now(), found[0]),
             )
             return str(found[0])
-        finally:
-            conn.execute("COMMIT")
+
+        return self._write(take)
 
     def done(self, run_id: str) -> None:
         """See :meth:`RunQueue.done`."""
-        self._conn().execute("DELETE FROM queue WHERE run_id = ?", (run_id,))
+        self._write(lambda conn: conn.execute("DELETE FROM queue WHERE run_id = ?", (run_id,)))
 
     def release(self, worker: str | None = None) -> list[str]:
         """See :meth:`RunQueue.release`; a released run goes to the front."""
         where, args = (
             ("claimed_by IS NOT NULL", ()) if worker is None else ("claimed_by = ?", (worker,))
         )
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+
+        def give_back(conn: sqlite3.Connection) -> list[str]:
             runs = [
                 str(row[0]) for row in conn.execute(f"SELECT run_id FROM queue WHERE {where}", args)
             ]
@@ -123,10 +139,12 @@ class SqliteRunQueue:
                 args,
             )
             return runs
-        finally:
-            conn.execute("COMMIT")
+
+        return self._write(give_back)
 
     def claimed_by(self, worker: str) -> list[str]:
         """See :meth:`RunQueue.claimed_by`."""
-        rows = self._conn().execute("SELECT run_id FROM queue WHERE claimed_by = ?", (worker,))
-        return [str(row[0]) for row in rows]
+        return [
+            str(row[0])
+            for row in self._read("SELECT run_id FROM queue WHERE claimed_by = ?", (worker,))
+        ]

@@ -7,12 +7,18 @@ Raw: the stored upload, ``input_dataset.json``, ``record_validation.jsonl``,
 attempt's directory. Summaries: ``run_manifest.json``, ``metrics_summary.json``,
 ``metrics_by_slice.json`` and ``SHA256SUMS`` (whose lines still verify what is left). The
 run's row stays, noting when each part was deleted, so the API says so instead of 404.
+
+An upload kept for no run (its run's row could not be written) is deleted after an hour.
+The sweeper survives any error: a run it cannot clean now is tried again at the next sweep,
+and a sweep that fails as a whole is tried again within a minute.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +28,12 @@ from pytest_legaleval.service.config import DataDir, Retention
 from pytest_legaleval.service.store import RunStore
 
 __all__ = ["RAW_ARTIFACTS", "SUMMARY_ARTIFACTS", "Sweep", "Sweeper", "iso", "sweep"]
+
+_log = logging.getLogger(__name__)
+ORPHAN_AFTER_S = 3600.0
+"""An upload without a run row is deleted once it is this old (a run row follows it within
+a request, so an older one belongs to an upload that failed)."""
+RETRY_AFTER_ERROR_S = 60.0
 
 RAW_ARTIFACTS = (
     "input_dataset.json",
@@ -51,6 +63,10 @@ class Sweep:
     """Runs whose raw artifacts were deleted."""
     summaries: list[str] = field(default_factory=list)
     """Runs whose summaries were deleted."""
+    orphans: list[str] = field(default_factory=list)
+    """Uploads deleted because no run row names them."""
+    errors: list[str] = field(default_factory=list)
+    """Runs (or uploads) that could not be cleaned now: the next sweep tries again."""
 
 
 def _unlink(folder: Path, names: tuple[str, ...]) -> None:
@@ -58,25 +74,63 @@ def _unlink(folder: Path, names: tuple[str, ...]) -> None:
         (folder / name).unlink(missing_ok=True)  # read-only files: the folder is writable
 
 
+def _raw(store: RunStore, data: DataDir, run_id: str) -> None:
+    _unlink(data.runs / run_id, RAW_ARTIFACTS)
+    shutil.rmtree(data.uploads / run_id, ignore_errors=True)
+    for aside in data.interrupted.glob(f"{run_id}.*"):
+        shutil.rmtree(aside, ignore_errors=True)
+    store.mark_deleted(run_id, "raw_deleted_at")
+
+
+def _summaries(store: RunStore, data: DataDir, run_id: str) -> None:
+    folder = data.runs / run_id
+    _unlink(folder, (*RAW_ARTIFACTS, *SUMMARY_ARTIFACTS))
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+    store.mark_deleted(run_id, "summary_deleted_at")
+
+
+def _orphans(store: RunStore, data: DataDir, cutoff: float) -> list[str]:
+    """Upload folders older than ``cutoff`` (a timestamp) that no run row names."""
+    candidates = []
+    for folder in data.uploads.iterdir() if data.uploads.is_dir() else ():
+        if folder.name.startswith(".") or not folder.is_dir():
+            continue
+        try:
+            if folder.stat().st_mtime < cutoff:
+                candidates.append(folder.name)
+        except OSError:
+            continue
+    known = store.known(candidates)
+    return [name for name in candidates if name not in known]
+
+
 def sweep(store: RunStore, data: DataDir, retention: Retention, now: datetime) -> Sweep:
-    """Delete what has outlived its period at ``now``."""
+    """Delete what has outlived its period at ``now``; a run that fails is left for later."""
     done = Sweep()
     raw_cutoff = iso(now - timedelta(days=retention.raw_days))
-    for row in store.completed_before(raw_cutoff, "raw_deleted_at"):
-        _unlink(data.runs / row.run_id, RAW_ARTIFACTS)
-        shutil.rmtree(data.uploads / row.run_id, ignore_errors=True)
-        for aside in data.interrupted.glob(f"{row.run_id}.*"):
-            shutil.rmtree(aside, ignore_errors=True)
-        store.mark_deleted(row.run_id, "raw_deleted_at")
-        done.raw.append(row.run_id)
+    for row in list(store.completed_before(raw_cutoff, "raw_deleted_at")):
+        try:
+            _raw(store, data, row.run_id)
+            done.raw.append(row.run_id)
+        except Exception as exc:
+            _log.warning("retention: cannot delete the raw artifacts of %s: %s", row.run_id, exc)
+            done.errors.append(row.run_id)
     summary_cutoff = iso(now - timedelta(days=retention.summary_days))
-    for row in store.completed_before(summary_cutoff, "summary_deleted_at"):
-        folder = data.runs / row.run_id
-        _unlink(folder, (*RAW_ARTIFACTS, *SUMMARY_ARTIFACTS))
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-        store.mark_deleted(row.run_id, "summary_deleted_at")
-        done.summaries.append(row.run_id)
+    for row in list(store.completed_before(summary_cutoff, "summary_deleted_at")):
+        try:
+            _summaries(store, data, row.run_id)
+            done.summaries.append(row.run_id)
+        except Exception as exc:
+            _log.warning("retention: cannot delete the summaries of %s: %s", row.run_id, exc)
+            done.errors.append(row.run_id)
+    for name in _orphans(store, data, now.timestamp() - ORPHAN_AFTER_S):
+        try:
+            shutil.rmtree(data.uploads / name)
+            done.orphans.append(name)
+        except OSError as exc:
+            _log.warning("retention: cannot delete the orphaned upload %s: %s", name, exc)
+            done.errors.append(name)
     return done
 
 
@@ -89,6 +143,21 @@ class Sweeper:
         self.retention = retention
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="legaleval-retention", daemon=True)
+        self.sweeps = 0
+        """Sweeps done (or attempted)."""
+        self.failures = 0
+        """Sweeps that failed as a whole."""
+        self.last_sweep: float | None = None
+        self.last_error: str | None = None
+        """Why the last sweep did not finish its work (``None`` when it did)."""
+
+    def problem(self) -> str | None:
+        """What keeps retention from working now, or ``None``."""
+        if self.last_error is not None:
+            return self.last_error
+        if self.sweeps and not self._thread.is_alive() and not self._stop.is_set():
+            return "the sweeper stopped"
+        return None
 
     def start(self) -> None:
         """Start sweeping."""
@@ -96,8 +165,22 @@ class Sweeper:
 
     def _loop(self) -> None:
         while True:
-            sweep(self.store, self.data, self.retention, datetime.now(UTC))
-            if self._stop.wait(self.retention.sweep_interval_s):
+            wait = self.retention.sweep_interval_s
+            try:
+                done = sweep(self.store, self.data, self.retention, datetime.now(UTC))
+                self.last_error = (
+                    f"could not clean {len(done.errors)} run(s) yet" if done.errors else None
+                )
+                if done.errors:
+                    wait = min(wait, RETRY_AFTER_ERROR_S)
+            except Exception as exc:  # the table or the disk failed: sweep again soon
+                _log.warning("retention: the sweep failed (%s); trying again", exc)
+                self.failures += 1
+                self.last_error = f"the last sweep failed: {exc}"
+                wait = min(wait, RETRY_AFTER_ERROR_S)
+            self.sweeps += 1
+            self.last_sweep = time.monotonic()
+            if self._stop.wait(wait):
                 return
 
     def stop(self) -> None:

@@ -1,35 +1,76 @@
-"""Running the service: one data directory, its workers, the sweeper, uvicorn in front.
+"""Running the service: one data directory, its workers, the sweeper, Hypercorn in front.
 
 :class:`Service` owns the data directory while it runs (a lock file: a second service on
 the same directory is refused) and, when it starts, hands every run a dead predecessor
 left claimed back to the queue, so queued runs start and interrupted runs continue.
 :func:`serve` binds the socket itself — after refusing a public address without tokens —
 and prints ``LEGALEVAL_SERVICE_URL=http://HOST:PORT`` once it listens.
+
+Why Hypercorn (measured, issue 31): a connection that sends half a request must not hold a
+place for ever, and no connection cap may refuse a client whose requests complete (an
+attacker and a user can share one address). Hypercorn's ``keep_alive_timeout`` is a
+deadline on a connection that has no request in progress — from the first byte to the end
+of the headers, however slowly they trickle, and between requests — so 1,030 half-open
+requests are closed after it while others are served. uvicorn has no such deadline (a
+header sent a byte at a time was held for minutes) and its ``limit_concurrency`` answered
+every request 503 under the same 1,030 sockets; granian has one, but its embedded server is
+marked experimental and cannot take a socket bound here without private attributes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import logging
+import os
+import resource
 import shutil
 import signal
 import socket
 import sys
+import threading
 from typing import IO, Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.service.auth import TOKENS_ENV, is_loopback
 from pytest_legaleval.service.config import ServiceConfig
+from pytest_legaleval.service.health import HealthMonitor
 from pytest_legaleval.service.queue import SqliteRunQueue
 from pytest_legaleval.service.retention import Sweeper
+from pytest_legaleval.service.storage import HTTP_PATIENCE, StorageError
 from pytest_legaleval.service.store import RunStore
 from pytest_legaleval.service.validation import UploadValidator
 from pytest_legaleval.service.workers import WorkerConfig, WorkerPool
 
-__all__ = ["URL_PREFIX", "Service", "bind", "check_bind", "serve"]
+__all__ = ["URL_PREFIX", "Service", "bind", "check_bind", "raise_fd_limit", "serve"]
 
 URL_PREFIX = "LEGALEVAL_SERVICE_URL="
+FD_TARGET = 65536
+"""File descriptors the service asks for (within the hard limit): idle sockets are cheap."""
+_FD_ENOUGH = 4096
+BACKLOG = 4096
+"""Connections the kernel queues before the service accepts them (a burst of clients)."""
 _log = logging.getLogger(__name__)
+
+
+def raise_fd_limit(target: int = FD_TARGET) -> tuple[int, int]:
+    """Raise this process's soft limit of open files toward ``target``; return (before, after).
+
+    A connection is a file descriptor: with the usual soft limit of 1,024, a thousand idle
+    sockets leave no descriptor to accept the next client with, until they time out. The
+    soft limit may be raised up to the hard one by any process; when the kernel refuses a
+    value (``nr_open``, macOS's ``OPEN_MAX``), smaller ones are tried.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = target if hard == resource.RLIM_INFINITY else min(target, hard)
+    while want > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            want //= 2
+            continue
+        return soft, want
+    return soft, soft
 
 
 def check_bind(config: ServiceConfig) -> None:
@@ -57,13 +98,17 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     # A burst of clients (the load test's 500 polls) must not find the backlog full.
-    sock.listen(4096)
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 
 
 class Service:
-    """The data directory, its run table and queue, the workers, validator and sweeper."""
+    """The data directory, its run table and queue, the workers, validator and sweeper.
+
+    The HTTP handlers' table and queue give up on a lock after a minute (the request is
+    answered 503); the supervisor's and the sweeper's wait it out.
+    """
 
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
@@ -73,6 +118,7 @@ class Service:
         self.validator: UploadValidator | None = None
         self.pool: WorkerPool | None = None
         self.sweeper: Sweeper | None = None
+        self.health: HealthMonitor | None = None
 
     def _take_directory(self) -> None:
         data = self.config.data
@@ -95,11 +141,15 @@ class Service:
         """Take the data directory and start everything behind the HTTP layer."""
         config = self.config
         self._take_directory()
-        self.store = RunStore(config.data.state)
-        self.queue = SqliteRunQueue(config.data.state)
-        back = self.queue.release()  # no worker of this service runs yet: every claim is stale
+        state = config.data.state
+        self.store = RunStore(state, HTTP_PATIENCE)
+        self.queue = SqliteRunQueue(state, HTTP_PATIENCE)
+        waiting = SqliteRunQueue(state)
+        back = waiting.release()  # no worker of this service runs yet: every claim is stale
         if back:
             _log.warning("legaleval serve: continuing %d interrupted run(s)", len(back))
+        for run_id in self.store.unfinished():  # a run whose queue entry was never written
+            waiting.put(run_id)
         self.validator = UploadValidator(config.limits.validators, config.limits.validation_timeout)
         self.validator.warm()
         worker_config = WorkerConfig(
@@ -109,13 +159,19 @@ class Service:
             config.workers,
             logging.getLogger("pytest_legaleval").getEffectiveLevel(),
         )
-        self.pool = WorkerPool(worker_config, config.workers, self.queue)
+        self.pool = WorkerPool(worker_config, config.workers, waiting)
         self.pool.start()
-        self.sweeper = Sweeper(self.store, config.data, config.retention)
+        self.sweeper = Sweeper(RunStore(state), config.data, config.retention)
         self.sweeper.start()
+        self.health = HealthMonitor(
+            config.data, self.store, self.queue, pool=self.pool, sweeper=self.sweeper
+        )
+        self.health.start()
 
     def stop(self) -> None:
         """Stop the workers where they are (their runs continue at the next start)."""
+        if self.health is not None:
+            self.health.stop()
         if self.sweeper is not None:
             self.sweeper.stop()
         if self.pool is not None:
@@ -137,65 +193,91 @@ def serve(config: ServiceConfig, *, out: IO[str] | None = None) -> int:
             directory another service uses.
 
     """
-    import uvicorn
-
     from pytest_legaleval.service.app import Backend, asgi
 
     check_bind(config)
+    before, after = raise_fd_limit()
+    if after < _FD_ENOUGH:
+        _log.warning(
+            "legaleval serve: only %d file descriptors (hard limit); many idle connections "
+            "can delay new ones until they time out — raise `ulimit -Hn`",
+            after,
+        )
+    elif after != before:
+        _log.debug("legaleval serve: open-file limit raised from %d to %d", before, after)
     sock = bind(config.host, config.port)
     service = Service(config)
     try:
-        service.start()
+        try:
+            service.start()
+        except StorageError as exc:
+            raise ConfigError(
+                f"cannot start: the data directory cannot be written ({exc})"
+            ) from None
         assert service.store is not None and service.queue is not None
-        app = asgi(Backend(config, service.store, service.queue, service.validator))
-        server = uvicorn.Server(
-            uvicorn.Config(
-                app,
-                log_level=logging.getLevelName(logging.getLogger().level).lower(),
-                limit_concurrency=config.limits.max_connections,
-                timeout_keep_alive=5,
-                timeout_graceful_shutdown=10,
-                server_header=False,
-            )
-        )
+        backend = Backend(config, service.store, service.queue, service.validator, service.health)
+        app = asgi(backend)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         stream = out if out is not None else sys.stdout
-        print(f"{URL_PREFIX}http://{shown}:{port}", file=stream, flush=True)
-        tokens = "on" if config.tokens.enabled else "off: loopback only"
-        print(
-            f"legaleval serve: http://{shown}:{port} (data dir {config.data.root}, "
-            f"{config.workers} worker(s), tokens {tokens})",
-            file=sys.stderr,
-            flush=True,
-        )
-        _run_until_stopped(server, sock)
+        # A client may stop the service as soon as it reads the URL: catch that from now.
+        asked = threading.Event()
+        signals = (signal.SIGINT, signal.SIGTERM)
+        previous = {sig: signal.signal(sig, lambda *_: asked.set()) for sig in signals}
+        try:
+            print(f"{URL_PREFIX}http://{shown}:{port}", file=stream, flush=True)
+            tokens = "on" if config.tokens.enabled else "off: loopback only"
+            print(
+                f"legaleval serve: http://{shown}:{port} (data dir {config.data.root}, "
+                f"{config.workers} worker(s), tokens {tokens})",
+                file=sys.stderr,
+                flush=True,
+            )
+            asyncio.run(_serve_until_stopped(app, http_config(config, sock), asked))
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     finally:
         service.stop()
         sock.close()
     return 0
 
 
-class _Stopped(Exception):
-    """SIGINT or SIGTERM, once uvicorn has shut down and handed the signal back."""
+def http_config(config: ServiceConfig, sock: socket.socket) -> Any:
+    """Hypercorn's settings for the service, serving the already bound ``sock``."""
+    from hypercorn.config import Config
+
+    http = Config()
+    # Hypercorn owns (and closes) the socket it is given: give it a copy of ours.
+    http.bind = [f"fd://{os.dup(sock.fileno())}"]
+    # The deadline of a connection without a request in progress: to send its headers
+    # (a half-open request is closed after it) and to stay idle between requests.
+    http.keep_alive_timeout = config.limits.header_timeout
+    # asyncio listens again with Hypercorn's backlog (100 by default): keep ours.
+    http.backlog = BACKLOG
+    http.graceful_timeout = 10.0
+    http.include_server_header = False
+    http.accesslog = None
+    http.errorlog = logging.getLogger("hypercorn.error")
+    return http
 
 
-def _stopped(signum: int, frame: object) -> None:
-    raise _Stopped(signum)
+async def _serve_until_stopped(app: Any, http: Any, asked: threading.Event) -> None:
+    """Serve until SIGINT or SIGTERM, then let requests in flight finish (``graceful_timeout``).
 
-
-def _run_until_stopped(server: Any, sock: socket.socket) -> None:
-    """Serve until SIGINT or SIGTERM.
-
-    uvicorn shuts down gracefully, then re-raises the signal to the handler it found, which
-    here ends the service in order instead of killing it.
+    ``asked`` is set by a signal that came before the loop took the signals over.
     """
+    from hypercorn.asyncio import serve as hypercorn_serve
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
     signals = (signal.SIGINT, signal.SIGTERM)
-    previous = {sig: signal.signal(sig, _stopped) for sig in signals}
+    for sig in signals:
+        loop.add_signal_handler(sig, stop.set)
+    if asked.is_set():
+        stop.set()
     try:
-        server.run(sockets=[sock])
-    except (_Stopped, KeyboardInterrupt):
-        pass
+        await hypercorn_serve(app, http, shutdown_trigger=stop.wait, mode="asgi")
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig in signals:
+            loop.remove_signal_handler(sig)

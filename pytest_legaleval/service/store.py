@@ -4,6 +4,10 @@ The HTTP process creates runs and notes cancellation requests; the worker proces
 the states, the progress and the final figures. Every process opens its own connections
 (one per thread), in WAL mode, so readers never wait for a writer. A row holds only what
 the API answers with; the artifacts stay in the run directory.
+
+Every write is one transaction that waits out a lock (``service.storage.with_retries``):
+a worker as long as the lock lasts, the HTTP process up to its bound. A full disk raises
+:class:`~pytest_legaleval.service.storage.StorageFull` at once, the transaction rolled back.
 """
 
 from __future__ import annotations
@@ -12,15 +16,17 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_legaleval.run.manifest import TERMINAL_STATES, utc_now
+from pytest_legaleval.service.storage import WORKER_PATIENCE, Patience, connect, with_retries
 
-__all__ = ["ACTIVE_STATES", "RunRow", "RunStore", "connect"]
+__all__ = ["ACTIVE_STATES", "RunRow", "RunStore", "connect", "transaction"]
+
+T = TypeVar("T")
 
 ACTIVE_STATES = ("validating", "running", "retrying", "finalizing")
 """States of a run that a worker has started and not finished."""
@@ -51,18 +57,28 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_owner ON runs (owner, seq);
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
+CREATE TABLE IF NOT EXISTS health (id INTEGER PRIMARY KEY CHECK (id = 1), at TEXT NOT NULL);
 """
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode, WAL, waiting up to 30 s for a lock."""
-    conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 30000")
-    conn.execute("PRAGMA journal_mode = WAL")
-    # A committed row survives a crash of the process (only an OS crash can lose the last
-    # commits): the run directory, not this table, is the record of a run.
-    conn.execute("PRAGMA synchronous = NORMAL")
-    return conn
+def transaction(conn: sqlite3.Connection, action: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``action`` in one write transaction, its lock taken at once (``BEGIN IMMEDIATE``).
+
+    What ``action`` reads stays true until it commits; it is rolled back if it (or the
+    commit: a full disk shows there) fails.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = action(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the connection is unusable: the next attempt's error says why
+        raise
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,40 +146,36 @@ def _dumps(value: Any) -> str:
 
 
 class RunStore:
-    """The run table of one data directory; thread-safe (a connection per thread)."""
+    """The run table of one data directory; thread-safe (a connection per thread).
 
-    def __init__(self, path: Path) -> None:
+    ``patience`` says how long a write waits for another process's lock.
+    """
+
+    def __init__(self, path: Path, patience: Patience = WORKER_PATIENCE) -> None:
         self.path = path
+        self.patience = patience
         if not path.exists():  # the run table names every upload: the owner's eyes only
             os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._conn().executescript(_SCHEMA)
+        with_retries(lambda: self._conn().executescript(_SCHEMA), patience)
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = connect(self.path)
+            conn = connect(self.path, self.patience)
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
         return conn
 
-    @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, its lock taken at once (``BEGIN IMMEDIATE``).
+    def _write(self, action: Callable[[sqlite3.Connection], T]) -> T:
+        """``action`` in one write transaction, tried again while the table is locked."""
+        return with_retries(lambda: transaction(self._conn(), action), self.patience)
 
-        What the block reads stays true until it commits; it is rolled back if it raises.
-        """
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        return with_retries(lambda: self._conn().execute(sql, args).fetchall(), self.patience)
 
     @staticmethod
     def _transitions(conn: sqlite3.Connection, run_id: str) -> list[dict[str, str]] | None:
@@ -199,7 +211,8 @@ class RunStore:
         The counts and the insert are one transaction, so concurrent uploads never pass a
         limit together.
         """
-        with self._writing() as conn:
+
+        def insert(conn: sqlite3.Connection) -> str | None:
             # Stamped under the write lock, so created_at follows seq (the list's order).
             now = utc_now()
             queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()
@@ -222,16 +235,14 @@ class RunStore:
                     _dumps(dataset), total,
                 ),
             )  # fmt: skip
-        return None
+            return None
+
+        return self._write(insert)
 
     def get(self, run_id: str) -> RunRow | None:
         """The run, or ``None``."""
-        found = (
-            self._conn()
-            .execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
-            .fetchone()
-        )
-        return _row(found) if found else None
+        found = self._read(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        return _row(found[0]) if found else None
 
     def page(self, owner: str | None, *, limit: int, before: int | None) -> list[RunRow]:
         """Runs newest first (``owner`` ``None``: everyone's), at most ``limit``.
@@ -247,7 +258,7 @@ class RunStore:
             where.append("seq < ?")
             args.append(before)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
-        rows = self._conn().execute(
+        rows = self._read(
             f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY seq DESC LIMIT ?", (*args, limit)
         )
         return [_row(values) for values in rows]
@@ -256,34 +267,41 @@ class RunStore:
         """Note a cancellation request (kept if one was made); the run as it is now."""
         now = utc_now()
         marks = ",".join("?" * len(TERMINAL_STATES))
-        self._conn().execute(
-            "UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?), "
-            f"updated_at = ? WHERE run_id = ? AND status NOT IN ({marks})",
-            (now, now, run_id, *TERMINAL_STATES),
+        self._write(
+            lambda conn: conn.execute(
+                "UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?), "
+                f"updated_at = ? WHERE run_id = ? AND status NOT IN ({marks})",
+                (now, now, run_id, *TERMINAL_STATES),
+            )
         )
         return self.get(run_id)
 
     def count(self, status: str) -> int:
         """Runs in ``status``."""
-        found = self._conn().execute("SELECT COUNT(*) FROM runs WHERE status = ?", (status,))
-        return int(found.fetchone()[0])
+        return int(self._read("SELECT COUNT(*) FROM runs WHERE status = ?", (status,))[0][0])
+
+    def probe(self) -> None:
+        """One small write (the health row): raises what a write of the table would raise."""
+        self._write(
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO health (id, at) VALUES (1, ?)", (utc_now(),)
+            )
+        )
 
     # -- the workers ------------------------------------------------------------------------
 
     def cancel_requested(self, run_id: str) -> bool:
         """Whether someone asked to cancel the run."""
-        found = (
-            self._conn()
-            .execute("SELECT cancel_requested_at FROM runs WHERE run_id = ?", (run_id,))
-            .fetchone()
-        )
-        return bool(found and found[0])
+        found = self._read("SELECT cancel_requested_at FROM runs WHERE run_id = ?", (run_id,))
+        return bool(found and found[0][0])
 
     def taken_up(self, run_id: str) -> None:
         """A worker takes up a run another one had started (count it)."""
-        self._conn().execute(
-            "UPDATE runs SET resumes = resumes + 1, updated_at = ? WHERE run_id = ?",
-            (utc_now(), run_id),
+        self._write(
+            lambda conn: conn.execute(
+                "UPDATE runs SET resumes = resumes + 1, updated_at = ? WHERE run_id = ?",
+                (utc_now(), run_id),
+            )
         )
 
     def set_state(self, run_id: str, state: str, at: str) -> None:
@@ -292,7 +310,8 @@ class RunStore:
         The terminal status is written by :meth:`finish`, together with the figures, once
         the run directory is sealed: a client that sees it can fetch everything.
         """
-        with self._writing() as conn:
+
+        def append(conn: sqlite3.Connection) -> None:
             transitions = self._transitions(conn, run_id)
             if transitions is None:
                 return
@@ -305,11 +324,15 @@ class RunStore:
                 (*params, run_id),
             )
 
+        self._write(append)
+
     def progress(self, run_id: str, done: int, total: int) -> None:
         """Items recorded so far, of ``total``."""
-        self._conn().execute(
-            "UPDATE runs SET done = ?, total = ?, updated_at = ? WHERE run_id = ?",
-            (done, total, utc_now(), run_id),
+        self._write(
+            lambda conn: conn.execute(
+                "UPDATE runs SET done = ?, total = ?, updated_at = ? WHERE run_id = ?",
+                (done, total, utc_now(), run_id),
+            )
         )
 
     def finish(
@@ -321,24 +344,33 @@ class RunStore:
         metrics: Mapping[str, Any] | None = None,
         error: str | None = None,
         at: str | None = None,
+        transitions: Sequence[Mapping[str, str]] | None = None,
     ) -> None:
-        """Write the terminal status (and the transition to it, if not noted yet)."""
+        """Write the terminal status (and the transition to it, if not noted yet).
+
+        ``transitions``, when given, replace the noted ones (a sealed run directory's
+        manifest has them all, some of which the table may have missed).
+        """
         now = at or utc_now()
-        with self._writing() as conn:
-            transitions = self._transitions(conn, run_id)
-            if transitions is None:
+
+        def end(conn: sqlite3.Connection) -> None:
+            noted = self._transitions(conn, run_id)
+            if noted is None:
                 return
-            if not transitions or transitions[-1]["state"] != status:
-                transitions.append({"state": status, "at": now})
+            steps = [dict(t) for t in transitions] if transitions else noted
+            if not steps or steps[-1]["state"] != status:
+                steps.append({"state": status, "at": now})
             conn.execute(
                 "UPDATE runs SET status = ?, transitions = ?, completed_at = ?, updated_at = ?, "
                 "denominators = ?, metrics = ?, error = ? WHERE run_id = ?",
                 (
-                    status, _dumps(transitions), transitions[-1]["at"], now,
+                    status, _dumps(steps), steps[-1]["at"], now,
                     None if denominators is None else _dumps(denominators),
                     None if metrics is None else _dumps(metrics), error, run_id,
                 ),
             )  # fmt: skip
+
+        self._write(end)
 
     # -- retention --------------------------------------------------------------------------
 
@@ -346,16 +378,38 @@ class RunStore:
         """Terminal runs completed before ``cutoff`` whose ``column`` deletion is pending."""
         if column not in ("raw_deleted_at", "summary_deleted_at"):
             raise ValueError(column)
-        rows = self._conn().execute(
+        rows = self._read(
             f"SELECT {_COLUMNS} FROM runs WHERE completed_at IS NOT NULL AND completed_at < ? "
             f"AND {column} IS NULL ORDER BY seq",
             (cutoff,),
         )
-        for values in rows.fetchall():
+        for values in rows:
             yield _row(values)
 
     def mark_deleted(self, run_id: str, column: str) -> None:
         """Note that the run's raw artifacts (or its summaries) were deleted."""
         if column not in ("raw_deleted_at", "summary_deleted_at"):
             raise ValueError(column)
-        self._conn().execute(f"UPDATE runs SET {column} = ? WHERE run_id = ?", (utc_now(), run_id))
+        self._write(
+            lambda conn: conn.execute(
+                f"UPDATE runs SET {column} = ? WHERE run_id = ?", (utc_now(), run_id)
+            )
+        )
+
+    def unfinished(self) -> list[str]:
+        """Runs that have not ended (each must be in the queue until it does)."""
+        marks = ",".join("?" * len(TERMINAL_STATES))
+        rows = self._read(
+            f"SELECT run_id FROM runs WHERE status NOT IN ({marks}) ORDER BY seq", TERMINAL_STATES
+        )
+        return [str(row[0]) for row in rows]
+
+    def known(self, run_ids: Sequence[str]) -> set[str]:
+        """Which of ``run_ids`` have a row."""
+        found: set[str] = set()
+        for start in range(0, len(run_ids), 500):
+            chunk = list(run_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._read(f"SELECT run_id FROM runs WHERE run_id IN ({marks})", chunk)
+            found.update(str(row[0]) for row in rows)
+        return found

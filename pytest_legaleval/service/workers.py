@@ -1,13 +1,19 @@
-"""Worker processes: each takes a run from the queue, evaluates it, takes the next.
+"""Worker processes and their supervisor: each worker evaluates one run at a time.
 
 The HTTP process starts ``--workers N`` of them (``spawn``: a fresh interpreter, nothing of
-the HTTP process inherited) and replaces one that dies; the runs a dead worker held go
-back to the front of the queue, and the next worker continues them. A worker dies with the
-service: on Linux the kernel kills it when its parent goes (``PR_SET_PDEATHSIG``), and a
-watchdog thread does the same elsewhere, so a run is never worked on by an orphan while a
-restarted service continues it. Workers ignore Ctrl-C (the terminal sends it to the whole
-process group): stopping the service stops them where they are, and the next start
-continues their runs.
+the HTTP process inherited) and replaces one that dies, after a back-off that grows while
+replacements keep dying quickly (:func:`restart_delay`); the runs a dead worker held go
+back to the front of the queue, and the next worker continues them. The supervising thread
+survives anything a worker or the store does: an error in one of its rounds is logged and
+the next round tries again. A worker dies with the service: on Linux the kernel kills it
+when its parent goes (``PR_SET_PDEATHSIG``), and a watchdog thread does the same elsewhere,
+so a run is never worked on by an orphan while a restarted service continues it. Workers
+ignore Ctrl-C (the terminal sends it to the whole process group): stopping the service
+stops them where they are, and the next start continues their runs.
+
+Each worker reports over a pipe what keeps it from working (a full disk, say); with the
+supervisor's own view (a worker waiting to be replaced) that is :meth:`WorkerPool.problems`,
+which ``/healthz`` shows.
 """
 
 from __future__ import annotations
@@ -21,30 +27,33 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from pathlib import Path
 
-from pytest_legaleval.pipeline.settings import Settings
-from pytest_legaleval.service.config import DataDir
-from pytest_legaleval.service.queue import RunQueue, SqliteRunQueue
+from pytest_legaleval.service.queue import RunQueue
+from pytest_legaleval.service.worker import WorkerConfig, worker_main
 
-__all__ = ["WorkerConfig", "WorkerPool", "die_with_parent", "worker_main"]
+__all__ = ["WorkerConfig", "WorkerPool", "die_with_parent", "restart_delay", "worker_main"]
 
 _log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
+RESTART_FIRST_S = 0.5
+RESTART_MAX_S = 60.0
+STABLE_AFTER_S = 60.0
+"""A worker that lived this long was healthy: its replacement starts without delay."""
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerConfig:
-    """What a worker process needs (it crosses the process boundary, pickled)."""
+def restart_delay(quick_deaths: int) -> float:
+    """Seconds before replacing a worker after ``quick_deaths`` deaths in a row.
 
-    settings: Settings
-    root: Path
-    poll_interval_s: float = 0.1
-    share: int = 1
-    """Workers sharing the run options' totals (``--concurrency``, ``--rpm``, ``--tpm``)."""
-    log_level: int = logging.INFO
+    The first replacement is immediate; then 0.5 s, 1 s, 2 s … up to a minute, so a worker
+    that cannot start (a broken environment) does not spin.
+    """
+    if quick_deaths <= 1:
+        return 0.0
+    return min(RESTART_MAX_S, RESTART_FIRST_S * 2.0 ** (quick_deaths - 2))
 
 
 def die_with_parent(parent: int) -> None:
@@ -65,58 +74,47 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watchdog, name="legaleval-parent-watch", daemon=True).start()
 
 
-def worker_main(config: WorkerConfig, worker_id: str, parent: int, slot: int) -> None:
-    """The loop of one worker process (the target of :class:`WorkerPool`'s processes)."""
-    die_with_parent(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # The SDK logs every request at INFO: only the service's own news is worth a line.
-    logging.basicConfig(level=logging.WARNING, format=f"legaleval {worker_id}: %(message)s")
-    logging.getLogger("pytest_legaleval").setLevel(config.log_level)
-    from pytest_legaleval.service.execution import execute
-    from pytest_legaleval.service.store import RunStore
+@dataclass(slots=True)
+class _Slot:
+    """One worker's place: its process, its report pipe and its restart history."""
 
-    data = DataDir(config.root)
-    store = RunStore(data.state)
-    queue = SqliteRunQueue(data.state)
-    while True:
-        run_id = queue.claim(worker_id)
-        if run_id is None:
-            time.sleep(config.poll_interval_s)
-            continue
-        _log.info("run %s: started", run_id)
-        try:
-            status = execute(
-                run_id,
-                base=config.settings,
-                data=data,
-                store=store,
-                share=config.share,
-                position=slot % config.share,
-            )
-        except Exception:
-            # A defect, not a run's failure: mark it failed rather than retry it forever.
-            _log.exception("run %s: the worker failed", run_id)
-            with contextlib.suppress(Exception):
-                store.finish(run_id, "failed", error="internal error in the worker")
-            status = "failed"
-        queue.done(run_id)
-        _log.info("run %s: %s", run_id, status)
+    index: int
+    worker_id: str = ""
+    process: BaseProcess | None = None
+    reports: Connection | None = None
+    started: float = 0.0
+    quick_deaths: int = 0
+    next_start: float = 0.0
+    last_exit: int | None = None
+    problem: str | None = None
+    to_release: list[str] = field(default_factory=list)
+    """Dead workers whose claims are still to give back (the table refused once)."""
 
 
 class WorkerPool:
     """``count`` worker processes, kept alive by a supervising thread of the HTTP process."""
 
-    def __init__(self, config: WorkerConfig, count: int, queue: RunQueue) -> None:
+    def __init__(
+        self,
+        config: WorkerConfig,
+        count: int,
+        queue: RunQueue,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.config = config
+        self.clock = clock
         self.count = count
         self.queue = queue
         self._context = multiprocessing.get_context("spawn")
         self._stopping = threading.Event()
         self._started = threading.Event()
         self._lock = threading.Lock()
-        self._slots: dict[int, tuple[str, BaseProcess]] = {}
+        self._slots = [_Slot(index) for index in range(count)]
         self._generation = 0
         self._thread: threading.Thread | None = None
+        self.rounds_failed = 0
+        """Supervising rounds that raised (and were survived)."""
 
     def start(self, timeout_s: float = 60.0) -> None:
         """Start the workers (from the supervising thread: it outlives them)."""
@@ -129,41 +127,112 @@ class WorkerPool:
     def pids(self) -> list[int]:
         """The worker processes' ids."""
         with self._lock:
-            return [p.pid for _, p in self._slots.values() if p.pid is not None]
+            return [s.process.pid for s in self._slots if s.process is not None and s.process.pid]
 
-    def _spawn(self, slot: int) -> None:
+    def problems(self) -> dict[str, str]:
+        """What keeps workers from working, by worker (``worker-<slot>``); empty when none."""
+        now = self.clock()
+        found: dict[str, str] = {}
+        with self._lock:
+            for slot in self._slots:
+                name = f"worker-{slot.index}"
+                alive = slot.process is not None and slot.process.is_alive()
+                if not alive:
+                    wait = max(0.0, slot.next_start - now)
+                    found[name] = (
+                        f"stopped (exit {slot.last_exit}); restarting in {wait:.0f} s"
+                        f" after {slot.quick_deaths} quick exit(s)"
+                    )
+                elif slot.problem is not None:
+                    found[name] = slot.problem
+        return found
+
+    def _spawn(self, slot: _Slot) -> None:
         self._generation += 1
-        worker_id = f"worker-{slot}.{self._generation}"
+        worker_id = f"worker-{slot.index}.{self._generation}"
+        reader, writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
             target=worker_main,
-            args=(self.config, worker_id, os.getpid(), slot),
+            args=(self.config, worker_id, os.getpid(), slot.index, writer),
             name=f"legaleval-{worker_id}",
             daemon=True,
         )
-        process.start()
+        try:
+            process.start()
+        finally:
+            writer.close()  # the child has its copy; EOF on the reader means it is gone
         with self._lock:
-            self._slots[slot] = (worker_id, process)
+            if slot.reports is not None:
+                slot.reports.close()
+            slot.worker_id, slot.process, slot.reports = worker_id, process, reader
+            slot.started, slot.problem = self.clock(), None
+
+    def _read_reports(self, slot: _Slot) -> None:
+        reports = slot.reports
+        if reports is None:
+            return
+        with contextlib.suppress(EOFError, OSError):
+            while reports.poll(0):
+                problem = reports.recv()
+                slot.problem = problem if isinstance(problem, str) else None
+
+    def _tend(self, slot: _Slot, now: float) -> None:
+        """One look at a slot: read its reports, give back a dead worker's runs, replace it."""
+        self._read_reports(slot)
+        process = slot.process
+        if process is not None and not process.is_alive():
+            process.join(0)
+            slot.last_exit = process.exitcode
+            slot.to_release.append(slot.worker_id)
+            lived = now - slot.started
+            slot.quick_deaths = 0 if lived >= STABLE_AFTER_S else slot.quick_deaths
+            slot.quick_deaths += 1
+            slot.next_start = now + restart_delay(slot.quick_deaths)
+            with self._lock:
+                slot.process = None
+            _log.warning(
+                "legaleval: %s ended (exit %s); replacing it in %.1f s",
+                slot.worker_id, slot.last_exit, slot.next_start - now,
+            )  # fmt: skip
+        while slot.to_release:
+            released = self.queue.release(slot.to_release[0])  # may raise: next round
+            if released:
+                _log.warning("legaleval: runs given back to the queue: %s", ", ".join(released))
+            slot.to_release.pop(0)
+        if slot.process is None and now >= slot.next_start:
+            try:
+                self._spawn(slot)
+            except Exception:  # cannot start a process now (resources): back off
+                slot.quick_deaths += 1
+                slot.next_start = now + restart_delay(slot.quick_deaths)
+                raise
+
+    def supervise_once(self) -> None:
+        """One round over every slot; an error in one slot does not skip the others."""
+        now = self.clock()
+        failed: BaseException | None = None
+        for slot in self._slots:
+            try:
+                self._tend(slot, now)
+            except Exception as exc:
+                failed = exc
+        if failed is not None:
+            self.rounds_failed += 1
+            if self.rounds_failed == 1 or self.rounds_failed % 50 == 0:
+                _log.warning("legaleval: the worker supervisor met %r; it goes on", failed)
 
     def _supervise(self) -> None:
         # Spawned from this thread: PR_SET_PDEATHSIG fires when the *thread* that started a
         # worker ends, and this one lives as long as the workers should.
-        for slot in range(self.count):
-            self._spawn(slot)
+        self.supervise_once()
         self._started.set()
         while not self._stopping.wait(0.2):
-            for slot in range(self.count):
-                worker_id, process = self._slots[slot]
-                if process.is_alive():
-                    continue
-                process.join(0)
-                released = self.queue.release(worker_id)
-                _log.warning(
-                    "legaleval: %s ended (exit %s); runs given back to the queue: %s",
-                    worker_id, process.exitcode, ", ".join(released) or "none",
-                )  # fmt: skip
-                self._spawn(slot)
+            try:
+                self.supervise_once()
+            except Exception:  # never let the supervisor die while the service runs
+                _log.exception("legaleval: the worker supervisor failed a round")
         with self._lock:
-            processes = [p for _, p in self._slots.values()]
+            processes = [s.process for s in self._slots if s.process is not None]
         for process in processes:
             process.kill()
         for process in processes:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("fastapi", reason="legaleval serve needs the [serve] extra")
-pytest.importorskip("uvicorn", reason="legaleval serve needs the [serve] extra")
+pytest.importorskip("hypercorn", reason="legaleval serve needs the [serve] extra")
 
 from pytest_legaleval.cli import validation_body
 from pytest_legaleval.run.verify import check_run_directory
@@ -317,11 +317,15 @@ def test_runs_are_listed_newest_first_a_page_at_a_time(service: ServiceProcess) 
 
 
 def _read_answer(sock: socket.socket) -> tuple[str, bytes]:
-    """One HTTP response read off a raw socket: its head and its body."""
+    """The final HTTP response read off a raw socket (a ``100 Continue`` skipped)."""
     data = b""
-    while b"\r\n\r\n" not in data:
-        data += sock.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
+    while True:
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        if not re.match(rb"HTTP/1\.1 1\d\d", head):
+            break
+        data = body  # an interim answer: Hypercorn says 100 Continue as soon as it is asked
     found = re.search(rb"(?im)^content-length:\s*(\d+)", head)
     assert found, head
     while len(body) < int(found.group(1)):
@@ -346,10 +350,24 @@ def test_an_oversized_content_length_is_refused_before_the_body_is_sent(
     assert error["details"] == {"payload_bytes": 157286400, "max_payload_bytes": 104857600}
 
 
+def test_an_early_answer_to_a_large_upload_reaches_a_client_still_sending(
+    service: ServiceProcess,
+) -> None:
+    """A 401 before 20 MB of body (read and dropped), not a broken pipe."""
+    body = b'{"records": [' + b" " * (20 * 1024 * 1024) + b"]}"
+    status, _, answer = service.client("not-a-token-of-this-service").request(
+        "POST", "/v1/runs", body=body, headers={"Content-Type": "application/json"}
+    )
+    assert status == 401, answer
+    assert answer["error"]["code"] == "unauthorized"
+
+
 def test_submit_runs_a_document_end_to_end_and_exits_with_the_gates(
     service: ServiceProcess, tmp_path: Path
 ) -> None:
-    env = {"LEGALEVAL_API_TOKEN": TOKEN_A, "PATH": "/usr/bin:/bin"}
+    # PYTHONPATH: this checkout's package, not the installed one.
+    path = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    env = {"LEGALEVAL_API_TOKEN": TOKEN_A, **path}
 
     def submit(doc: Path, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -377,10 +395,31 @@ def test_submit_runs_a_document_end_to_end_and_exits_with_the_gates(
     )
     unauthorized = subprocess.run(
         [*SUBMIT, str(rejected), "--server", service.url], capture_output=True, text=True,
-        env={"PATH": "/usr/bin:/bin"}, timeout=60,
+        env=path, timeout=60,
     )  # fmt: skip
     assert unauthorized.returncode == 4 and "HTTP 401" in unauthorized.stderr
     assert TOKEN_A not in passed.stdout + passed.stderr
+    # legal_eval_v1 rows: converted into a contract document (issue 30), or refused saying how
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        "".join(
+            json.dumps({"schema_version": "legal_eval_v1", "id": f"r{i}", "dataset": "rows",
+                        "task_type": "reference_qa", "prompt": f"Row question {i}?",
+                        "reference_answers": ["The reference."]}) + "\n"
+            for i in range(2)
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    converted = submit(rows, "--out", "d")
+    assert converted.returncode == 0, converted.stderr
+    assert "uploading them as a Dataset Contract document of 2 record(s)" in converted.stderr
+    manifest = json.loads((tmp_path / "d" / "run_manifest.json").read_text())
+    assert manifest["denominators"]["total_records"] == 2
+    mcq = submit(EXAMPLES / "legal_mcq.jsonl")
+    assert (
+        mcq.returncode == 2 and "task_type mcq" in mcq.stderr and "pytest --dataset" in mcq.stderr
+    )
+    assert "Extra data" not in mcq.stderr
 
 
 def test_serve_refuses_a_public_address_without_tokens(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("fastapi", reason="legaleval serve needs the [serve] extra")
-pytest.importorskip("uvicorn", reason="legaleval serve needs the [serve] extra")
+pytest.importorskip("hypercorn", reason="legaleval serve needs the [serve] extra")
 
 from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("fastapi", reason="legaleval serve needs the [serve] extra")
-pytest.importorskip("uvicorn", reason="legaleval serve needs the [serve] extra")
+pytest.importorskip("hypercorn", reason="legaleval serve needs the [serve] extra")
 
 import aiohttp
 

@@ -11,14 +11,11 @@ import pytest
 
 pytest.importorskip("fastapi", reason="legaleval serve needs the [serve] extra")
 
-from pytest_legaleval.pipeline.settings import resolve_settings
-from pytest_legaleval.service.app import Backend, asgi
-from pytest_legaleval.service.auth import Tokens
-from pytest_legaleval.service.config import DataDir, Limits, ServiceConfig
 from pytest_legaleval.service.http import ApiError, receive_upload
 from pytest_legaleval.service.queue import SqliteRunQueue
 from pytest_legaleval.service.store import RunStore
-from pytest_legaleval.service.validation import Checked, check_upload
+
+from ..service_harness import call, service_app
 
 DOC = {
     "dataset_id": "unit",
@@ -28,62 +25,11 @@ DOC = {
 }
 
 
-class InlineValidator:
-    """The real validation, in this process (the service runs it in another one)."""
-
-    async def check(self, path: Path) -> Checked:
-        return check_upload(str(path))
-
-
 def _app(
     tmp_path: Path, *, tokens: str = "", **limits: Any
 ) -> tuple[Any, RunStore, SqliteRunQueue]:
-    data = DataDir(tmp_path / "data")
-    data.create()
-    store, queue = RunStore(data.state), SqliteRunQueue(data.state)
-    config = ServiceConfig(
-        settings=resolve_settings({"model": ["openai/cand"]}),
-        data=data,
-        limits=Limits(**limits),
-        tokens=Tokens.from_env({"LEGALEVAL_API_TOKENS": tokens}),
-    )
-    return asgi(Backend(config, store, queue, InlineValidator())), store, queue
-
-
-def call(
-    app: Any,
-    method: str,
-    path: str,
-    *,
-    body: bytes = b"",
-    headers: dict[str, str] | None = None,
-    client: tuple[str, int] = ("127.0.0.1", 50000),
-) -> tuple[int, dict[str, str], Any]:
-    path, _, query = path.partition("?")
-    scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-        "scheme": "http", "path": path, "raw_path": path.encode(),
-        "query_string": query.encode(), "root_path": "", "client": client,
-        "server": ("127.0.0.1", 8000),
-        "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
-    }  # fmt: skip
-    incoming = [{"type": "http.request", "body": body, "more_body": False}]
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    asyncio.run(app(scope, receive, send))
-    start = sent[0]
-    raw = b"".join(m.get("body", b"") for m in sent[1:])
-    found = {k.decode(): v.decode() for k, v in start["headers"]}
-    try:
-        return start["status"], found, json.loads(raw)
-    except ValueError:
-        return start["status"], found, raw
+    app, backend = service_app(tmp_path, tokens=tokens, **limits)
+    return app, backend.store, backend.queue
 
 
 def _upload(app: Any, **kwargs: Any) -> tuple[int, dict[str, str], Any]:
