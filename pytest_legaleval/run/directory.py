@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.run.names import CHECKSUMS
 
 __all__ = ["CHECKSUMS", "RunDirectory", "dump_json_line", "file_sha256", "verify_checksums"]
 
-CHECKSUMS = "SHA256SUMS"
-"""Written last, in ``sha256sum`` format (``<hex>  <name>``), over every artifact."""
 
 _READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
 

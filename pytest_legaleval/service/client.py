@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from pytest_legaleval.errors import ConfigError, LegalEvalError
+from pytest_legaleval.run.names import CHECKSUMS, KNOWN_ARTIFACTS
 
 __all__ = [
     "ARTIFACT_NAMES",
@@ -37,18 +38,9 @@ __all__ = [
 ]
 
 _BLOCK = 1 << 20
-ARTIFACT_NAMES = (
-    "run_manifest.json",
-    "input_dataset.json",
-    "record_validation.jsonl",
-    "predictions.jsonl",
-    "attempt_logs.jsonl",
-    "metrics_summary.json",
-    "metrics_by_slice.json",
-    "failures.jsonl",
-)
-"""The Dataset Contract's eight artifacts (§4.1): the only names ever written locally."""
-CHECKSUMS = "SHA256SUMS"
+ARTIFACT_NAMES = KNOWN_ARTIFACTS
+"""The artifacts a run directory can hold (the Dataset Contract's eight, §4.1, and ours):
+the only names ever written locally."""
 MAX_JSON_BYTES = 64 * 1024 * 1024
 """The largest JSON answer read (a 202 with 50,000 record errors is about 15 MB)."""
 MAX_CHECKSUMS_BYTES = 64 * 1024

@@ -27,7 +27,7 @@ from typing import Any
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.pipeline.driver import Resume, run_evaluation
 from pytest_legaleval.pipeline.settings import Settings
-from pytest_legaleval.run.directory import CHECKSUMS
+from pytest_legaleval.run.names import CHECKSUMS
 from pytest_legaleval.run.recorder import DENOMINATORS
 from pytest_legaleval.service.config import DataDir, run_settings
 from pytest_legaleval.service.mirror import RunMirror

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pytest_legaleval.run.directory import CHECKSUMS
+from pytest_legaleval.run.names import CHECKSUMS, EXTRA_ARTIFACTS, OPTIONAL_ARTIFACTS
 from pytest_legaleval.service.config import DataDir, Retention
 from pytest_legaleval.service.store import RunStore
 
@@ -41,6 +41,8 @@ RAW_ARTIFACTS = (
     "predictions.jsonl",
     "attempt_logs.jsonl",
     "failures.jsonl",
+    *EXTRA_ARTIFACTS,
+    *OPTIONAL_ARTIFACTS,
 )
 SUMMARY_ARTIFACTS = (
     "run_manifest.json",

@@ -6,8 +6,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.run.artifacts import ARTIFACTS
-from pytest_legaleval.run.directory import CHECKSUMS
+from pytest_legaleval.run.names import CHECKSUMS, KNOWN_ARTIFACTS
 from pytest_legaleval.run.recorder import DENOMINATORS
 from pytest_legaleval.service.config import Retention
 from pytest_legaleval.service.retention import RAW_ARTIFACTS, iso
@@ -15,7 +14,7 @@ from pytest_legaleval.service.store import RunRow
 
 __all__ = ["DOWNLOADABLE", "artifact_list", "run_object"]
 
-DOWNLOADABLE = (*ARTIFACTS, CHECKSUMS)
+DOWNLOADABLE = (*KNOWN_ARTIFACTS, CHECKSUMS)
 """Files of a run directory the API serves: the eight artifacts and their checksums."""
 
 
@@ -87,7 +86,7 @@ def artifact_list(row: RunRow, run_dir: Path, request_id: str) -> dict[str, Any]
     """The body of ``GET /v1/runs/{run_id}/artifacts``: the files still kept."""
     sums = checksums(run_dir)
     artifacts = []
-    for name in ARTIFACTS:
+    for name in KNOWN_ARTIFACTS:
         target = run_dir / name
         if name in sums and target.is_file():
             artifacts.append(

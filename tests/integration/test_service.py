@@ -46,6 +46,8 @@ EIGHT = {
     "run_manifest.json", "input_dataset.json", "record_validation.jsonl", "predictions.jsonl",
     "attempt_logs.jsonl", "metrics_summary.json", "metrics_by_slice.json", "failures.jsonl",
 }  # fmt: skip
+LISTED = EIGHT | {"transcripts.jsonl"}
+"""What a run's artifact list shows: the contract's eight and the transcripts."""
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +216,7 @@ def test_a_run_goes_through_its_states_to_completed_with_failures(
     assert run["metrics"]["run_id"] == run_id and run["progress"] == {"done": 6, "total": 6}
     assert run["validation"]["request_id"] == accepted["request_id"]
     listing = _download(service, run_id, tmp_path / run_id)
-    assert {a["name"] for a in listing} == EIGHT
+    assert {a["name"] for a in listing} == LISTED
     assert check_run_directory(tmp_path / run_id) == []
     manifest = json.loads((tmp_path / run_id / "run_manifest.json").read_text())
     assert manifest["request_id"] == accepted["request_id"]
@@ -248,7 +250,7 @@ def test_cancel_stops_pending_calls_and_still_finalizes(
         script.hold.clear()
     assert run["status"] == "cancelled" and run["denominators"]["cancelled_records"] == 5
     listing = _download(service, run_id, tmp_path / run_id)
-    assert {a["name"] for a in listing} == EIGHT
+    assert {a["name"] for a in listing} == LISTED
     rows = [json.loads(line) for line in (tmp_path / run_id / "predictions.jsonl").open()]
     assert (
         sorted(r["reason"] for r in rows if r["record_id"].startswith("slow")) == ["cancelled"] * 5

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from pytest_legaleval.formats import load_dataset
 from pytest_legaleval.run.artifacts import ARTIFACTS
+from pytest_legaleval.run.names import KNOWN_ARTIFACTS
 from pytest_legaleval.service.client import (
     ARTIFACT_NAMES,
     RETRY_AFTER_CAP_S,
@@ -96,8 +97,9 @@ def test_other_files_are_named_as_what_submit_cannot_take(tmp_path: Path) -> Non
     assert document_format(EXAMPLES / "contract_reference.json") == "contract_v1"
 
 
-def test_the_clients_artifact_names_are_the_contracts() -> None:
-    assert ARTIFACT_NAMES == ARTIFACTS
+def test_the_clients_artifact_names_are_the_contracts_and_ours() -> None:
+    assert ARTIFACT_NAMES[: len(ARTIFACTS)] == ARTIFACTS
+    assert set(ARTIFACT_NAMES) == set(KNOWN_ARTIFACTS)
 
 
 @pytest.mark.parametrize(
