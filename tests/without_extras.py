@@ -26,7 +26,7 @@ EXTRA_MODULES = (
     "sklearn",
     "krippendorff",
     "statsmodels",
-    "numpy",
+
 )
 
 for _name in EXTRA_MODULES:

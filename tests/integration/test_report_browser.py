@@ -345,13 +345,16 @@ def test_fifty_thousand_items_stay_small_and_filter_fast(
     report = tmp_path / "report.html"
     # In a process of its own, to read its peak memory: predictions.jsonl (285 MB) and
     # transcripts.jsonl (420 MB) are streamed, not loaded.
+    # The peak is read as VmHWM, this process image's own: ru_maxrss would carry over the
+    # forking test process's size (a worker deep into the suite is far larger).
     code = (
-        "import resource, sys, time\n"
+        "import re, sys, time\n"
         "from pytest_legaleval.report import write_report\n"
         "started = time.perf_counter()\n"
         "write_report(sys.argv[1], sys.argv[2])\n"
         "print(round(time.perf_counter() - started, 1))\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+        "status = open('/proc/self/status').read()\n"
+        "print(int(re.search(r'VmHWM:\\s+(\\d+)', status).group(1)) // 1024)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(run), str(report)],
