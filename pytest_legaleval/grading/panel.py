@@ -108,12 +108,16 @@ class JudgePanel:
         temperature: float = 0.0,
         max_tokens: int = 1024,
         reasks: int = 2,
+        judge_epochs: int = 1,
     ) -> None:
         self.engine = engine
         self.models = tuple(models)
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.reasks = reasks
+        self.judge_epochs = max(1, judge_epochs)
+        """Judgings of each answer (``--judge-epochs``): the first grades it; the others,
+        each a call of its own (its own cache key), measure how often the verdict flips."""
         self.structured = StructuredOutput(engine)
 
     def params(self) -> dict[str, Any]:
@@ -126,7 +130,9 @@ class JudgePanel:
             "structured_output": modes,
         }
 
-    async def _ask(self, model: str, task: JudgeTask, template_sha: str, record: Record) -> _Asked:
+    async def _ask(
+        self, model: str, task: JudgeTask, template_sha: str, record: Record, sample: int = 0
+    ) -> _Asked:
         mode = await self.structured.mode(model)
         params = GenerationParams(
             temperature=self.temperature,
@@ -145,6 +151,7 @@ class JudgePanel:
                 params=params,
                 template_version=f"judge:{template_sha[:16]}",
                 purpose="judge",
+                sample=sample,
             )
             result = await self.engine.agenerate(request)
             asked.calls += 1
@@ -191,14 +198,37 @@ class JudgePanel:
         return asked
 
     async def judge(self, record: Record, answer: str, policy: Policy) -> JudgeOutcome:
-        """Ask every judge every question of ``record`` and aggregate."""
+        """Ask every judge every question of ``record`` and aggregate.
+
+        With ``judge_epochs`` K > 1 the answer is judged K times: the first judging is the
+        verdict; the verdicts of all K are kept in the summary, each marked with its
+        ``judge_epoch`` (the judges' consistency is measured from them).
+        """
+        if self.judge_epochs == 1:
+            return await self._judge(record, answer, policy, 0)
+        outcomes = await asyncio.gather(
+            *(self._judge(record, answer, policy, k) for k in range(self.judge_epochs))
+        )
+        first = outcomes[0]
+        verdicts = tuple(
+            dataclasses.replace(verdict, judge_epoch=k)
+            for k, outcome in enumerate(outcomes)
+            for verdict in outcome.summary.verdicts
+        )
+        return dataclasses.replace(
+            first, summary=dataclasses.replace(first.summary, verdicts=verdicts)
+        )
+
+    async def _judge(
+        self, record: Record, answer: str, policy: Policy, sample: int
+    ) -> JudgeOutcome:
         kind = judge_kind(record)
         if kind is None:
             raise ValueError(f"{record.task_type} records are not judged")
         tasks = build_tasks(record, answer, policy)
         template_sha = judge_template_sha256(policy, kind)
         asked = await asyncio.gather(
-            *(self._ask(m, t, template_sha, record) for m in self.models for t in tasks)
+            *(self._ask(m, t, template_sha, record, sample) for m in self.models for t in tasks)
         )
         per_model = [asked[i * len(tasks) : (i + 1) * len(tasks)] for i in range(len(self.models))]
         verdicts = [

@@ -75,6 +75,8 @@ class RecordedVerdict:
     """The score the file recorded — for comparison only, never used to score."""
     recorded_pass: bool | None = None
     """The pass flag the file recorded — for comparison only."""
+    epoch: int = 0
+    """The item's epoch (``--epochs``): a predictions line's ``epoch``; LBR's rows: 0."""
 
     @property
     def failed_criteria(self) -> tuple[CriterionVerdict, ...]:
@@ -106,8 +108,8 @@ class VerdictProblem:
 class VerdictFile:
     """What a verdict file held."""
 
-    verdicts: dict[tuple[str, str], RecordedVerdict] = field(default_factory=dict)
-    """By (record id, model)."""
+    verdicts: dict[tuple[str, str, int], RecordedVerdict] = field(default_factory=dict)
+    """By (record id, model, epoch)."""
     problems: list[VerdictProblem] = field(default_factory=list)
     not_judged: int = 0
     """Lines of items graded without a judge (MCQ) or never judged (no judge summary)."""
@@ -185,16 +187,16 @@ def read_verdicts(
         if verdict is None:
             out.not_judged += int(_is_unjudged(row))
             continue
-        key = (verdict.record_id, verdict.model)
+        key = (verdict.record_id, verdict.model, verdict.epoch)
         first = out.verdicts.get(key)
         if first is not None:
             out.problems.append(
                 VerdictProblem(
                     number,
                     "duplicate",
-                    f"a second verdict for this record and model (the first, line "
+                    f"a second verdict for this record, model and epoch (the first, line "
                     f"{first.line}, is kept)",
-                    *key,
+                    *key[:2],
                 )
             )
             continue
@@ -248,9 +250,11 @@ def _read_row(
             )
             return None
     score, flag = _recorded(row, lbr)
+    epoch = row.get("epoch")
     base = RecordedVerdict(
         record_id, model, kind, line, "lbr" if lbr else "predictions",
         recorded_score=score, recorded_pass=flag,
+        epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0,
     )  # fmt: skip
 
     def problem(code: str, message: str) -> None:

@@ -194,6 +194,7 @@ class ItemRunner:
                 temperature=s.judge_temperature,
                 max_tokens=s.judge_max_tokens,
                 reasks=s.judge_reasks,
+                judge_epochs=s.judge_epochs,
             )
         engine.start()
         return engine
