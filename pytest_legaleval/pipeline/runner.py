@@ -473,14 +473,36 @@ class ItemRunner:
         del self._items[spec.index]
         return result
 
+    def finished(self) -> list[tuple[ItemSpec, EvalResult]]:
+        """The items whose result is in but not yet taken, in order.
+
+        What an interrupted run keeps: cancelled ones are left out (they are recorded as
+        such).
+        """
+        out = []
+        for index in sorted(self._items):
+            item = self._items[index]
+            future = item.future
+            if not future.done() or future.exception() is not None:
+                continue
+            result = future.result()
+            if result.reason != "cancelled" and "cancelled" not in {
+                e.reason for e in result.epochs
+            }:
+                out.append((item.spec, result))
+        return out
+
     def stats(self) -> Mapping[str, Any]:
         """The engine's counters (empty without an engine)."""
         return self._engine.stats() if self._engine is not None else {}
 
-    def cancel(self) -> None:
-        """Cancel every pending call (Ctrl-C); their items end ``cancelled``."""
+    def cancel(self, timeout_s: float = 2.0) -> None:
+        """Cancel every pending call (Ctrl-C); their items end ``cancelled``.
+
+        Returns within about ``timeout_s``: in-flight calls are waited for that long.
+        """
         if self._engine is not None:
-            self._engine.cancel_all()
+            self._engine.cancel_all(timeout_s)
 
     def close(self) -> None:
         """Stop the engine."""
