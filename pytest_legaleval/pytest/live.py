@@ -98,4 +98,3 @@ def evaluating(session: pytest.Session) -> Iterator[None]:
     finally:
         if runner is not None:
             runner.close()
-
