@@ -364,7 +364,13 @@ class ItemRunner:
     # -- submitting -----------------------------------------------------------------------
 
     def prefetch(self, specs: Sequence[ItemSpec]) -> None:
-        """Submit every item of this process at once (earlier items start first)."""
+        """Submit every item of this process at once (earlier items start first).
+
+        Without model calls (pre-computed answers, no judge) there is nothing to overlap:
+        each item is graded when it is evaluated.
+        """
+        if not self.needs_engine and len(specs) > 1:
+            return
         todo: list[_Item] = []
         for spec in specs:
             if not isinstance(spec.entry, Record) or spec.index in self._items:

@@ -106,9 +106,14 @@ class RecorderPlugin:
         interrupted = no_items = False
         try:
             return (yield)
-        except (KeyboardInterrupt, session.Failed):
-            # Ctrl-C, and -x / --maxfail (session.Failed / session.Interrupted): the items
-            # that never ran are cancelled.
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM: the answers that arrived are kept, the rest is cancelled.
+            interrupted = True
+            self._record_arrived()
+            raise
+        except session.Failed:
+            # -x / --maxfail (session.Failed / session.Interrupted): the items that never
+            # ran are cancelled.
             interrupted = True
             raise
         except Exception as exc:
@@ -125,13 +130,14 @@ class RecorderPlugin:
     def _finalize(self, interrupted: bool) -> None:
         if self.directory is None:
             return
-        if interrupted:
-            self._record_arrived()
         self._record_unfinished(cancel=interrupted and self.run_error is None)
         self.session.finish(interrupted)
 
     def _record_arrived(self) -> None:
         """An interrupted run keeps the answers that arrived (``pytest/interrupt.py``)."""
+        self._ensure_open()
+        if self.directory is None:
+            return
         if self.config.pluginmanager.has_plugin("dsession"):
             from pytest_legaleval.pytest.interrupt import collect_spooled
             from pytest_legaleval.pytest.xdist_hooks import scheduler_of

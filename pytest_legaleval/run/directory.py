@@ -11,6 +11,7 @@ import json
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -22,6 +23,8 @@ __all__ = ["CHECKSUMS", "RunDirectory", "dump_json_line", "file_sha256", "verify
 
 
 _READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
+FLUSH_INTERVAL_S = 0.2
+"""The longest a written JSONL line stays in the process's buffer."""
 
 
 def dump_json_line(obj: Any) -> str:
@@ -57,9 +60,12 @@ def verify_checksums(path: str | Path) -> list[str]:
 class RunDirectory:
     """``<run-dir>/<run_id>/``: created exclusively, never overwritten.
 
-    JSONL files are appended one flushed line per result, so a crash keeps what finished;
-    JSON files are written to a temporary file and renamed into place. ``finalize`` writes
-    ``SHA256SUMS`` and makes every file read-only.
+    JSONL files are appended line by line and handed to the OS at least every
+    :data:`FLUSH_INTERVAL_S` (and whenever a JSON file is written, and at the end), so a
+    crash keeps all but the last fraction of a second — an item whose line was lost is
+    evaluated again from the response cache, never paid twice; a line per system call
+    cost more than the rest of writing it. JSON files are written to a temporary file and
+    renamed into place. ``finalize`` writes ``SHA256SUMS`` and makes every file read-only.
     """
 
     def __init__(self, path: Path, redact: Callable[[Any], Any] | None = None) -> None:
@@ -67,6 +73,7 @@ class RunDirectory:
         self._redact = redact
         self._handles: dict[str, IO[str]] = {}
         self._finalized = False
+        self._flushed_at = time.monotonic()
 
     @classmethod
     def create(
@@ -103,9 +110,10 @@ class RunDirectory:
         return text if redacted is obj else dump(redacted)
 
     def append(self, name: str, obj: Any, *, flush: bool = True) -> None:
-        """Append one JSON line to ``name`` and flush it to the OS.
+        """Append one JSON line to ``name``.
 
-        ``flush=False`` leaves it buffered, for a batch that ends with :meth:`flush`.
+        The lines reach the OS within :data:`FLUSH_INTERVAL_S`; ``flush=False`` leaves them
+        buffered, for a batch that ends with :meth:`flush`.
         """
         line = self._serialize(obj, dump_json_line)
         handle = self._handles.get(name)
@@ -113,13 +121,14 @@ class RunDirectory:
             handle = (self.path / name).open("a", encoding="utf-8")
             self._handles[name] = handle
         handle.write(line)
-        if flush:
-            handle.flush()
+        if flush and time.monotonic() - self._flushed_at >= FLUSH_INTERVAL_S:
+            self.flush()
 
     def flush(self) -> None:
         """Flush every JSONL file to the OS."""
         for handle in self._handles.values():
             handle.flush()
+        self._flushed_at = time.monotonic()
 
     def touch(self, name: str) -> None:
         """Make sure a JSONL file exists even when it gets no line."""
@@ -129,6 +138,7 @@ class RunDirectory:
     def _atomic(self, name: str, write: Callable[[IO[str]], None]) -> None:
         if self._finalized:
             raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
+        self.flush()  # a JSON file (the manifest's state) never runs ahead of the lines
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.path)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
