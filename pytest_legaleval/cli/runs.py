@@ -16,9 +16,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
         print("legaleval report: give one run directory, or two to compare", file=sys.stderr)
         return 2
     if len(args.run_dir) == 2:
+        if args.human_labels is not None:
+            print("legaleval report: --human-labels takes one run directory", file=sys.stderr)
+            return 2
         target = write_comparison(args.run_dir[0], args.run_dir[1], args.out)
     else:
-        target = write_report(args.run_dir[0], args.out)
+        target = write_report(args.run_dir[0], args.out, human_labels=args.human_labels)
     print(target)
     return 0
 
@@ -72,6 +75,13 @@ def register(subparsers: Any) -> None:
         "--out",
         metavar="FILE",
         help="output file (default: RUN_DIR.html, or RUN_B-vs-RUN_A.html, beside the run)",
+    )
+    report.add_argument(
+        "--human-labels",
+        metavar="FILE",
+        help="human labels (as pytest's --human-labels takes them) for the judge calibration "
+        "view: confusion tables per policy and criterion, the disagreeing items (default: "
+        "the run's own label file, when it is still there)",
     )
     report.set_defaults(func=_cmd_report)
 
