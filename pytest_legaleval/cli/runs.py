@@ -67,8 +67,10 @@ def register(subparsers: Any) -> None:
         description="One HTML file with inline CSS, JS and SVG (opens offline): summary, "
         "slices, score and latency histograms, a filterable per-record table whose item "
         "view shows the question, choices, references, the grader's and the judge's "
-        "reasons, the response and the transcript. With two run directories (RUN_A, then "
-        "RUN_B), the items of both side by side, the changed verdicts first.",
+        "reasons, the response and the transcript; the official benchmark figures, epochs "
+        "and the run's interval, and the judge calibration view where the run has them. "
+        "With two run directories (RUN_A, then RUN_B), the items of both side by side, the "
+        "changed verdicts first.",
     )
     report.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="RUN_DIR or RUN_A RUN_B")
     report.add_argument(

@@ -1,8 +1,11 @@
 """One self-contained HTML file per run: inline CSS, JS, SVG and data; every value escaped.
 
 The summary, the per-model columns, the slices and the charts are rendered here as escaped
-HTML. The items (one row per record × model, with their text previews) travel as JSON, the
-records' texts (question, choices, references) as escaped hidden markup
+HTML; so are the sections a run may add (:mod:`~pytest_legaleval.report.official`,
+:mod:`~pytest_legaleval.report.uncertainty`, :mod:`~pytest_legaleval.report.calibration`),
+written first so that the items' previews get the room they leave. The items (one row per
+record × model, with their text previews) travel as JSON, the records' texts (question,
+choices, references) as escaped hidden markup
 (:mod:`~pytest_legaleval.report.page`); the script builds the rows and the item view with
 ``textContent`` only, never as markup.
 
