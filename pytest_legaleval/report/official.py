@@ -44,10 +44,9 @@ def _per_model(block: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
 
 def _protocol(block: Mapping[str, Any]) -> str:
     """``name vVERSION`` of the block's protocol."""
-    version = block.get("protocol_version")
-    return (
-        f"{block.get('protocol')} v{version}" if version is not None else str(block.get("protocol"))
-    )
+    name, version = block.get("protocol"), block.get("protocol_version")
+    shown = str(name) if name is not None else "an unnamed protocol"
+    return f"{shown} v{version}" if version is not None else shown
 
 
 def _protocol_line(name: str, block: Mapping[str, Any]) -> str:

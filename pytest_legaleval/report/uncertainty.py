@@ -23,6 +23,7 @@ from pytest_legaleval.report.items import DS, M, R
 from pytest_legaleval.report.page import e
 
 __all__ = [
+    "MAX_EPOCHS",
     "FlakyItems",
     "epochs_of",
     "flaky_rows",
@@ -40,10 +41,14 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+MAX_EPOCHS = 100
+"""The most epochs a run takes (``--epochs`` is 1-100): the rows of the pass@k table."""
+
+
 def epochs_of(block: Mapping[str, Any] | None) -> int:
-    """The block's ``epochs`` (1 when absent or not a positive integer)."""
+    """The block's ``epochs`` (1 when absent or not an integer in 1…:data:`MAX_EPOCHS`)."""
     value = (block or {}).get("epochs")
-    return value if type(value) is int and value > 0 else 1
+    return value if type(value) is int and 0 < value <= MAX_EPOCHS else 1
 
 
 def which_interval(block: Mapping[str, Any], *, short: bool = False) -> str:

@@ -24,7 +24,7 @@ from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
 from pytest_legaleval.metrics.runfiles import load_run
 from pytest_legaleval.report import render_report, write_report
 from pytest_legaleval.report.audit import find_labels
-from pytest_legaleval.report.uncertainty import which_interval
+from pytest_legaleval.report.uncertainty import MAX_EPOCHS, epochs_of, which_interval
 
 from ..integration.report_sections import (
     HOSTILE,
@@ -274,6 +274,8 @@ def test_without_clusters_the_interval_says_records_independent(tmp_path: Path) 
     assert "records independent" in section and "clustered by" not in section
     assert "flaky" not in _markup(page) and _payload(page)["flaky"] is None
     assert which_interval({"ci95": None}) == "no interval: one unit only"
+    # a hand-edited K beyond --epochs' bound (or not a number) is no table of a billion rows
+    assert [epochs_of({"epochs": k}) for k in (3, MAX_EPOCHS + 1, True, "3", -2)] == [3, 1, 1, 1, 1]
     lonely = {"ci95": [0, 1], "cluster_by": "metadata.exam", "clusters": 5, "unclustered": 2}
     assert which_interval(lonely).endswith("2 without the field, each a cluster of its own)")
 
