@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, LegalEvalError
 
 __all__ = ["ALIAS_EXPANSION_FACTOR", "ALIAS_EXPANSION_LIMIT", "load_yaml"]
 
@@ -36,7 +36,7 @@ ALIAS_EXPANSION_FACTOR = 10
 _STARTED = -1
 
 
-class _TooLarge(Exception):
+class _TooLarge(LegalEvalError):
     def __init__(self, reason: str, node: yaml.Node) -> None:
         super().__init__(reason)
         self.reason = reason

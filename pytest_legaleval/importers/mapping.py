@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.importers.base import choice_id
+from pytest_legaleval.importers.base import RowError, choice_id
 
 __all__ = ["ConversionMapping", "Layout", "RowError", "load_mapping"]
 
@@ -48,10 +48,6 @@ _LAYOUT_KEYS = frozenset(
      "references", "rubric", "metadata", "strip", "sheet", "records_key"}
 )  # fmt: skip
 _TOP_KEYS = _LAYOUT_KEYS | {"layouts"}
-
-
-class RowError(ValueError):
-    """A source row the mapping cannot convert; the message names the field."""
 
 
 class _SafeFormatter(string.Formatter):

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_legaleval.engine.sanitize import clean_text, token_count
-from pytest_legaleval.errors import ResponsesError
+from pytest_legaleval.errors import LegalEvalWarning, ResponsesError
 from pytest_legaleval.validation.duplicates import (
     colon_count,
     find_duplicate_keys,
@@ -60,7 +60,7 @@ _MAX_LATENCY_S = 7 * 24 * 3600.0
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-class ResponsesWarning(UserWarning):
+class ResponsesWarning(LegalEvalWarning):
     """A responses file the run can use, with rows it cannot (issued by the pytest layer)."""
 
 
