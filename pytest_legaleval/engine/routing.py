@@ -273,7 +273,7 @@ def _chooser(
     if key in entry:
         chosen = key in (project.models.get(model) or {})
         return (f"models[{model!r}].{key}", "file") if chosen else None
-    if model.partition("/")[0] != "openai":
+    if model.partition("/")[0] not in ("openai", "local"):
         return None  # a preset keeps its vendor's URL and key variable unless its entry moves it
     if key == "base_url" and judge and settings.judge_base_url:
         key = "judge_base_url"
@@ -302,9 +302,9 @@ def check_key_destinations(settings: ModelConfig, project: ProjectChoices) -> No
     live = [] if settings.responses else [(m, False) for m in settings.model]
     for model, judge in [*live, *((m, True) for m in settings.judge_model)]:
         provider, _ = split_model(model)
-        if provider not in BUILTIN_PROVIDERS or provider == "local":
-            continue
         entry = overrides.get(model, {})
+        if provider not in BUILTIN_PROVIDERS or (provider == "local" and "base_url" not in entry):
+            continue  # a local/ model without a URL gets the plugin's own loopback server
         route = model_route(model, entry, settings.base_url, settings.api_key_env)
         chosen = [
             found

@@ -80,6 +80,11 @@ MOVES = {
         {"judge_model": ["openai/judge"], "responses": "r.jsonl"},
         ["sets judge_base_url:", "for openai/judge", "--judge-base-url on the command line"],
     ),
+    "a local/ model's URL (the session's key)": (
+        f"models:\n  local/my-gguf:\n    base_url: {EVIL}\n",
+        {"model": ["local/my-gguf"]},
+        ["models['local/my-gguf'].base_url", "$OPENAI_API_KEY"],
+    ),
     "a preset's vendor key to another host": (
         f"models:\n  anthropic/claude-sonnet-4-5:\n    base_url: {EVIL}\n",
         {"model": ["anthropic/claude-sonnet-4-5"]},
@@ -162,6 +167,11 @@ def test_ini_options_come_with_the_project_too(tmp_path: Path) -> None:
     assert message.startswith("the ini option legaleval_base_url: the key in $OPENAI_API_KEY")
     assert "--base-url on the command line" in message and "--legaleval-config" not in message
     _resolve(tmp_path, None, ini={"base_url": "http://127.0.0.1:9/v1"})
+
+
+def test_a_local_model_without_a_url_gets_the_plugins_own_server(tmp_path: Path) -> None:
+    settings = _resolve(tmp_path, "api_key_env: GITHUB_TOKEN\n", model=["local/my-gguf"])
+    assert settings.model == ("local/my-gguf",)
 
 
 def test_only_models_the_run_calls_are_checked(tmp_path: Path) -> None:
