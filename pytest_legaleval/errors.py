@@ -2,11 +2,14 @@
 
 Every exception class the package defines derives from :class:`LegalEvalError`, and every
 warning class from :class:`LegalEvalWarning`, so ``except LegalEvalError`` catches all of
-ours and ``-W error::pytest_legaleval.errors.LegalEvalWarning`` turns all of ours into
-errors. User-facing errors also inherit the matching builtin, so callers that only know
-``ValueError`` still catch them. pytest's own ``UsageError`` and test outcomes (the
-``pytest.fail`` exceptions of ``pytest/outcomes.py``) are pytest's and stay outside.
-``tests/unit/test_error_tree.py`` walks the package and holds this.
+ours and ``-W error::pytest_legaleval.errors.LegalEvalWarning`` turns all of our warnings
+into errors (deprecations keep Python's own ``DeprecationWarning``). User-facing errors
+also inherit the matching builtin, so callers that only know ``ValueError`` still catch
+them. pytest's own ``UsageError`` and test outcomes (the ``pytest.fail`` exceptions of
+``pytest/outcomes.py``) are pytest's and stay outside. The private classes are control
+flow inside one module, and the mock server's is test tooling; they are in the tree all
+the same, so the rule has no exception. ``tests/unit/test_error_tree.py`` walks the
+package and holds this.
 
 The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
 
