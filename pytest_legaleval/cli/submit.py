@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.errors import ConfigError, DatasetRejected
+from pytest_legaleval.errors import ConfigError, DatasetRejected, LegalEvalError
 from pytest_legaleval.service.client import (
     ServiceClient,
     ServiceError,
@@ -157,7 +157,7 @@ def _upload(
     return body
 
 
-class _Exit(Exception):
+class _Exit(LegalEvalError):
     def __init__(self, code: int) -> None:
         super().__init__(code)
         self.code = code

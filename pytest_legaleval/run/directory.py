@@ -1,7 +1,10 @@
 """The write-once run directory: exclusive creation, appended JSONL, atomic JSON, checksums.
 
 Every byte an artifact gets passes through :meth:`RunDirectory._prepare`, the one place where
-redaction is applied.
+redaction is applied. Every artifact is standard JSON: a ``NaN`` or infinity that reaches
+a writer (a grader's own score, a hostile shard being merged) is written as ``null`` with a
+:class:`~pytest_legaleval.errors.NonFiniteWarning` naming the file and the field — the
+line is never lost, and no strict parser ever meets a ``NaN`` token.
 """
 
 from __future__ import annotations
@@ -12,14 +15,23 @@ import os
 import stat
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, NonFiniteWarning
+from pytest_legaleval.formats.strict_json import without_non_finite
 from pytest_legaleval.run.names import CHECKSUMS
 
-__all__ = ["CHECKSUMS", "RunDirectory", "dump_json_line", "file_sha256", "verify_checksums"]
+__all__ = [
+    "CHECKSUMS",
+    "RunDirectory",
+    "dump_json_line",
+    "file_sha256",
+    "finite_dump",
+    "verify_checksums",
+]
 
 
 _READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
@@ -28,12 +40,47 @@ FLUSH_INTERVAL_S = 0.2
 
 
 def dump_json_line(obj: Any) -> str:
-    """One compact JSON line (UTF-8 text kept as is)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    """One compact JSON line (UTF-8 text kept as is).
+
+    Raises:
+        ValueError: ``obj`` holds a ``NaN`` or an infinity (standard JSON has none).
+
+    """
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
 
 
 def _dump_item(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False)
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+
+
+def _dump_document(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
+def finite_dump(name: str, obj: Any, dump: Callable[[Any], str]) -> tuple[str, Any]:
+    """``dump(obj)`` and the object dumped; non-finite numbers become ``null`` with a warning.
+
+    ``dump`` must refuse non-finite numbers (``allow_nan=False``). Only the values that are
+    not finite change; the caller still writes its line.
+    """
+    try:
+        return dump(obj), obj
+    except ValueError:
+        cleaned, paths = without_non_finite(obj)
+        if not paths:
+            raise
+    text = dump(cleaned)
+    message = (
+        f"{name}: a non-finite number (NaN or infinity) at {', '.join(paths)} was written as "
+        "null; standard JSON has none"
+    )
+    try:
+        warnings.warn(NonFiniteWarning(message), stacklevel=3)
+    except NonFiniteWarning:
+        # A filter that turns warnings into errors (-W error) must not cost the run the
+        # rest of its lines: the null is written either way.
+        pass
+    return text, cleaned
 
 
 def file_sha256(path: Path) -> str:
@@ -98,11 +145,11 @@ class RunDirectory:
             raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
         return self._redact(obj) if self._redact is not None else obj
 
-    def _serialize(self, obj: Any, dump: Callable[[Any], str]) -> str:
+    def _serialize(self, name: str, obj: Any, dump: Callable[[Any], str]) -> str:
         """``dump(obj)``, redacted: a line the redactor can clear from its text is kept."""
         if self._finalized:
             raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
-        text = dump(obj)
+        text, obj = finite_dump(name, obj, dump)
         clean = getattr(self._redact, "clean_json", None)
         if self._redact is None or (clean is not None and clean(text)):
             return text
@@ -115,7 +162,7 @@ class RunDirectory:
         The lines reach the OS within :data:`FLUSH_INTERVAL_S`; ``flush=False`` leaves them
         buffered, for a batch that ends with :meth:`flush`.
         """
-        line = self._serialize(obj, dump_json_line)
+        line = self._serialize(name, obj, dump_json_line)
         handle = self._handles.get(name)
         if handle is None:
             handle = (self.path / name).open("a", encoding="utf-8")
@@ -152,11 +199,10 @@ class RunDirectory:
 
     def write_json(self, name: str, obj: Any) -> None:
         """Write ``name`` atomically (temp file in the same directory, then rename)."""
-        body = self._prepare(obj)
+        text, _ = finite_dump(name, self._prepare(obj), _dump_document)
 
         def write(handle: IO[str]) -> None:
-            json.dump(body, handle, ensure_ascii=False, indent=2)
-            handle.write("\n")
+            handle.write(text)
 
         self._atomic(name, write)
 
@@ -165,16 +211,17 @@ class RunDirectory:
     ) -> None:
         """Write ``{**head, key: [items…]}`` atomically, one item at a time (large arrays)."""
         prepared_head = self._prepare(head)
+        opening, prepared_head = finite_dump(name, prepared_head, _dump_document)
+        opening = opening.rstrip("\n")
 
         def write(handle: IO[str]) -> None:
-            opening = json.dumps(prepared_head, ensure_ascii=False, indent=2)
             handle.write(opening[:-2] if prepared_head else "{")
             handle.write(",\n" if prepared_head else "\n")
             handle.write(f"  {json.dumps(key)}: [")
             first = True
             for item in items:
                 handle.write("\n    " if first else ",\n    ")
-                handle.write(self._serialize(item, _dump_item))
+                handle.write(self._serialize(name, item, _dump_item))
                 first = False
             handle.write("\n  ]\n}\n" if not first else "]\n}\n")
 
