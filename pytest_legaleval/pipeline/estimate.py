@@ -284,7 +284,9 @@ def plan_entries(
     ``pipeline.selection.select``. A plan already loaded is read from memory.
     """
     s = plan.settings
-    if plan.dataset.loaded is not None or not stream:
+    if not selected and plan.dataset.partial:
+        stream = True  # a shard's load holds only its own entries: read the files for all
+    elif plan.dataset.loaded is not None or not stream:
         yield from plan.dataset.selected if selected else plan.dataset.load().entries
         return
     from pytest_legaleval.formats import DatasetStream
