@@ -3,36 +3,49 @@
     python benchmarks/cost_per_item.py [--records 2000] [--latency 0.1] [--concurrency 50]
                                        [--repeat 3] [--phases]
 
-Against one mock server (its own process), ``--repeat`` interleaved rounds of:
+Against one mock server (its own process), ``--repeat`` interleaved rounds of seven whole
+processes, each timed by the operating system (user + system CPU of the process tree, and
+wall time):
 
-* ``bare pytest``: the same number of trivial parametrized tests, plugin off — what pytest
-  itself costs per item;
-* ``raw aiohttp``: the floor of the HTTP work (``raw_client.py`` as its own process);
-* ``pytest -n 0``: ``pytest suites/`` on N live MCQ records (``--no-cache``).
+* ``bare``: pytest running N trivial parametrized tests, plugin off — what pytest itself
+  costs per item; ``bare (same failures)``: the same, with the tests that fail where our run's
+  records fail (``pytest.fail`` with a one-line reason, as ours) — pytest's own price of a
+  failure (its summary scans every report per failure); ``bare --collect-only``;
+* ``ours --collect-only``, ``ours prefilled`` (``--responses`` holding the mock's own
+  replies: the same outcomes as the live run, no call) and ``ours live`` (``pytest suites/
+  -n 0`` calling the mock, ``--no-cache``);
+* ``raw aiohttp``: the floor of the HTTP work (``raw_client.py`` as its own process).
 
-Each is timed as a whole process (user + system CPU of the process tree, wall time).
-Printed per round and as medians: our own CPU per record = (legaleval run − bare pytest)
-/ N, and the run's wall time over the raw floor's. With ``--phases`` one more run is
-profiled (yappi, CPU clock, every thread) and its CPU is split by phase, by the module
-each function lives in: start-up imports, collection (formats, validation), the per-item
-pytest protocol (pytest, pluggy, our pytest layer), request building, HTTP (aiohttp,
-asyncio, sockets), reply parsing, grading, recording (run directory, metrics) and the rest.
-The profiler slows everything; the phases are shares, not times.
+The phases are differences of those processes, round by round (then the median), so no
+profiler distorts them: start-up and collection (ours --collect-only − bare
+--collect-only), the per-item run without model calls — pytest's protocol for our items,
+grading, recording, the summary (ours prefilled − ours --collect-only, minus bare (same
+failures) − bare --collect-only), and the model calls — request building, HTTP, parsing,
+the engine (ours live − ours prefilled). "Own CPU per record" is (ours live − bare) / N,
+the issue's definition, and beside it (ours live − bare (same failures)) / N. With
+``--phases`` one more live run is profiled (yappi, CPU clock, every thread) and its CPU is
+split by the module each function lives in; the profiler slows everything: shares only.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from engine_throughput import _dataset, _reset
+from engine_throughput import _dataset, _reset, load_row
 from transport import start_server
+
+from pytest_legaleval.grading.prompts import build_messages
+from pytest_legaleval.testing.mock_openai import default_reply, prompt_text
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -120,6 +133,48 @@ for name, value in sorted(totals.items(), key=lambda kv: -kv[1]):
 """
 
 
+MIX = """
+import pytest
+
+FAILING = {failing!r}
+
+
+@pytest.mark.parametrize("i", range({n}))
+def test_mix(i):
+    if i in FAILING:
+        pytest.fail("wrong_answer: chose A (from 'Answer: A'); correct is B", pytrace=False)
+"""
+
+
+def _fixtures(work: Path, n: int, accuracy: float) -> None:
+    """The dataset, the mock's own replies as a responses file, and the bare suites."""
+    _dataset(work / "data.jsonl", n, accuracy)
+    failing = []
+    with (
+        (work / "data.jsonl").open(encoding="utf-8") as rows,
+        (work / "responses.jsonl").open("w", encoding="utf-8") as out,
+    ):
+        for i, line in enumerate(rows):
+            row = json.loads(line)
+            reply = default_reply(prompt_text(build_messages(load_row(row))))
+            out.write(json.dumps({"record_id": row["id"], "response": reply}) + "\n")
+            if reply[-1] not in row["correct_choice_ids"]:
+                failing.append(i)
+    for name, text in (("bare", BARE.format(n=n)), ("mix", MIX.format(n=n, failing=failing))):
+        (work / name).mkdir()
+        (work / name / f"test_{name}.py").write_text(text)
+
+
+def _outcome(output: str) -> str:
+    """pytest's last line without its time: "400 failed, 1600 passed"."""
+    last = [line for line in output.splitlines() if line.strip()][-1]
+    return re.sub(r" in [0-9.]+s.*", "", last).strip("= ")
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=2000)
@@ -131,30 +186,47 @@ def main() -> None:
     n, c = args.records, args.concurrency
     proc, base_url = start_server(args.latency)
     rounds: list[dict[str, tuple[float, float]]] = []
+    phases: list[list[str]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            data = work / "data.jsonl"
-            _dataset(data, n, 0.8)
-            (work / "bare").mkdir()
-            (work / "bare" / "test_bare.py").write_text(BARE.format(n=n))
-            live = [
-                str(REPO / "suites"), "--dataset", str(data), "--model", "openai/mock-model",
-                "--base-url", base_url, "--concurrency", str(c), "--no-cache",
+            _fixtures(work, n, 0.8)
+            ours = [
+                str(REPO / "suites"), "--dataset", str(work / "data.jsonl"), "--no-cache",
                 "--run-dir", str(work / "runs"), "--rootdir", str(work), "-p", "no:xdist",
             ]  # fmt: skip
-            bare = [*_pytest("-p", "no:xdist", "-p", "no:legaleval", "test_bare.py")]
+            live = [*ours, "--model", "openai/mock-model", "--base-url", base_url,
+                    "--concurrency", str(c)]  # fmt: skip
+            prefilled = [*ours, "--responses", str(work / "responses.jsonl")]
+            bare_args = ("-p", "no:xdist", "-p", "no:legaleval")
+            commands: dict[str, tuple[list[str], Path]] = {
+                "bare": (_pytest(*bare_args, "test_bare.py"), work / "bare"),
+                "bare (same failures)": (_pytest(*bare_args, "test_mix.py"), work / "mix"),
+                "bare --collect-only": (
+                    _pytest(*bare_args, "--collect-only", "test_bare.py"),
+                    work / "bare",
+                ),
+                "ours --collect-only": (_pytest(*prefilled, "--collect-only"), work),
+                "ours prefilled": (_pytest(*prefilled), work),
+                "ours live": (_pytest(*live), work),
+            }
             raw = [sys.executable, str(REPO / "benchmarks" / "raw_client.py"), base_url, str(n),
-                   str(c), "raw"]  # fmt: skip
+                   str(c)]  # fmt: skip
             _timed(_pytest(*live, "--limit", "10"), work)  # warm-up: byte code, caches
-            _timed(bare, work / "bare")
+            outcomes = {}
+            for name, (cmd, cwd) in commands.items():
+                _reset(base_url)
+                outcomes[name] = _outcome(_timed(cmd, cwd)[2])
+            # The subtractions compare like with like: the same failures everywhere.
+            same = {outcomes[k] for k in ("bare (same failures)", "ours prefilled", "ours live")}
+            if len(same) != 1:
+                raise SystemExit(f"the runs' outcomes differ: {outcomes}")
             for i in range(args.repeat):
                 row = {}
-                _reset(base_url)
-                row["bare pytest"] = _timed(bare, work / "bare")[:2]
-                row["raw aiohttp"] = _timed([*raw[:-1], f"raw{i}"], work)[:2]
-                _reset(base_url)
-                row["pytest -n 0"] = _timed(_pytest(*live), work)[:2]
+                for name, (cmd, cwd) in commands.items():
+                    _reset(base_url)
+                    row[name] = _timed(cmd, cwd)[:2]
+                row["raw aiohttp"] = _timed([*raw, f"raw{i}"], work)[:2]
                 rounds.append(row)
             if args.phases:
                 script = work / "profile.py"
@@ -169,25 +241,44 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait()
-    print(f"N={n} records, latency {args.latency * 1000:.0f} ms, concurrency {c}")
-    print(f"{'round':>5} {'bare CPU s':>10} {'run CPU s':>9} {'own ms/rec':>10} "
-          f"{'run wall s':>10} {'floor wall s':>12} {'x floor':>7}")  # fmt: skip
-    own, ratio = [], []
-    for i, row in enumerate(rounds, 1):
-        bare_cpu = row["bare pytest"][1]
-        run_wall, run_cpu = row["pytest -n 0"]
-        floor_wall = row["raw aiohttp"][0]
-        own.append((run_cpu - bare_cpu) * 1000 / n)
-        ratio.append(run_wall / floor_wall)
-        print(f"{i:>5} {bare_cpu:10.2f} {run_cpu:9.2f} {own[-1]:10.2f} {run_wall:10.2f} "
-              f"{floor_wall:12.2f} {ratio[-1]:7.2f}")  # fmt: skip
-    print(
-        f"median: own CPU {statistics.median(own):.2f} ms per record "
-        f"({min(own):.2f}-{max(own):.2f}); wall {statistics.median(ratio):.2f}x the raw floor "
-        f"({min(ratio):.2f}-{max(ratio):.2f})"
-    )
-    if args.phases:
-        print("CPU by phase (profiled run, shares of its CPU):")
+    _print(rounds, n, args, phases)
+
+
+def _print(rounds: list[dict[str, tuple[float, float]]], n: int, args: argparse.Namespace,
+           phases: list[list[str]]) -> None:  # fmt: skip
+    print(f"N={n} records, latency {args.latency * 1000:.0f} ms, concurrency "
+          f"{args.concurrency}, {args.repeat} rounds")  # fmt: skip
+    print(f"{'process':24} {'CPU s (median, min-max)':>26} {'wall s':>8}")
+    for name in rounds[0]:
+        cpus = [row[name][1] for row in rounds]
+        walls = [row[name][0] for row in rounds]
+        print(f"{name:24} {_median(cpus):10.2f} ({min(cpus):.2f}-{max(cpus):.2f})"
+              f"{'':6} {_median(walls):8.2f}")  # fmt: skip
+
+    def per_record(fn: Callable[[dict[str, float]], float]) -> str:
+        values = [fn({k: v[1] for k, v in row.items()}) * 1000 / n for row in rounds]
+        return f"{_median(values):6.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    print("our own CPU per record, ms (median of the rounds' differences, min-max):")
+    lines = {
+        "start-up and collection": lambda r: r["ours --collect-only"] - r["bare --collect-only"],
+        "per-item run, no calls": lambda r: (
+            (r["ours prefilled"] - r["ours --collect-only"])
+            - (r["bare (same failures)"] - r["bare --collect-only"])
+        ),
+        "model calls (engine, HTTP)": lambda r: r["ours live"] - r["ours prefilled"],
+        "pytest's price of failures": lambda r: r["bare (same failures)"] - r["bare"],
+        "own CPU vs bare": lambda r: r["ours live"] - r["bare"],
+        "own CPU vs bare (same fails)": lambda r: r["ours live"] - r["bare (same failures)"],
+        "raw aiohttp floor (process)": lambda r: r["raw aiohttp"],
+    }
+    for name, fn in lines.items():
+        print(f"  {name:30} {per_record(fn)}")
+    ratios = [row["ours live"][0] / row["raw aiohttp"][0] for row in rounds]
+    print(f"wall: ours live / raw floor {_median(ratios):.2f}x ({min(ratios):.2f}-"
+          f"{max(ratios):.2f})")  # fmt: skip
+    if phases:
+        print("CPU by phase (profiled live run, shares of its CPU):")
         for name, share in phases:
             print(f"  {name:20} {float(share):6.1%}")
 
