@@ -12,7 +12,7 @@ How a result reaches it: see ``pytest/carrier.py``.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,10 @@ from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.carrier import Carried, carried
 from pytest_legaleval.pytest.collection import nothing_to_run
 from pytest_legaleval.records import EvalResult
-from pytest_legaleval.run.console import benchmark_lines, summary_lines
+from pytest_legaleval.run.console import benchmark_lines, printable, summary_lines
 from pytest_legaleval.run.directory import RunDirectory
 
-__all__ = ["RecorderPlugin"]
+__all__ = ["RecorderPlugin", "terminal_writer"]
 
 
 class RecorderPlugin:
@@ -231,13 +231,14 @@ class RecorderPlugin:
         if self.directory is None or final is None:
             return
         summary, by_slice = final
+        write = terminal_writer(terminalreporter)
         terminalreporter.write_sep("=", "legaleval")
         for line in summary_lines(summary, by_slice):
-            terminalreporter.write_line(line)
+            write(line)
         for line in self.recorder.epoch_summary.terminal_lines():
-            terminalreporter.write_line(line)
+            write(line)
         for line in benchmark_lines(summary.get("benchmarks") or {}):
-            terminalreporter.write_line(line)
+            write(line)
         audit, consistency = summary.get("judge_audit"), summary.get("judge_consistency")
         if audit is not None or consistency:
             from pytest_legaleval.metrics.audit_text import consistency_lines
@@ -245,15 +246,27 @@ class RecorderPlugin:
 
             found = audit_lines(audit, consistency) if audit else consistency_lines(consistency)
             for line in found:
-                terminalreporter.write_line(line)
+                write(line)
         failures = summary["failures_by_type"]
         detail = ", ".join(f"{k} {v}" for k, v in failures.items())
-        terminalreporter.write_line(f"status: {self.status}" + (f" ({detail})" if detail else ""))
+        write(f"status: {self.status}" + (f" ({detail})" if detail else ""))
         if summary["cost_usd"] is not None:
-            terminalreporter.write_line(f"cost: ${summary['cost_usd']:.4f} (list prices)")
+            write(f"cost: ${summary['cost_usd']:.4f} (list prices)")
         if self.run_error:
-            terminalreporter.write_line(f"run error: {self.recorder.redactor.text(self.run_error)}")
-        terminalreporter.write_line(f"run directory: {Path(self.directory.path)}")
+            write(f"run error: {self.recorder.redactor.text(self.run_error)}")
+        write(f"run directory: {Path(self.directory.path)}")
+
+
+def terminal_writer(terminalreporter: Any) -> Callable[..., None]:
+    """``terminalreporter.write_line`` for text from data: every line through ``printable``.
+
+    Each line is one line (a newline in data is shown escaped); markup keywords pass on.
+    """
+
+    def write(line: str, **markup: bool) -> None:
+        terminalreporter.write_line(printable(line), **markup)
+
+    return write
 
 
 def _item_id(nodeid: str) -> str:

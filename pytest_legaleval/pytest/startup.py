@@ -14,6 +14,7 @@ from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.state import STATE_KEY
 from pytest_legaleval.records import Record
+from pytest_legaleval.run.console import printable
 
 __all__ = ["before_any_call", "estimate_only"]
 
@@ -50,7 +51,21 @@ def before_any_call(session: pytest.Session, *, checks: bool = True, estimate: b
                 _estimate(config, state)
         finally:
             for found in caught:
-                config.issue_config_time_warning(found.message, stacklevel=2)  # type: ignore[arg-type]
+                _warn(config, found.message)
+
+
+def _warn(config: pytest.Config, message: Warning | str) -> None:
+    """Hand a warning to pytest, its text through the terminal sanitizer (it quotes data)."""
+    if not isinstance(message, Warning):
+        message = UserWarning(message)
+    text = str(message)
+    shown = printable(text, multiline=True)
+    if shown != text:
+        try:
+            message = type(message)(shown)
+        except TypeError:  # a warning class with another signature
+            message = UserWarning(shown)
+    config.issue_config_time_warning(message, stacklevel=3)
 
 
 def _estimate(config: pytest.Config, state: RunPlan) -> None:
@@ -110,7 +125,7 @@ def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
             raise pytest.UsageError(str(exc)) from None
         warning = found.warning()
         if warning is not None:
-            config.issue_config_time_warning(ResponsesWarning(f"{flag}: {warning}"), stacklevel=2)
+            _warn(config, ResponsesWarning(f"{flag}: {warning}"))
     if state.settings.judgments:
         _check_judgments(config, state.settings.judgments, {i for i in ids if i is not None})
 
@@ -144,6 +159,4 @@ def _check_judgments(config: pytest.Config, path: str, ids: set[str]) -> None:
             f"(e.g. {', '.join(map(repr, unmatched[:_SHOWN]))})"
         )
     if notes:
-        config.issue_config_time_warning(
-            ResponsesWarning(f"--judgments {path}: {'; '.join(notes)}"), stacklevel=2
-        )
+        _warn(config, ResponsesWarning(f"--judgments {path}: {'; '.join(notes)}"))
