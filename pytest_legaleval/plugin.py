@@ -116,7 +116,7 @@ def pytest_runtest_makereport(
         if result is not None:
             spec: ItemSpec = item.callspec.params["record"]  # type: ignore[attr-defined]
             carry(item, report, Carried(spec.provenance(), result))
-    outcomes.line_mode_repr(item.config, report)
+    outcomes.item_repr(item.config, report)
     return report
 
 
@@ -126,5 +126,5 @@ def pytest_report_from_serializable(
 ) -> Generator[None, object, object]:
     report = yield
     if isinstance(report, pytest.TestReport):  # serialization made the reason a plain string
-        outcomes.line_mode_repr(config, report)
+        outcomes.item_repr(config, report)
     return report

@@ -12,6 +12,7 @@ How a result reaches it: see ``pytest/carrier.py``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Generator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,9 @@ class RecorderPlugin:
         self.other_failures = 0
         """Failed reports that are no record item's (an ordinary test, a teardown error)."""
         self._open_tried = False
-        self._junit = bool(getattr(config.option, "xmlpath", None))
+        xml_path = config.getoption("xmlpath", None)
+        self._junit = os.path.abspath(xml_path) if xml_path else None
+        """The JUnit file (``--junitxml``), absolute: the working directory may change."""
         self._junit_pending: dict[str, list[tuple[str, object]]] = {}
         self._unfinished: dict[str, tuple[str, str]] = {}
         """Node id → (pytest outcome, why) of items that never reached their evaluation."""
@@ -165,9 +168,10 @@ class RecorderPlugin:
             }
         )
         if self._junit:
+            # No verdict: no score and no pass flag, as for every error (never a 0 or False).
             self._junit_pending[nodeid] = [
-                ("passed", False), ("model", rejection["model"]), ("run_id", self.run_id),
-                ("reason", "invalid_record"),
+                ("score", ""), ("passed", ""), ("model", rejection["model"]),
+                ("run_id", self.run_id), ("reason", "invalid_record"),
             ]  # fmt: skip
 
     def _record(
@@ -225,6 +229,15 @@ class RecorderPlugin:
             names = {spec.item_id: spec.item_id for spec in items}
             names.update({_item_id(nodeid): nodeid for nodeid in self._unfinished})
         self.session.record_missing(items, causes=causes, cancel=cancel, item_ids=names)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """After pytest wrote the JUnit file: each record's classname and answer (``junit``)."""
+        if self._junit is None or self.directory is None or self.status is None:
+            return
+        from pytest_legaleval.pytest.junit import rewrite_junit
+
+        rewrite_junit(self._junit, self.directory.path, self.config.getoption("junitprefix", None))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         final = self.recorder.final
