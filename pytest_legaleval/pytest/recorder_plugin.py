@@ -232,12 +232,22 @@ class RecorderPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """After pytest wrote the JUnit file: each record's classname and answer (``junit``)."""
-        if self._junit is None or self.directory is None or self.status is None:
-            return
-        from pytest_legaleval.pytest.junit import rewrite_junit
+        """After pytest wrote the JUnit file and the gates decided: the CI surfaces.
 
-        rewrite_junit(self._junit, self.directory.path, self.config.getoption("junitprefix", None))
+        Each record's JUnit classname and answer (``pytest/junit.py``); under GitHub
+        Actions the job summary (``pytest/job_summary.py``).
+        """
+        if self.directory is None or self.status is None:
+            return
+        if self._junit is not None:
+            from pytest_legaleval.pytest.junit import rewrite_junit
+
+            prefix = self.config.getoption("junitprefix", None)
+            rewrite_junit(self._junit, self.directory.path, prefix)
+        if os.environ.get("GITHUB_STEP_SUMMARY"):
+            from pytest_legaleval.pytest.job_summary import write_job_summary
+
+            write_job_summary(self, session)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         final = self.recorder.final
