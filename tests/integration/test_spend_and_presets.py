@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,14 +103,47 @@ def test_estimate_only_makes_no_call(
         *_args(server, data, "--estimate-only", "--price-table", "prices.yaml"), *workers
     )
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(
-        [
-            "legaleval estimate: 12 calls, about * input + 3,072 output tokens, $*",
-            "  openai/mock-model (generation): 12 calls*",
-        ]
-    )
+    # The estimate and nothing else: no session header, no "!!! _pytest.outcomes.Exit" banner.
+    lines = result.stdout.lines
+    assert len(lines) == 4, lines
+    assert re.fullmatch(
+        r"legaleval estimate: 12 calls, about [\d,]+ input \+ 3,072 output tokens, "
+        r"\$3\.\d{4} \(prices: builtin:[\d-]+, prices\.yaml\)",
+        lines[0],
+    ), lines[0]
+    assert re.fullmatch(
+        r"  openai/mock-model \(generation\): 12 calls, [\d,]+ in \+ 3,072 out tokens, "
+        r"\$3\.\d{4}",
+        lines[1],
+    ), lines[1]
+    assert lines[2].startswith("  output per answer: 256 tokens (default: ")
+    assert lines[3] == "--estimate-only: no call was made"
+    assert "Exit" not in result.stderr.str() and "!!!" not in result.stderr.str()
     assert server.stats()["requests"] == 0
     assert not run_dirs(pytester.path / "runs")
+
+
+def test_estimate_only_without_a_price_says_price_unknown(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    data = _dataset(pytester.path / "d.jsonl", 3)
+    result = pytester.runpytest_subprocess(*_args(server, data, "--estimate-only"))
+    assert result.ret == pytest.ExitCode.OK
+    assert re.search(
+        r" output tokens, price unknown \(prices: builtin:[\d-]+\)$", result.stdout.lines[0]
+    )
+    assert "$0.0000" not in result.stdout.str() and "at least" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["  no price for openai/mock-model: add it with --price-table"])
+
+
+def test_estimate_only_with_a_bad_dataset_is_a_usage_error(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+) -> None:
+    result = pytester.runpytest_subprocess(
+        *_args(server, pytester.path / "missing.jsonl", "--estimate-only")
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --dataset *missing.jsonl: no such file or directory"])
 
 
 def test_a_preset_model_is_routed_by_its_models_entry(
