@@ -189,3 +189,34 @@ def test_a_preset_without_its_key_is_a_usage_error_naming_it(
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*GEMINI_API_KEY is not set*LEGALEVAL_GEMINI_BASE_URL*"])
+
+
+@pytest.mark.parametrize("judge", [False, True], ids=["answers", "with-judge"])
+def test_a_cancelled_item_s_spend_is_the_summary_s_cost(
+    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer, judge: bool
+) -> None:
+    """What a budget-cancelled item says was spent is the summary's cost, to the cent's
+    hundredth; the judge's structured-output probe is named beside it."""
+    rows = [mcq_row(f"q{i:02d}", prompt=f"Question q{i:02d} [ans=B]?") for i in range(12)]
+    if judge:  # judged first: their answers, judge calls and the probe come before the cap
+        rows[:0] = [
+            {"schema_version": "legal_eval_v1", "id": f"r{i}", "dataset": "t",
+             "task_type": "reference_qa", "prompt": f"Open question {i}: what is a tort?",
+             "reference_answers": ["A civil wrong."]}
+            for i in range(2)
+        ]  # fmt: skip
+    data = write_jsonl(pytester.path / "d.jsonl", rows)
+    (pytester.path / "prices.yaml").write_text(PRICES)
+    extra = ["--judge-model", "openai/mock-model", "--judge-max-tokens", "64"] if judge else []
+    pytester.runpytest(
+        *_args(server, data, "--concurrency", "1", "--max-new-tokens", "8", *extra),
+        "--price-table", "prices.yaml", "--max-cost", "1.2" if judge else "0.2",
+    )  # fmt: skip
+    (run,) = run_dirs(pytester.path / "runs")
+    predictions = read_jsonl(run / "predictions.jsonl")
+    stopped = [p["explanation"] for p in predictions if p["reason"] == "budget"]
+    assert stopped, [p["reason"] for p in predictions]
+    cost = json.loads((run / "metrics_summary.json").read_text())["cost_usd"]
+    for explanation in stopped:
+        assert f"; spent ${cost:.4f} on answers" in explanation, (cost, explanation)
+        assert ("structured-output probes" in explanation) is judge
