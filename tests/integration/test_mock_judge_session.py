@@ -80,3 +80,29 @@ def test_an_unscripted_mock_judges_every_record(
     assert all(p["details"]["official"]["unusable_replies"] == 0 for p in lexam)
     verdicts = {(p["record_id"], p["score"]) for p in first}
     assert verdicts == {(p["record_id"], p["score"]) for p in again}  # deterministic
+
+
+def test_the_readme_s_records_run_with_their_responses_and_the_mock_judge(
+    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ..unit.test_readme_records import _blocks
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
+    blocks = _blocks()
+    args = []
+    rows = []
+    for (task, kind), text in blocks.items():
+        if kind == "response":
+            rows.append(text)
+        else:
+            name = f"{task}.json" if text.startswith('{"dataset_id"') else f"{task}.jsonl"
+            (pytester.path / name).write_text(text, encoding="utf-8")
+            args += ["--dataset", name]
+    (pytester.path / "responses.jsonl").write_text("".join(rows), encoding="utf-8")
+    with MockOpenAIServer() as server:
+        result = pytester.runpytest(
+            *args, "--responses", "responses.jsonl", "--judge-model", "openai/mock",
+            "--base-url", server.base_url, "--no-cache", "--run-dir", "runs",
+        )  # fmt: skip
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 4, result.stdout.str()
