@@ -11,6 +11,7 @@ records, items (record × model), passed, failed, errors, skipped, invalid.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_WARNING_LINES",
     "benchmark_lines",
     "printable",
+    "printable_json",
     "summary_lines",
 ]
 
@@ -58,6 +60,20 @@ def printable(value: object, *, multiline: bool = False, limit: int | None = Non
             text = text.replace("\r\n", "\n")
         return _UNSAFE_TEXT.sub(_escape, text)
     return _UNSAFE_LINE.sub(_escape, text)
+
+
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f" + _REORDERING + "]")
+
+
+def printable_json(value: object, *, indent: int | None = 2) -> str:
+    r"""``value`` as JSON that stays JSON and is safe for a terminal (the sanitizer's JSON form).
+
+    JSON escapes C0 controls itself; DEL, C1 controls and the reordering characters, which
+    it leaves as they are with ``ensure_ascii=False``, are written as ``\u`` escapes (they
+    occur only inside strings). Other non-ASCII text is kept.
+    """
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 MAX_ROWS_PER_DIMENSION = 8

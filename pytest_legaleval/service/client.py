@@ -25,6 +25,7 @@ from urllib.parse import quote, urlsplit
 
 from pytest_legaleval.errors import ConfigError, LegalEvalError
 from pytest_legaleval.run.console import printable as terminal_text
+from pytest_legaleval.run.console import printable_json as terminal_json
 from pytest_legaleval.run.names import CHECKSUMS, KNOWN_ARTIFACTS
 
 __all__ = [
@@ -50,7 +51,6 @@ RETRY_AFTER_CAP_S = 60.0
 _RUN_ID = re.compile(r"run_[0-9A-HJKMNP-TV-Z]{26}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DELTA_SECONDS = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,6})?")
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def printable(value: object, limit: int = 2000) -> str:
@@ -65,13 +65,8 @@ def printable(value: object, limit: int = 2000) -> str:
 
 
 def printable_json(value: object) -> str:
-    r"""``value`` as indented JSON that stays JSON and is safe for a terminal.
-
-    JSON escapes C0 controls itself; DEL, C1 controls and direction overrides, which it
-    leaves as they are, are written as ``\u`` escapes (they only occur inside strings).
-    """
-    text = json.dumps(value, indent=2, ensure_ascii=False)
-    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    """``value`` as indented JSON that stays JSON and is safe for a terminal."""
+    return terminal_json(value)
 
 
 def parse_retry_after(value: str | None, default: float, cap: float = RETRY_AFTER_CAP_S) -> float:

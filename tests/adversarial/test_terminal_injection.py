@@ -145,3 +145,17 @@ def test_no_control_byte_reaches_the_terminal_or_junit(
     _check_clean(xml, "junit")
     root = ET.fromstring(xml)  # still XML
     assert len(list(root.iter("testcase"))) == 7
+
+
+def test_validate_prints_json_with_no_control_byte(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_legaleval.cli import main
+
+    broken = mcq_row("bad" + HOSTILE, dataset="ds" + HOSTILE)
+    del broken["prompt"]
+    data = write_jsonl(tmp_path / "d.jsonl", [mcq_row("ok"), broken])
+    assert main(["validate", str(data)]) == 1
+    out = capsys.readouterr().out
+    _check_clean(out, "validate")
+    assert json.loads(out)["record_errors"][0]["record_id"] == "bad" + HOSTILE  # still JSON
