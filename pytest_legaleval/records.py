@@ -198,6 +198,8 @@ class JudgeVerdict:
     """Every call of this judge was a cache hit (nothing paid this run)."""
     attempts: tuple[Mapping[str, Any], ...] = ()
     """Every network attempt of this judge's calls; cache hits make none."""
+    judge_epoch: int = 0
+    """Which judging of the answer this verdict is (``--judge-epochs``; 0 grades it)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``predictions.jsonl``, the test report)."""
@@ -214,6 +216,7 @@ class JudgeVerdict:
             "latency_ms": self.latency_ms,
             "cached": self.cached,
             "attempts": _plain(self.attempts),
+            "judge_epoch": self.judge_epoch,
         }
 
     @classmethod
@@ -232,6 +235,7 @@ class JudgeVerdict:
             latency_ms=data.get("latency_ms"),
             cached=bool(data.get("cached")),
             attempts=tuple(data.get("attempts") or ()),
+            judge_epoch=epoch if isinstance(epoch := data.get("judge_epoch"), int) else 0,
         )
 
 

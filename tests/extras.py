@@ -28,9 +28,7 @@ __all__ = [
     "require_extras",
 ]
 
-IMPORT_REASON = (
-    "needs the [import] extra (openpyxl, pyarrow): pip install 'pytest-legaleval[import]'"
-)
+IMPORT_REASON = "needs the [import] extra (pyarrow): pip install 'pytest-legaleval[import]'"
 
 
 def installed(*modules: str) -> bool:
@@ -47,8 +45,8 @@ def _unless(available: bool, reason: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(not available and not require_extras(), reason=reason)
 
 
-needs_import = _unless(installed("openpyxl", "pyarrow"), IMPORT_REASON)
-"""For a test that reads XLSX or Parquet files."""
+needs_import = _unless(installed("pyarrow"), IMPORT_REASON)
+"""For a test that reads Parquet files (XLSX needs no extra)."""
 
 STATS_REASON = (
     "needs the [stats] extra (ppi-python, scikit-learn, krippendorff): "

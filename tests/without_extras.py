@@ -26,7 +26,6 @@ EXTRA_MODULES = (
     "sklearn",
     "krippendorff",
     "statsmodels",
-
 )
 
 for _name in EXTRA_MODULES:

@@ -19,9 +19,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
         print("legaleval report: give one run directory, or two to compare", file=sys.stderr)
         return EXIT_USAGE
     if len(args.run_dir) == 2:
+        if args.human_labels is not None:
+            print("legaleval report: --human-labels takes one run directory", file=sys.stderr)
+            return 2
         target = write_comparison(args.run_dir[0], args.run_dir[1], args.out)
     else:
-        target = write_report(args.run_dir[0], args.out)
+        target = write_report(args.run_dir[0], args.out, human_labels=args.human_labels)
     print(target)
     return 0
 
@@ -90,14 +93,23 @@ def register(subparsers: Any) -> None:
         description="One HTML file with inline CSS, JS and SVG (opens offline): summary, "
         "slices, score and latency histograms, a filterable per-record table whose item "
         "view shows the question, choices, references, the grader's and the judge's "
-        "reasons, the response and the transcript. With two run directories (RUN_A, then "
-        "RUN_B), the items of both side by side, the changed verdicts first.",
+        "reasons, the response and the transcript; the official benchmark figures, epochs "
+        "and the run's interval, and the judge calibration view where the run has them. "
+        "With two run directories (RUN_A, then RUN_B), the items of both side by side, the "
+        "changed verdicts first.",
     )
     report.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="RUN_DIR or RUN_A RUN_B")
     report.add_argument(
         "--out",
         metavar="FILE",
         help="output file (default: RUN_DIR.html, or RUN_B-vs-RUN_A.html, beside the run)",
+    )
+    report.add_argument(
+        "--human-labels",
+        metavar="FILE",
+        help="human labels (as pytest's --human-labels takes them) for the judge calibration "
+        "view: confusion tables per policy and criterion, the disagreeing items (default: "
+        "the run's own label file, when it is still there)",
     )
     report.set_defaults(func=_cmd_report)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.cli import exit_codes
-from pytest_legaleval.errors import ConfigError, DatasetRejected
+from pytest_legaleval.errors import ConfigError, DatasetRejected, LegalEvalError
 from pytest_legaleval.service.client import (
     ServiceClient,
     ServiceError,
@@ -164,7 +164,7 @@ def _upload(
     return body
 
 
-class _Exit(Exception):
+class _Exit(LegalEvalError):
     def __init__(self, code: int) -> None:
         super().__init__(code)
         self.code = code

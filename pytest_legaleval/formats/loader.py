@@ -25,7 +25,7 @@ SIDECAR_NAMES = frozenset({MANIFEST_NAME})
 """Files that describe the datasets next to them instead of being one (a RAG manifest)."""
 
 
-def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
+def dataset_files(paths: Sequence[str | Path], protocol: str | None = None) -> list[Path]:
     """Expand ``--dataset`` arguments into files, in order, each file once.
 
     A directory contributes its ``*.jsonl`` and ``*.json`` files (not recursively; hidden
@@ -44,7 +44,7 @@ def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
     files: list[Path] = []
     for given in paths:
         path = Path(given)
-        imported = _imported(given)
+        imported = _imported(given, protocol)
         if imported is not None:
             files.append(imported)
         elif path.is_dir():
@@ -74,15 +74,18 @@ def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
     return list(unique.values())
 
 
-def _imported(given: str | Path) -> Path | None:
-    """The cached import of a ``SOURCE:PATH`` argument, or ``None`` for a plain path."""
+def _imported(given: str | Path, protocol: str | None = None) -> Path | None:
+    """The cached import of a ``SOURCE:PATH`` argument, or ``None`` for a plain path.
+
+    ``protocol``: ``--protocol`` (``None``: the benchmark's official protocol).
+    """
     if not isinstance(given, str) or ":" not in given:
         return None
     # Deferred: the importers (and their readers) load only when an argument names one.
     from pytest_legaleval.importers.cache import resolve_import, split_import_arg
 
     split = split_import_arg(given)
-    return None if split is None else resolve_import(*split)
+    return None if split is None else resolve_import(*split, protocol=protocol)
 
 
 class DatasetStream:
@@ -96,7 +99,9 @@ class DatasetStream:
     so holds no record in memory.
     """
 
-    def __init__(self, paths: Sequence[str | Path], fmt: str = "auto") -> None:
+    def __init__(
+        self, paths: Sequence[str | Path], fmt: str = "auto", protocol: str | None = None
+    ) -> None:
         """Resolve the files and formats.
 
         Raises:
@@ -109,7 +114,8 @@ class DatasetStream:
                 f"unknown --dataset-format {fmt!r}; choose auto or one of: {', '.join(FORMATS)}"
             )
         self.files = [
-            (path, detect_format(path) if fmt == "auto" else fmt) for path in dataset_files(paths)
+            (path, detect_format(path) if fmt == "auto" else fmt)
+            for path in dataset_files(paths, protocol)
         ]
         self.datasets: list[DatasetInfo] = []
         """One entry per file read so far, in load order."""
@@ -132,13 +138,17 @@ class DatasetStream:
             self.datasets.append(info)
 
 
-def load_dataset(paths: Sequence[str | Path], fmt: str = "auto") -> LoadResult:
+def load_dataset(
+    paths: Sequence[str | Path], fmt: str = "auto", protocol: str | None = None
+) -> LoadResult:
     """Load and validate dataset files into records and rejected records.
 
     Args:
         paths: files or directories, in order (``--dataset``, repeatable).
         fmt: a format name from :data:`FORMATS`, or ``"auto"`` to detect each file's
             format from its content.
+        protocol: the grading protocol of ``SOURCE:PATH`` imports (``--protocol``;
+            ``None``: the benchmark's official one).
 
     Returns:
         The datasets read and every entry (valid ``Record`` or ``RejectedRecord``) in file
@@ -150,6 +160,6 @@ def load_dataset(paths: Sequence[str | Path], fmt: str = "auto") -> LoadResult:
         DatasetRejected: a dataset-level failure of any file (the contract's 400/413).
 
     """
-    stream = DatasetStream(paths, fmt)
+    stream = DatasetStream(paths, fmt, protocol)
     entries = list(stream)
     return LoadResult(datasets=stream.datasets, entries=entries)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,12 +109,16 @@ class JudgePanel:
         temperature: float = 0.0,
         max_tokens: int = 1024,
         reasks: int = 2,
+        judge_epochs: int = 1,
     ) -> None:
         self.engine = engine
         self.models = tuple(models)
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.reasks = reasks
+        self.judge_epochs = max(1, judge_epochs)
+        """Judgings of each answer (``--judge-epochs``): the first grades it; the others,
+        each a call of its own (its own cache key), measure how often the verdict flips."""
         self.structured = StructuredOutput(engine)
 
     def params(self) -> dict[str, Any]:
@@ -126,7 +131,9 @@ class JudgePanel:
             "structured_output": modes,
         }
 
-    async def _ask(self, model: str, task: JudgeTask, template_sha: str, record: Record) -> _Asked:
+    async def _ask(
+        self, model: str, task: JudgeTask, template_sha: str, record: Record, sample: int = 0
+    ) -> _Asked:
         mode = await self.structured.mode(model)
         params = GenerationParams(
             temperature=self.temperature,
@@ -145,6 +152,7 @@ class JudgePanel:
                 params=params,
                 template_version=f"judge:{template_sha[:16]}",
                 purpose="judge",
+                sample=sample,
             )
             result = await self.engine.agenerate(request)
             asked.calls += 1
@@ -191,14 +199,37 @@ class JudgePanel:
         return asked
 
     async def judge(self, record: Record, answer: str, policy: Policy) -> JudgeOutcome:
-        """Ask every judge every question of ``record`` and aggregate."""
+        """Ask every judge every question of ``record`` and aggregate.
+
+        With ``judge_epochs`` K > 1 the answer is judged K times: the first judging is the
+        verdict; the verdicts of all K are kept in the summary, each marked with its
+        ``judge_epoch`` (the judges' consistency is measured from them).
+        """
+        if self.judge_epochs == 1:
+            return await self._judge(record, answer, policy, 0)
+        outcomes = await asyncio.gather(
+            *(self._judge(record, answer, policy, k) for k in range(self.judge_epochs))
+        )
+        first = outcomes[0]
+        verdicts = tuple(
+            dataclasses.replace(verdict, judge_epoch=k)
+            for k, outcome in enumerate(outcomes)
+            for verdict in outcome.summary.verdicts
+        )
+        return dataclasses.replace(
+            first, summary=dataclasses.replace(first.summary, verdicts=verdicts)
+        )
+
+    async def _judge(
+        self, record: Record, answer: str, policy: Policy, sample: int
+    ) -> JudgeOutcome:
         kind = judge_kind(record)
         if kind is None:
             raise ValueError(f"{record.task_type} records are not judged")
         tasks = build_tasks(record, answer, policy)
         template_sha = judge_template_sha256(policy, kind)
         asked = await asyncio.gather(
-            *(self._ask(m, t, template_sha, record) for m in self.models for t in tasks)
+            *(self._ask(m, t, template_sha, record, sample) for m in self.models for t in tasks)
         )
         per_model = [asked[i * len(tasks) : (i + 1) * len(tasks)] for i in range(len(self.models))]
         verdicts = [
@@ -483,7 +514,12 @@ def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, An
             outcome.summary,
             outcome.exchanges,
         )
-    if outcome.error is not None:
+    error = outcome.error
+    if error is None and outcome.score is not None and not math.isfinite(outcome.score):
+        # Replies are parsed strictly (parse_reply), but the rule holds for any outcome:
+        # a non-finite number is no verdict, never a score below the threshold.
+        error = f"the verdict is not a finite number ({outcome.score!r})"
+    if error is not None:
         raws = [v.raw for v in outcome.summary.verdicts if v.raw]
         shown = f" (raw reply: {_excerpt(raws[0])!r})" if raws else ""
         return Grade(
@@ -491,7 +527,7 @@ def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, An
             None,
             None,
             "judge_error",
-            f"the judge gave no usable verdict — {outcome.error}{shown}",
+            f"the judge gave no usable verdict — {error}{shown}",
             grader,
             details,
             outcome.summary,

@@ -70,7 +70,7 @@ class ReplayGrader:
             **lexical_details(record, request.answer),
             "threshold": policy.pass_threshold,
         }
-        verdict = self.verdicts.verdicts.get((record.id, request.model))
+        verdict = self.verdicts.verdicts.get((record.id, request.model, request.epoch))
         if verdict is None:
             return Grade(
                 "error",

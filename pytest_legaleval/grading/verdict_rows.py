@@ -107,7 +107,8 @@ def _judge_verdicts(row: Mapping[str, Any], problem: Problem) -> list[Mapping[st
     if not isinstance(verdicts, list) or not all(isinstance(v, Mapping) for v in verdicts):
         problem("wrong_type", "judge.verdicts must be a list of objects")
         return None
-    return verdicts
+    # With --judge-epochs the answer was judged again; the first judging is the verdict.
+    return [v for v in verdicts if not v.get("judge_epoch")]
 
 
 Entry = tuple[str, float | None, float | None, str, str | None]

@@ -294,7 +294,7 @@ def plan_entries(
     from pytest_legaleval.formats import DatasetStream
     from pytest_legaleval.pipeline.selection import entry_key, in_shard
 
-    files = DatasetStream(list(s.dataset), s.dataset_format)
+    files = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
     if not selected:
         yield from files
         return

@@ -129,7 +129,7 @@ class DatasetPlan:
         if self._load is None:
             s = self._settings
             try:
-                self._load = load_dataset(list(s.dataset), s.dataset_format)
+                self._load = load_dataset(list(s.dataset), s.dataset_format, s.protocol)
             except DatasetRejected as exc:
                 self._rejection = exc
                 raise
@@ -195,7 +195,7 @@ class DatasetPlan:
             return DatasetSource(
                 loaded.datasets, loaded.entries, len(loaded.records), len(self.selected)
             )
-        stream = DatasetStream(list(s.dataset), s.dataset_format)
+        stream = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
         if self._streamed is not None:  # counted by an earlier pass (the estimate's)
             datasets, records, selected = self._streamed
             return DatasetSource(datasets, stream, records, selected)
@@ -225,7 +225,7 @@ class DatasetPlan:
         if s.sample is not None:
             yield from sampled()
             return
-        stream = DatasetStream(list(s.dataset), s.dataset_format)
+        stream = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
         records = shard_count = 0
         for entry in stream:
             records += isinstance(entry, Record)

@@ -134,6 +134,8 @@ def graded_result(
     max_latency_ms: int | None = None,
     warnings: Sequence[str] = (),
     recorded: Recorded | None = None,
+    epoch: int = 0,
+    transcript: Mapping[str, Any] | None = None,
 ) -> EvalResult:
     """The result of a graded answer (``generation`` when it was generated now).
 
@@ -180,6 +182,8 @@ def graded_result(
         record_sha256=record.sha256,
         **_policy_fields(policy),
         judge=grade.judge,
+        epoch=epoch,
+        transcript=transcript,
         **fields,
     )
 
@@ -368,12 +372,16 @@ def _bounded(text: str) -> tuple[str, bool]:
 
 
 def transcript(
-    request: GenerationRequest | None, reply: str | None, grade: Grade | None
+    request: GenerationRequest | None,
+    reply: str | None,
+    grade: Grade | None,
+    params: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What one epoch sent and got back.
 
     The messages and parameters (``None`` for a pre-computed answer), the raw reply, and
-    the judge's prompts and replies.
+    the judge's prompts and replies. ``params``: the request's parameters as JSON, when the
+    caller has them already (a run shares one parameters object among its requests).
     """
     cut = False
     sent: dict[str, Any] | None = None
@@ -383,7 +391,11 @@ def transcript(
             content, shortened = _bounded(str(message.get("content", "")))
             cut |= shortened
             messages.append({"role": message.get("role"), "content": content})
-        sent = {"model": request.model, "messages": messages, "params": request.params.as_dict()}
+        sent = {
+            "model": request.model,
+            "messages": messages,
+            "params": params if params is not None else request.params.as_dict(),
+        }
     text = None
     if reply is not None:
         text, shortened = _bounded(reply)

@@ -81,11 +81,19 @@ def evaluating(session: pytest.Session) -> Iterator[None]:
         except ConfigError as exc:  # the engine starts here (its cache opens)
             runner.close()
             raise pytest.UsageError(str(exc)) from None
+    from pytest_legaleval.pytest.interrupt import spool_finished, spooling_on_interrupt
+
     try:
-        yield
+        if runner is None:
+            yield
+        else:
+            with spooling_on_interrupt(session, runner):
+                yield
     except KeyboardInterrupt:
         if runner is not None:
-            runner.cancel()
+            # What arrived is kept (pytest/interrupt.py); only what is pending is cancelled.
+            spool_finished(session, runner)
+            runner.cancel(timeout_s=0.5)
         raise
     finally:
         if runner is not None:

@@ -40,6 +40,7 @@ def check_settings(s: Settings, *, controller: bool = True) -> None:
         raise ConfigError(
             f"--dataset-format {s.dataset_format!r}: choose auto or one of {', '.join(FORMATS)}"
         )
+    imports = []
     for path in s.dataset:
         # SOURCE:PATH (``lexam:data/``) names a benchmark to import: its PATH must exist.
         imported = None
@@ -49,6 +50,18 @@ def check_settings(s: Settings, *, controller: bool = True) -> None:
             imported = split_import_arg(path)
         if not Path(imported[1] if imported else path).exists():
             raise ConfigError(f"--dataset {path}: no such file or directory")
+        if imported:
+            imports.append(imported[0])
+    if s.protocol is not None:
+        if not imports:
+            raise ConfigError(
+                f"--protocol {s.protocol}: picks the grading protocol of an imported "
+                "benchmark; name one with --dataset SOURCE:PATH (legalbench:PATH, lexam:PATH)"
+            )
+        from pytest_legaleval.importers.protocols import resolve_protocol
+
+        for source in imports:
+            resolve_protocol(source, s.protocol)  # a protocol the benchmark has not
     if s.judgments:
         if not Path(s.judgments).is_file():
             raise ConfigError(f"--judgments {s.judgments}: no such file")

@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
-from pytest_legaleval.pipeline.driver import RunSession
+from pytest_legaleval.pipeline.driver import RunSession, test_outcome
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.carrier import Carried, carried
 from pytest_legaleval.pytest.collection import nothing_to_run
+from pytest_legaleval.pytest.state import RUNNER_KEY
 from pytest_legaleval.records import EvalResult
 from pytest_legaleval.run.console import benchmark_lines, printable, summary_lines
 from pytest_legaleval.run.directory import RunDirectory
@@ -108,9 +109,14 @@ class RecorderPlugin:
         interrupted = no_items = False
         try:
             return (yield)
-        except (KeyboardInterrupt, session.Failed):
-            # Ctrl-C, and -x / --maxfail (session.Failed / session.Interrupted): the items
-            # that never ran are cancelled.
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM: the answers that arrived are kept, the rest is cancelled.
+            interrupted = True
+            self._record_arrived()
+            raise
+        except session.Failed:
+            # -x / --maxfail (session.Failed / session.Interrupted): the items that never
+            # ran are cancelled.
             interrupted = True
             raise
         except Exception as exc:
@@ -129,6 +135,30 @@ class RecorderPlugin:
             return
         self._record_unfinished(cancel=interrupted and self.run_error is None)
         self.session.finish(interrupted)
+
+    def _record_arrived(self) -> None:
+        """An interrupted run keeps the answers that arrived (``pytest/interrupt.py``)."""
+        self._ensure_open()
+        if self.directory is None:
+            return
+        if self.config.pluginmanager.has_plugin("dsession"):
+            from pytest_legaleval.pytest.interrupt import collect_spooled
+            from pytest_legaleval.pytest.xdist_hooks import scheduler_of
+
+            scheduler = scheduler_of(self.config)
+            workers = len(scheduler.nodes) if scheduler is not None else 0
+            arrived = collect_spooled(self.config, workers)
+        else:
+            runner = self.config.stash.get(RUNNER_KEY, None)
+            names = _nodeids_by_item_id(self._collected or ())
+            arrived = [
+                (names[spec.item_id], spec.provenance(), result)
+                for spec, result in (runner.finished() if runner is not None else ())
+                if spec.item_id in names
+            ]
+        for nodeid, provenance, result in arrived:
+            if not self.recorder.is_recorded(provenance["index"]):
+                self._record(result, nodeid, test_outcome(result), provenance)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

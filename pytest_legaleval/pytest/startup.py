@@ -179,8 +179,8 @@ def _check_judgments(path: str, ids: set[str], warn: Callable[[Warning], None]) 
             found = read_verdicts(handle)
     except OSError as exc:
         raise pytest.UsageError(f"--judgments {path}: cannot be read ({exc})") from None
-    unmatched = sorted({record for record, _ in found.verdicts if record not in ids})
-    if found.verdicts and len(unmatched) == len({r for r, _ in found.verdicts}):
+    unmatched = sorted({record for record, _, _ in found.verdicts if record not in ids})
+    if found.verdicts and len(unmatched) == len({r for r, _, _ in found.verdicts}):
         raise pytest.UsageError(
             f"--judgments {path}: none of its {len(found.verdicts)} verdicts names a record "
             f"of the dataset (e.g. {unmatched[0]!r}); is it the verdict file of this dataset?"

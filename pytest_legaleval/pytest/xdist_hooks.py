@@ -51,6 +51,9 @@ class XdistHooks:
         servers = node.config.stash.get(LOCAL_KEY, None)
         if servers is not None:
             node.workerinput[LOCAL_URLS] = servers.urls()
+        from pytest_legaleval.pytest.interrupt import SPOOL, spool_folder
+
+        node.workerinput[SPOOL] = spool_folder(node.config)
         scheduler = scheduler_of(node.config)
         if scheduler is not None:  # nodes configured once scheduling started: replacements
             from pytest_legaleval.pytest.scheduling import ORPHANS

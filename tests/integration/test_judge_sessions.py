@@ -13,6 +13,7 @@ import pytest_legaleval
 from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
+from ..strict_json import assert_strict_run_dir
 from .conftest import EXAMPLES, read_jsonl, run_dirs, write_jsonl
 
 FAST_RETRIES = ["--retry-delays", "0.01,0.02"]
@@ -178,6 +179,7 @@ def test_judged_session_grades_reference_and_rubric_records(
     assert any("CONTEXT-good" in json.dumps(r["messages"]) for r in reference_judge)
     (run,) = run_dirs(pytester.path / "runs")
     assert check_run_directory(run) == []  # judged artifacts valid against their schemas
+    assert_strict_run_dir(run)
 
 
 def test_a_judge_error_is_an_error_outcome_and_the_run_goes_on(
@@ -203,6 +205,7 @@ def test_a_judge_error_is_an_error_outcome_and_the_run_goes_on(
     assert all(a["model"] == "openai/judge" for a in attempts if a["purpose"] == "judge")
     assert sum(a["purpose"] == "generation" for a in attempts) == 2
     assert check_run_directory(run) == []  # every artifact valid against its schema
+    assert_strict_run_dir(run)
 
 
 def test_prefilled_responses_are_judged_without_generation(
@@ -413,3 +416,52 @@ def test_a_run_is_re_scored_from_its_own_verdicts_without_a_request(
     # 0.75 < 0.8 fails under clipped; 5/6 passes under minmax
     result.assert_outcomes(**({"passed": 2} if score >= 0.8 else {"failed": 2}))
     assert all(r["details"]["replayed_from"]["format"] == "predictions" for r in rows)
+
+
+def test_judge_epochs_rejudge_each_answer_and_report_flips(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    """``--judge-epochs 3``: each answer judged three times (each a call of its own); the
+    first judging grades it; ``judge_consistency`` counts the answers whose verdict flipped;
+    the transcript holds the judge's prompts and replies."""
+    with MockOpenAIServer(latency=0.0) as server:
+        # judge replies first: a judge prompt quotes the question too
+        for score in (0.9, 0.2, 0.9):  # one answer's three judgings disagree (any order)
+            verdict = {"score": score, "verdict": "correct", "rationale": "varies"}
+            server.add_reply(r"FLIPPY", json.dumps(verdict), times=1)
+        server.add_reply(
+            r"(Answer to grade|Student answer)",
+            json.dumps({"score": 0.9, "verdict": "correct", "rationale": "matches the key"}),
+        )
+        server.add_reply(r"Open question", "GOOD: liability in negotiations.")
+        data = write_jsonl(
+            pytester.path / "data.jsonl",
+            [_reference("steady"), _reference("wobbly", reference_answers=["FLIPPY key"])],
+        )
+        result = _run(pytester, server, data, "--model", "openai/cand", "--judge-epochs", "3")
+        outcomes = result.parseoutcomes()
+        assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2
+        judge_calls = [
+            r
+            for r in server.requests()
+            if r["model"] == "judge" and '"ok": true' not in r["messages"][-1]["content"]
+        ]
+        assert len(judge_calls) == 2 * 3  # besides the structured-output probe
+    (run,) = run_dirs(pytester.path / "runs")
+    rows = {r["record_id"]: r for r in read_jsonl(run / "predictions.jsonl")}
+    verdicts = rows["wobbly"]["judge"]["verdicts"]
+    assert [v["judge_epoch"] for v in verdicts] == [0, 1, 2]
+    assert rows["wobbly"]["score"] == pytest.approx(verdicts[0]["score"])
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    flips_block = summary["judge_consistency"]["flips"]
+    assert summary["judge_consistency"]["judge_epochs"] == 3
+    assert flips_block["answers"] == 2 and flips_block["flip_rate"] == 0.5
+    assert "judge consistency" in result.stdout.str()
+    transcripts = {t["record_id"]: t for t in read_jsonl(run / "transcripts.jsonl")}
+    steady = transcripts["steady"]
+    sent = steady["request"]["messages"][-1]["content"]
+    assert "CONTEXT-steady" in sent and "Open question steady" in sent
+    assert steady["reply"] == "GOOD: liability in negotiations."
+    assert steady["judge"] and steady["judge"][0]["model"] == "openai/judge"
+    assert "GOOD: liability" in json.dumps(steady["judge"][0]["messages"])
+    assert "matches the key" in steady["judge"][0]["reply"]

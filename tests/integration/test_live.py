@@ -462,27 +462,66 @@ def test_sigkill_then_rerun_repeats_no_finished_call(
             assert server.count_for(f"Question {record_id} ") == 1, record_id
 
 
+def _cached_rows(path: Path) -> int:
+    import sqlite3
+
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as db:
+            return int(db.execute("SELECT count(*) FROM results").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
 @pytest.mark.slow
-def test_ctrl_c_cancels_and_finalizes(
-    pytester: pytest.Pytester, suite: Path, server: MockOpenAIServer
+@pytest.mark.parametrize("workers", [["-p", "no:xdist"], ["-n", "2"]], ids=["n0", "n2"])
+def test_ctrl_c_keeps_what_arrived_cancels_the_rest_and_finalizes(
+    pytester: pytest.Pytester, suite: Path, workers: list[str]
 ) -> None:
-    server.set_latency(0.2)
-    data = _dataset(pytester.path / "d.jsonl", 80)
-    proc = _spawn(pytester, _args(server, data, "--concurrency", "2"))
-    _wait_for_lines(pytester.path / "runs", 2, proc)
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=15)
-    assert time.monotonic() - sent < 5
+    """Ctrl-C (SIGINT to the process group): every answer already received is graded and
+    recorded, even of items whose tests had not run yet; only calls still in flight are
+    cancelled. The first items hang, so the answers of the later ones wait behind them."""
+    with MockOpenAIServer(latency=0.0) as server:
+        hanging = {f"q{i:03d}" for i in range(11)}
+        server.add_reply(
+            r"Question q0(0\d|10) ", {"content": "Answer: B", "delay": 60}
+        )  # q000-q010
+        server.add_reply(r"\[ans=B\]", "Answer: B")
+        data = _dataset(pytester.path / "d.jsonl", 20)
+        args = _args(server, data, "--concurrency", "20", *workers)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+            cwd=pytester.path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            # Counted, not timed: every call sent, and the 9 answers in the client's cache
+            # (written before the client hands an answer on).
+            cache = pytester.path / "cache.sqlite"
+            while server.stats()["in_flight"] < 11 or _cached_rows(cache) < 9:
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                time.sleep(0.05)
+            time.sleep(0.3)  # from the cache to the item's result: a margin, not a bound
+            os.killpg(proc.pid, signal.SIGINT)
+            assert proc.wait(timeout=60) == pytest.ExitCode.INTERRUPTED
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     (run,) = run_dirs(pytester.path / "runs")
     manifest = json.loads((run / "run_manifest.json").read_text())
     assert manifest["status"] == "cancelled"
-    predictions = read_jsonl(run / "predictions.jsonl")
-    assert len(predictions) == 80
-    cancelled = [p for p in predictions if p["reason"] == "cancelled"]
-    assert 0 < len(cancelled) < 80
+    predictions = {p["record_id"]: p for p in read_jsonl(run / "predictions.jsonl")}
+    assert len(predictions) == 20
+    assert {r for r, p in predictions.items() if p["reason"] == "cancelled"} == hanging
+    kept = [p for r, p in predictions.items() if r not in hanging]
+    assert all(p["passed"] is True and p["test_outcome"] == "passed" for p in kept)
     summary = json.loads((run / "metrics_summary.json").read_text())
-    assert summary["outcomes_by_reason"]["cancelled"] == len(cancelled)
+    assert summary["outcomes_by_reason"]["cancelled"] == 11
+    assert check_run_directory(run) == []
 
 
 @pytest.mark.slow

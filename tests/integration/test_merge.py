@@ -12,6 +12,7 @@ from pytest_legaleval.cli import main
 from pytest_legaleval.run.directory import verify_checksums
 from pytest_legaleval.validation import schema_validator
 
+from ..strict_json import assert_strict_run_dir
 from .conftest import DATA, EXAMPLES, copy_in, read_jsonl, run_dirs, run_eval, write_jsonl
 
 SCHEMAS = {
@@ -79,6 +80,7 @@ def test_three_shards_merge_into_the_unsharded_run(
     assert main(["merge", *map(str, shards), "--out", str(out)]) == 0
     assert capsys.readouterr().out.strip() == str(out)
     _validate(out)
+    assert_strict_run_dir(out)
     for name in ("metrics_summary.json", "metrics_by_slice.json"):
         merged = json.loads((out / name).read_text())
         assert merged["run_id"] == "run_merged"

@@ -104,3 +104,43 @@ def test_a_lexam_run_reads_the_last_marker(pytester: pytest.Pytester, suite: Pat
     }  # fmt: skip
     (gate,) = evaluate_gates(parse_gates(["benchmarks.lexam.mcq.accuracy==0.5"]), lines)
     assert gate.passed is True
+    # The run's own metrics carry the official figure, a gate reads it, the terminal says it.
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    assert summary["benchmarks"]["lexam"]["mcq"]["accuracy"] == 0.5
+    assert "official lexam (lexam_official): MCQ accuracy 0.5000 (n=16)" in result.stdout.str()
+    gated = run_eval(
+        pytester, Path("lexam:MCQs_test_perturbation.xlsx"), responses,
+        "--gate", "benchmarks.lexam.mcq.accuracy>=0.6",
+    )  # fmt: skip
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    gated.stdout.fnmatch_lines(["FAILED gate benchmarks.lexam.mcq.accuracy>=0.6*"])
+
+
+def test_protocol_picks_our_own_protocol_for_a_dataset_import(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    sheet = pytester.path / "MCQs_test_perturbation.xlsx"
+    shutil.copyfile(DATA / "importers" / "lexam" / "MCQs_test_perturbation.xlsx", sheet)
+    rows = [
+        row.record
+        for row in get_importer("lexam").rows([sheet], ImportOptions())
+        if row.record is not None
+    ]
+    responses = write_jsonl(
+        pytester.path / "responses.jsonl",
+        [{"record_id": r["id"], "response": "Answer: A"} for r in rows],
+    )
+    result = run_eval(
+        pytester, Path("lexam:MCQs_test_perturbation.xlsx"), responses, "--protocol", "lexam"
+    )
+    assert "INTERNALERROR" not in result.stdout.str()
+    (run,) = run_dirs(pytester.path / "runs")
+    lines = read_jsonl(run / "predictions.jsonl")
+    assert lines and {p["policy_id"] for p in lines} == {"lexam"}
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    assert "benchmarks" not in summary  # no item under the official protocol
+    refused = run_eval(
+        pytester, Path("lexam:MCQs_test_perturbation.xlsx"), responses, "--protocol", "nope"
+    )
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*--protocol 'nope' is not a protocol of lexam*"])

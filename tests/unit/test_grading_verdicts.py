@@ -63,7 +63,7 @@ def test_replay_reproduces_lbrs_score_and_pass_where_its_judge_calls_succeeded(
     by_key = {(r["example_id"], r["candidate_name"]): r for r in rows}
     matched = errors = 0
     for key, verdict in table.verdicts.items():
-        row = by_key[key]
+        row = by_key[key[:2]]
         policy = BOOK.for_record(records[verdict.record_id])
         scored = score_verdict(verdict, policy)
         if row["parse_error"]:
@@ -90,7 +90,7 @@ def _our_pass_counts(table: VerdictFile, rows: list[dict[str, Any]]) -> Counter[
         if row["judge_mode"] == "mcq":
             passes[model] += row["mcq"]["selected_answer"] in record.correct_choice_ids
             continue
-        verdict = table.verdicts[(record.id, model)]
+        verdict = table.verdicts[(record.id, model, 0)]
         passes[model] += score_verdict(verdict, BOOK.for_record(record)).passed is True
     return passes
 
@@ -202,7 +202,7 @@ def _read(*rows: object, records: dict[str, Record] | None = RECORDS) -> Verdict
 
 def test_an_lbr_rubric_row_becomes_typed_criterion_verdicts() -> None:
     table = _read(_lbr_rubric())
-    verdict = table.verdicts["r1", "m"]
+    verdict = table.verdicts["r1", "m", 0]
     assert (verdict.kind, verdict.source, verdict.line, verdict.error) == ("rubric", "lbr", 1, None)
     assert [(c.criterion_id, c.weight, c.grade, c.rationale) for c in verdict.criteria] == [
         ("c1", 3.0, 1.0, "cited"),
@@ -214,10 +214,10 @@ def test_an_lbr_rubric_row_becomes_typed_criterion_verdicts() -> None:
     # a fractional grade (LBR took a judge's "score" as the grade) counts as it is
     half = _lbr_rubric()
     half["criterion_grades"][1]["grade"] = 0.5
-    split = _read(half).verdicts["r1", "m"]
+    split = _read(half).verdicts["r1", "m", 0]
     assert score_verdict(split, BOOK.get("prbench_v1")).score == pytest.approx(5.5 / 6)
     # recomputed, not copied: a wrong recorded score does not leak in
-    lying = _read(_lbr_rubric(score=0.0, **{"pass": False})).verdicts["r1", "m"]
+    lying = _read(_lbr_rubric(score=0.0, **{"pass": False})).verdicts["r1", "m", 0]
     assert score_verdict(lying, BOOK.get("prbench_v1")).score == pytest.approx(5 / 6)
     assert (lying.recorded_score, lying.recorded_pass) == (0.0, False)
 
@@ -225,7 +225,7 @@ def test_an_lbr_rubric_row_becomes_typed_criterion_verdicts() -> None:
 def test_a_failed_criterion_is_a_judge_error_or_scored_over_the_judged_ones() -> None:
     row = _lbr_rubric(parse_error=True)
     row["criterion_grades"][1].update(grade=0.0, judge_call_failed=True)
-    verdict = _read(row).verdicts["r1", "m"]
+    verdict = _read(row).verdicts["r1", "m", 0]
     (failed,) = verdict.failed_criteria
     assert failed.criterion_id == "c2" and failed.error == "LBR: the judge call failed"
     strict = score_verdict(verdict, BOOK.get("prbench_v1"))
@@ -251,13 +251,13 @@ def test_lbr_native_rows_and_criteria_only_rows() -> None:
             {"criterion_id": "p", "score": 0.0, "parse_error": False, "error": None},
         ]
     }
-    verdict = _read(native).verdicts["r1", "m"]
+    verdict = _read(native).verdicts["r1", "m", 0]
     assert [c.grade for c in verdict.criteria] == [1.0, None, 0.0]
     only = {k: v for k, v in _lbr_rubric().items() if k != "criterion_grades"}
     only["criteria"] = {"c1": 1.0, "c2": 0.0, "p": 0.0}
-    assert [c.grade for c in _read(only).verdicts["r1", "m"].criteria] == [1.0, 0.0, 0.0]
+    assert [c.grade for c in _read(only).verdicts["r1", "m", 0].criteria] == [1.0, 0.0, 0.0]
     # failed, but LBR did not record which criterion: the whole item is a judge error
-    unknown = _read({**only, "parse_error": True}).verdicts["r1", "m"]
+    unknown = _read({**only, "parse_error": True}).verdicts["r1", "m", 0]
     assert unknown.error is not None and "which criterion is not recorded" in unknown.error
 
 
@@ -270,11 +270,11 @@ def test_lbr_reference_rows() -> None:
     down = {**good, "candidate_name": "o", "score": 0.0, "judge_call_failed": True}
     table = _read(good, failed, down)
     policy = BOOK.get("lexam_oq_v1")
-    assert score_verdict(table.verdicts["q1", "m"], policy).score == 0.3
-    assert score_verdict(table.verdicts["q1", "m"], policy).passed is False
-    assert score_verdict(table.verdicts["q1", "m"], BOOK.get("lexam")).score == 0.3
+    assert score_verdict(table.verdicts["q1", "m", 0], policy).score == 0.3
+    assert score_verdict(table.verdicts["q1", "m", 0], policy).passed is False
+    assert score_verdict(table.verdicts["q1", "m", 0], BOOK.get("lexam")).score == 0.3
     for model, why in (("n", "could not be parsed"), ("o", "call failed")):
-        scored = score_verdict(table.verdicts["q1", model], policy)
+        scored = score_verdict(table.verdicts["q1", model, 0], policy)
         assert scored.reason == "judge_error" and why in scored.explanation
 
 
@@ -287,14 +287,14 @@ def test_an_lbr_reference_score_comes_from_its_verdict_never_from_the_recorded_t
     table = _read(stripped, disagreeing, total_only)
     policy = BOOK.get("lexam_oq_v1")
     for model in ("a", "b"):
-        scored = score_verdict(table.verdicts["q1", model], policy)
+        scored = score_verdict(table.verdicts["q1", model, 0], policy)
         assert (scored.score, scored.passed) == (0.8, True), model
-    assert table.verdicts["q1", "b"].recorded_score == 0.1  # kept for comparison only
+    assert table.verdicts["q1", "b", 0].recorded_score == 0.1  # kept for comparison only
     assert [(p.line, p.code) for p in table.problems] == [
         (2, "score_mismatch"),
         (3, "missing_field"),
     ]
-    no_verdict = score_verdict(table.verdicts["q1", "c"], policy)
+    no_verdict = score_verdict(table.verdicts["q1", "c", 0], policy)
     assert no_verdict.reason == "judge_error" and "criteria.overall" in no_verdict.explanation
 
 
@@ -313,7 +313,7 @@ def test_lbrs_run_replays_the_same_without_its_recorded_totals(
     outcomes = Counter()
     for key, verdict in bare.verdicts.items():
         scored = score_verdict(verdict, BOOK.for_record(records[verdict.record_id]))
-        row = by_key[key]
+        row = by_key[key[:2]]
         if row["parse_error"] or row.get("judge_call_failed"):
             assert scored.reason == "judge_error", key
             outcomes["judge_error"] += 1
@@ -374,13 +374,13 @@ def test_hostile_rows_are_reported_with_line_numbers_and_never_crash() -> None:
     ]
     assert table.not_judged == 1
     assert "line 5 (r1, m): a second verdict" in str(table.problems[3])
-    assert set(table.verdicts) == {("r1", model) for model in "muvwxy"}
+    assert set(table.verdicts) == {("r1", model, 0) for model in "muvwxy"}
     # what survived is usable: unknown criteria dropped, missing or bad ones failed
-    assert [c.criterion_id for c in table.verdicts["r1", "u"].criteria] == ["c1", "c2", "p"]
-    assert table.verdicts["r1", "v"].failed_criteria[0].criterion_id == "c2"
-    assert table.verdicts["r1", "w"].failed_criteria[0].criterion_id == "c1"
-    assert table.verdicts["r1", "x"].criteria[0].weight == 3.0  # the record's weight
-    assert table.verdicts["r1", "y"].error is not None
+    assert [c.criterion_id for c in table.verdicts["r1", "u", 0].criteria] == ["c1", "c2", "p"]
+    assert table.verdicts["r1", "v", 0].failed_criteria[0].criterion_id == "c2"
+    assert table.verdicts["r1", "w", 0].failed_criteria[0].criterion_id == "c1"
+    assert table.verdicts["r1", "x", 0].criteria[0].weight == 3.0  # the record's weight
+    assert table.verdicts["r1", "y", 0].error is not None
     for verdict in table.verdicts.values():
         score_verdict(verdict, BOOK.get("prbench_v1"))  # never raises
 
@@ -388,7 +388,7 @@ def test_hostile_rows_are_reported_with_line_numbers_and_never_crash() -> None:
 def test_without_records_the_files_own_ids_and_weights_are_used() -> None:
     row = _lbr_rubric()
     del row["criterion_grades"][1]["weight"]
-    verdict = _read(row, records=None).verdicts["r1", "m"]
+    verdict = _read(row, records=None).verdicts["r1", "m", 0]
     assert [(c.criterion_id, c.weight) for c in verdict.criteria] == [
         ("c1", 3.0),
         ("c2", 1.0),
@@ -462,19 +462,19 @@ def test_our_prediction_lines_are_read_and_rescored() -> None:
         records=RECORDS,
     )
     assert table.problems == [] and table.not_judged == 1
-    shared = table.verdicts["r1", "m"]
+    shared = table.verdicts["r1", "m", 0]
     assert shared.source == "predictions"
     assert [c.grade for c in shared.criteria] == [1.0, 0.5, 0.0]  # judges split on c2
     assert score_verdict(shared, BOOK.get("default")).score == pytest.approx(3.5 / 4)
     assert score_verdict(shared, BOOK.get("prbench_v1")).score == pytest.approx(5.5 / 6)
-    lost = table.verdicts["r1", "n"]
+    lost = table.verdicts["r1", "n", 0]
     assert [c.error for c in lost.criteria] == [
         "no verdict recorded for this criterion",
         "no usable reply",
         "no verdict recorded for this criterion",
     ]
     assert score_verdict(lost, BOOK.get("default")).reason == "judge_error"
-    assert score_verdict(table.verdicts["q1", "m"], BOOK.get("default")).score == 0.8
+    assert score_verdict(table.verdicts["q1", "m", 0], BOOK.get("default")).score == 0.8
 
 
 def test_a_criteria_prediction_is_scored_as_the_mean_rating() -> None:
@@ -498,6 +498,6 @@ def test_a_criteria_prediction_is_scored_as_the_mean_rating() -> None:
         ],
     }
     table = read_verdicts([_prediction("c1", "m", judge)], records={"c1": record})
-    verdict: RecordedVerdict = table.verdicts["c1", "m"]
+    verdict: RecordedVerdict = table.verdicts["c1", "m", 0]
     for scoring_policy in ("default", "prbench_v1"):
         assert score_verdict(verdict, BOOK.get(scoring_policy)).score == pytest.approx(0.75)

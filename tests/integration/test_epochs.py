@@ -1,0 +1,178 @@
+"""``--epochs K`` and ``--cluster-by`` through real sessions, checked against the formulas.
+
+Offline: five answers per record (``epoch`` 0…4) in a responses file, records clustered by
+``metadata.exam``; the run's ``epochs``, ``pass_at_k``, ``pass_hat_k``, ``flaky_records``
+and ``uncertainty`` are recomputed here by brute force from the answers' verdicts (every
+k-subset enumerated; Miller's eq. 4 as a double loop). Live: each epoch is a call of its
+own with its own seed, and a second run on the same cache pays for none of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from pytest_legaleval.testing.mock_openai import MockOpenAIServer
+
+from .conftest import mcq_row, read_jsonl, run_dirs, write_jsonl
+
+K = 5
+# record -> exam, and per epoch whether its answer is right (B) or wrong (C)
+PLAN: dict[str, tuple[str, str]] = {
+    # the records of an exam answer alike (high or low): clustered errors are wider
+    "r00": ("e1", "11111"),
+    "r01": ("e1", "11011"),
+    "r02": ("e1", "11110"),
+    "r03": ("e2", "00000"),
+    "r04": ("e2", "01000"),
+    "r05": ("e2", "00010"),
+    "r06": ("e3", "00100"),
+    "r07": ("e3", "10000"),
+    "r08": ("e4", "11111"),
+    "r09": ("e5", "11111"),
+    "r10": ("e5", "10111"),
+    "r11": ("e5", "01111"),
+}
+
+
+def _offline(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
+    rows = [mcq_row(r, metadata={"exam": exam}) for r, (exam, _) in PLAN.items()]
+    data = write_jsonl(pytester.path / "d.jsonl", rows)
+    answers = [
+        {"record_id": r, "epoch": e, "response": f"Answer: {'B' if bit == '1' else 'C'}"}
+        for r, (_, bits) in PLAN.items()
+        for e, bit in enumerate(bits)
+    ]
+    responses = write_jsonl(pytester.path / "r.jsonl", answers)
+    return pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs",
+        "--epochs", str(K), *extra,
+    )  # fmt: skip
+
+
+def _pass_at_k(n: int, c: int, k: int) -> float:
+    """Brute force: the share of k-subsets of the n answers with at least one pass."""
+    subsets = list(itertools.combinations([1] * c + [0] * (n - c), k))
+    return sum(any(s) for s in subsets) / len(subsets)
+
+
+def _pass_hat_k(n: int, c: int, k: int) -> float:
+    subsets = list(itertools.combinations([1] * c + [0] * (n - c), k))
+    return sum(all(s) for s in subsets) / len(subsets)
+
+
+def _uncertainty(x: list[float], clusters: list[str]) -> tuple[float, float, float]:
+    n = len(x)
+    mean = sum(x) / n
+    s2 = statistics.variance(x)
+    cross = sum(
+        (x[i] - mean) * (x[j] - mean)
+        for i in range(n)
+        for j in range(n)
+        if i != j and clusters[i] == clusters[j]
+    )
+    return mean, math.sqrt(s2 / n), math.sqrt(s2 / n + cross / n**2)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["n0", "n2"])
+def test_five_epochs_clustered_by_exam_report_the_formulas(
+    pytester: pytest.Pytester, suite: Path, workers: list[str]
+) -> None:
+    result = _offline(pytester, "--cluster-by", "metadata.exam", *workers)
+    (run,) = run_dirs(pytester.path / "runs")
+    lines = read_jsonl(run / "predictions.jsonl")
+    assert len(lines) == len(PLAN) * K
+    assert sorted((p["record_id"], p["epoch"]) for p in lines) == sorted(
+        itertools.product(PLAN, range(K))
+    )
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    assert summary["epochs"] == K
+    counts = {r: bits.count("1") for r, (_, bits) in PLAN.items()}
+    for k in range(1, K + 1):
+        want_at = statistics.fmean(_pass_at_k(K, c, k) for c in counts.values())
+        want_hat = statistics.fmean(_pass_hat_k(K, c, k) for c in counts.values())
+        assert summary["pass_at_k"][str(k)] == pytest.approx(want_at, abs=1e-12)
+        assert summary["pass_hat_k"][str(k)] == pytest.approx(want_hat, abs=1e-12)
+    flaky = [r for r, c in counts.items() if 0 < c < K]
+    assert summary["flaky_records"] == len(flaky)
+    listed = read_jsonl(run / "flaky_records.jsonl")
+    assert sorted(line["record_id"] for line in listed) == sorted(flaky)
+    x = [counts[r] / K for r in PLAN]
+    exams = [exam for exam, _ in PLAN.values()]
+    mean, se, se_clustered = _uncertainty(x, exams)
+    block = summary["uncertainty"]
+    assert block["cluster_by"] == "metadata.exam" and block["clusters"] == len(set(exams))
+    assert block["mean"] == pytest.approx(mean, abs=1e-12)
+    assert block["se"] == pytest.approx(se, abs=1e-12)
+    assert block["se_clustered"] == pytest.approx(se_clustered, abs=1e-12)
+    assert block["ci95"] == pytest.approx(
+        [mean - 1.959964 * se_clustered, mean + 1.959964 * se_clustered], abs=1e-9
+    )
+    assert se_clustered > se  # agreeing exams: the naive interval is too narrow
+    # One item per record: the reduced verdict (mean of the epochs' scores >= 0.5).
+    outcomes = result.parseoutcomes()
+    passed = sum(c / K >= 0.5 for c in counts.values())
+    assert outcomes["passed"] == passed and outcomes["failed"] == len(PLAN) - passed
+    assert "clustered by metadata.exam" in result.stdout.str()
+
+
+def test_one_epoch_keeps_the_file_as_it_was(pytester: pytest.Pytester, suite: Path) -> None:
+    rows = [mcq_row(r) for r in PLAN]
+    data = write_jsonl(pytester.path / "d.jsonl", rows)
+    answers = [{"record_id": r, "response": "Answer: B"} for r in PLAN]
+    responses = write_jsonl(pytester.path / "r.jsonl", answers)
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
+    )
+    result.assert_outcomes(passed=len(PLAN))
+    (run,) = run_dirs(pytester.path / "runs")
+    lines = read_jsonl(run / "predictions.jsonl")
+    assert len(lines) == len(PLAN) and {p["epoch"] for p in lines} == {0}
+    assert not (run / "flaky_records.jsonl").exists()
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    assert summary["epochs"] == 1 and summary["pass_at_k"] == {"1": 1.0}
+
+
+def test_a_missing_epoch_is_that_epochs_missing_response(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    data = write_jsonl(pytester.path / "d.jsonl", [mcq_row("q1")])
+    answers = [{"record_id": "q1", "epoch": e, "response": "Answer: B"} for e in (0, 2)]
+    responses = write_jsonl(pytester.path / "r.jsonl", answers)
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs",
+        "--epochs", "3",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)  # two verdicts, both passing: the item passes
+    (run,) = run_dirs(pytester.path / "runs")
+    by_epoch = {p["epoch"]: p for p in read_jsonl(run / "predictions.jsonl")}
+    assert by_epoch[1]["reason"] == "missing_response" and by_epoch[1]["score"] is None
+    assert by_epoch[1]["outcome"] == "error" and by_epoch[0]["passed"] is True
+
+
+def test_each_live_epoch_is_a_call_of_its_own_and_a_resumed_run_repays_nothing(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    with MockOpenAIServer(latency=0.0) as server:
+        server.add_reply(r"Question", "Answer: B")
+        data = write_jsonl(pytester.path / "d.jsonl", [mcq_row(f"q{i}") for i in range(4)])
+        args = [
+            "--dataset", str(data), "--model", "openai/mock-model", "--base-url",
+            server.base_url, "--cache", "cache.sqlite", "--epochs", "3", "--seed", "7",
+        ]  # fmt: skip
+        first = pytester.runpytest(*args, "--run-dir", "first")
+        first.assert_outcomes(passed=4)
+        assert server.stats()["requests"] == 12
+        seeds = sorted(body["seed"] for body in server.requests())
+        assert seeds == [7] * 4 + [8] * 4 + [9] * 4  # one seed per epoch
+        again = pytester.runpytest(*args, "--run-dir", "second")
+        again.assert_outcomes(passed=4)
+        assert server.stats()["requests"] == 12  # every epoch answered from the cache
+    (run,) = run_dirs(pytester.path / "second")
+    lines = read_jsonl(run / "predictions.jsonl")
+    assert len(lines) == 12 and all(p["details"]["cached"] for p in lines)
