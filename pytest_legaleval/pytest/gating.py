@@ -115,6 +115,8 @@ class Gatekeeper:
         recorder = plugin.recorder
         directory = plugin.directory
         self.run_path = Path(directory.path)
+        # JSONL lines reach the file every 0.2 s (run.directory): all of them before reading.
+        directory.flush()
         predictions = self.run_path / "predictions.jsonl"
         # The recorder's figures as they stand: the values gated on are the ones
         # metrics_summary.json and metrics_by_slice.json are about to hold (the official
