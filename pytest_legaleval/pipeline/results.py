@@ -139,21 +139,25 @@ def graded_result(
 ) -> EvalResult:
     """The result of a graded answer (``generation`` when it was generated now).
 
-    An answer slower than the record's ``expected.max_latency_ms`` fails with reason
-    ``latency_exceeded`` whatever its grade (the grade stays in the explanation).
+    An answer slower than the record's ``expected.max_latency_ms`` is an error with reason
+    ``latency_exceeded`` whatever its grade: no score, no pass flag (the grade stays in the
+    explanation and ``details.graded``).
     ``recorded``: a pre-computed response's usage and latency (its row's), which become
     the result's tokens and latency; what was repaired in the row is kept in
     ``details.response_warnings``.
     """
     outcome, passed, score = grade.outcome, grade.passed, grade.score
     reason, explanation = grade.reason, grade.explanation
+    details = {**grade.details, **_generation_details(generation, template_version)}
     if generation is not None and generation.latency_exceeded:
-        outcome, passed, reason = "failed", False, "latency_exceeded"
+        # A broken latency budget is no verdict (an error, as the counts file it): no score
+        # and no pass flag, like every other error; the grade is kept beside.
+        outcome, passed, score, reason = "error", None, None, "latency_exceeded"
         explanation = (
             f"answer took {generation.latency_ms:.0f} ms, more than "
             f"expected.max_latency_ms={max_latency_ms} (graded: {grade.reason})"
         )
-    details = {**grade.details, **_generation_details(generation, template_version)}
+        details["graded"] = {"reason": grade.reason, "passed": grade.passed, "score": grade.score}
     if warnings:
         details["attachment_warnings"] = list(warnings)
     fields = _generation_fields(generation)

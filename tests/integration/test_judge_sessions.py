@@ -145,7 +145,12 @@ def test_judged_session_grades_reference_and_rubric_records(
     result = _run(pytester, server, data, "--model", "openai/cand", "-rA")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
-        ["*_ test_record?lexam/bad? _*", "below_threshold: judge score 0.10 < threshold 0.50*"]
+        [
+            "*_ test_record?lexam/bad? _*",
+            "below_threshold 0.10 < 0.50: *",
+            "",
+            "judge score 0.10 < threshold 0.50*",
+        ]
     )
     rows = _predictions(pytester)
     good = rows["good"]
