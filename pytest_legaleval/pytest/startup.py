@@ -22,7 +22,7 @@ from pytest_legaleval.pytest.state import STATE_KEY
 from pytest_legaleval.records import Record
 from pytest_legaleval.run.console import printable
 
-__all__ = ["before_any_call", "estimate_main"]
+__all__ = ["before_any_call", "estimate_main", "power_lines"]
 
 
 def estimate_main(config: pytest.Config) -> int | None:
@@ -53,6 +53,7 @@ def estimate_main(config: pytest.Config) -> int | None:
             from pytest_legaleval.pipeline.estimate import estimate_run
 
             lines = estimate_run(plan).lines()
+            lines += power_lines(plan)
         except (ConfigError, ResponsesError, DatasetRejected) as exc:
             raise pytest.UsageError(getattr(exc, "message", str(exc))) from None
     for line in lines:
@@ -61,6 +62,34 @@ def estimate_main(config: pytest.Config) -> int | None:
         print(printable(f"{type(found).__name__}: {found}"), file=sys.stderr)
     print(printable("--estimate-only: no call was made"))
     return 0
+
+
+def power_lines(plan: RunPlan) -> list[str]:
+    """The power planner's block for the planned run (``legaleval plan``'s text).
+
+    Over the selected records, with the run's ``--epochs`` and ``--cluster-by``, and the
+    variances of ``--baseline`` when the run has one (else the planner's stated defaults).
+
+    Raises:
+        ConfigError: the baseline run cannot be read.
+
+    """
+    from pytest_legaleval.metrics.power import plan as power_plan
+    from pytest_legaleval.metrics.power import record_fields
+
+    s = plan.settings
+    records = [record_fields(e) for e in plan.dataset.selected if isinstance(e, Record)]
+    if not records:
+        return []
+    rows = baseline_id = None
+    if s.baseline:
+        from pytest_legaleval.metrics.runfiles import load_run
+
+        run = load_run(s.baseline)
+        rows, baseline_id = (run.predictions or None), run.run_id
+    found = power_plan(records, epochs=s.epochs, cluster_by=s.cluster_by,
+                       baseline_rows=rows, baseline_id=baseline_id)  # fmt: skip
+    return ["", *found.render().rstrip("\n").split("\n")]
 
 
 def before_any_call(session: pytest.Session, *, checks: bool = True, estimate: bool = True) -> None:

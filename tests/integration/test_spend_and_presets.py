@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from pytest_legaleval.engine.presets import PRESETS, base_url_variable
+from pytest_legaleval.formats import load_dataset
+from pytest_legaleval.metrics.power import plan as power_plan
+from pytest_legaleval.metrics.power import record_fields
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
 from .conftest import mcq_row, read_jsonl, run_dirs, write_jsonl
@@ -103,9 +106,10 @@ def test_estimate_only_makes_no_call(
         *_args(server, data, "--estimate-only", "--price-table", "prices.yaml"), *workers
     )
     assert result.ret == pytest.ExitCode.OK
-    # The estimate and nothing else: no session header, no "!!! _pytest.outcomes.Exit" banner.
+    # The estimate and the power plan, nothing else: no session header, no "!!! Exit" banner.
     lines = result.stdout.lines
-    assert len(lines) == 4, lines
+    blank = lines.index("")
+    assert len(lines[:blank]) == 3, lines
     assert re.fullmatch(
         r"legaleval estimate: 12 calls, about [\d,]+ input \+ 3,072 output tokens, "
         r"\$3\.\d{4} \(prices: builtin:[\d-]+, prices\.yaml\)",
@@ -117,7 +121,13 @@ def test_estimate_only_makes_no_call(
         lines[1],
     ), lines[1]
     assert lines[2].startswith("  output per answer: 256 tokens (default: ")
-    assert lines[3] == "--estimate-only: no call was made"
+    # How small a difference a comparison of this plan can detect: legaleval plan's block
+    # for the same 12 records, one epoch, no baseline.
+    records = load_dataset([data]).records
+    planned = power_plan([record_fields(r) for r in records], epochs=1).render()
+    assert lines[blank + 1 : -1] == planned.rstrip("\n").split("\n")
+    assert lines[blank + 1].startswith("plan: 12 records, records independent")
+    assert lines[-1] == "--estimate-only: no call was made"
     assert "Exit" not in result.stderr.str() and "!!!" not in result.stderr.str()
     assert server.stats()["requests"] == 0
     assert not run_dirs(pytester.path / "runs")
