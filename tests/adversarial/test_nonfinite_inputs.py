@@ -158,7 +158,7 @@ def test_a_recorded_verdict_with_a_non_finite_number_replays_as_a_judge_error(
 ) -> None:
     line = _lbr_row(token, "2") if where == "grade" else _lbr_row("1", token)
     found = read_verdicts([line], records={"r1": RUBRIC_RECORD})
-    verdict = found.verdicts[("r1", "m")]
+    verdict = found.verdicts[("r1", "m", 0)]
     assert verdict.error is not None and "not standard JSON" in verdict.error
     assert [p.code for p in found.problems] == ["non_finite"]
     grader = ReplayGrader(lambda: found, "judgments.jsonl")
