@@ -6,6 +6,7 @@ import asyncio
 import socket
 import struct
 import threading
+import time
 from typing import Any, Self
 
 from aiohttp import web
@@ -68,6 +69,7 @@ class MockOpenAIServer(ServerHandle):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listener: asyncio.Server | None = None
         self._web: web.Server | None = None
+        self._hold: _Hold | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -198,6 +200,43 @@ class MockOpenAIServer(ServerHandle):
         """Whether the server is serving."""
         return self._thread is not None
 
+    def hold_until(self, in_flight: int, *, timeout: float = 120.0) -> None:
+        """Answer no chat completion request until ``in_flight`` of them are in flight at once.
+
+        Makes "the client kept N calls open together" an event instead of a race with the
+        latency: nothing is answered before the N-th request arrives, so ``peak_in_flight``
+        reaches N whenever the client can hold N calls, however slow the machine. Once
+        reached, the hold is over for good (later requests are not held). If it is not
+        reached within ``timeout`` seconds it ends anyway, so a client that never opens N
+        gets its answers (and a lower ``peak_in_flight``) instead of hanging.
+
+        Args:
+            in_flight: The number of chat completion requests to wait for (at least 1).
+            timeout: Seconds from this call after which the hold ends regardless.
+
+        """
+        if in_flight < 1 or timeout <= 0:
+            raise ValueError("hold_until needs in_flight >= 1 and timeout > 0")
+        self._hold = _Hold(in_flight, time.monotonic() + timeout)
+
+    async def _pass_hold(self, outcome: Outcome) -> None:
+        """Wait, on the server's loop, until the hold set by :meth:`hold_until` is over."""
+        hold = self._hold
+        if hold is None or not outcome.counts:
+            return
+        if hold.over is None:
+            hold.over = asyncio.Event()  # made here: it belongs to the server's loop
+        with self._core.lock:
+            reached = self._core.in_flight >= hold.in_flight
+        if reached:
+            hold.over.set()
+        if hold.over.is_set():
+            return
+        try:
+            await asyncio.wait_for(hold.over.wait(), max(hold.deadline - time.monotonic(), 0.0))
+        except TimeoutError:
+            hold.over.set()
+
     # -- HTTP -------------------------------------------------------------------------------
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -216,6 +255,7 @@ class MockOpenAIServer(ServerHandle):
         outcome = core.route(request.method, request.path_qs, request.headers, body)
         settled = False
         try:
+            await self._pass_hold(outcome)
             if outcome.action == "hang":
                 await asyncio.sleep(outcome.hang_seconds)
                 # The hang ran its course; it was not cut short by the client.
@@ -243,6 +283,15 @@ class MockOpenAIServer(ServerHandle):
         if outcome.counts:
             self._core.finished(outcome, delivered=delivered)
         return True
+
+
+class _Hold:
+    """The state of one :meth:`MockOpenAIServer.hold_until`."""
+
+    def __init__(self, in_flight: int, deadline: float) -> None:
+        self.in_flight = in_flight
+        self.deadline = deadline
+        self.over: asyncio.Event | None = None
 
 
 def _drop(request: web.BaseRequest, *, reset: bool) -> None:
