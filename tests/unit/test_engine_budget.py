@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -78,12 +79,20 @@ def test_calls_stop_before_the_spend_would_pass_the_cap(server: MockOpenAIServer
 
 def test_in_flight_calls_count_against_the_cap(server: MockOpenAIServer) -> None:
     """With 20 slots, only as many calls go out at once as their reservations fit."""
-    server.set_latency(0.05)
+    server.hold()
     batch = requests(30)
     each = reservation(batch[0])
     cap = 3.5 * each  # three reservations fit, a fourth does not
     with engine_for(server, cap, concurrency=20) as engine:
-        results = [f.result(10) for f in engine.submit_many(batch)]
+        futures = engine.submit_many(batch)
+        # Three calls held at the endpoint and the other 27 kept back by the engine: the cap,
+        # not the latency, decides how many go out at once.
+        deadline = time.monotonic() + 60  # a hang guard
+        while not (server.stats()["in_flight"] == 3 and engine.stats()["queued"] == 27):
+            assert time.monotonic() < deadline, (server.stats(), engine.stats())
+            time.sleep(0.01)
+        server.release()
+        results = [f.result(60) for f in futures]
     assert server.stats()["peak_in_flight"] == 3
     assert any(r.cancel_reason == "budget" for r in results)
 

@@ -506,7 +506,7 @@ def test_scripted_delay_overrides_latency(
 def test_concurrent_requests_overlap(mock_openai: MockOpenAIServer) -> None:
     # Nothing is answered before all 200 are in flight: a server that served requests one
     # at a time would never get there (and answer them after the hold's timeout instead).
-    mock_openai.hold_until(200)
+    mock_openai.hold(until_in_flight=200)
 
     async def burst() -> None:
         async with async_client_for(mock_openai, timeout=300) as c:
@@ -528,11 +528,11 @@ def test_concurrent_requests_overlap(mock_openai: MockOpenAIServer) -> None:
 def test_a_hold_that_is_never_reached_ends_at_its_timeout(
     mock_openai: MockOpenAIServer, client: openai.OpenAI
 ) -> None:
-    mock_openai.hold_until(2, timeout=0.2)
+    mock_openai.hold(until_in_flight=2, timeout=0.2)
     assert ask(client, "alone").choices[0].finish_reason == "stop"  # answered, not hung
     assert mock_openai.stats()["peak_in_flight"] == 1
     with pytest.raises(ValueError):
-        mock_openai.hold_until(0)
+        mock_openai.hold(until_in_flight=0)
 
 
 def test_client_leaving_during_latency_is_counted_as_cancelled(
@@ -614,7 +614,7 @@ def test_stats_and_reset_over_http(mock_openai: MockOpenAIServer, client: openai
 def test_reset_while_requests_are_in_flight(
     mock_openai: MockOpenAIServer, client: openai.OpenAI
 ) -> None:
-    mock_openai.hold_until(2)  # the first request waits for a second one
+    mock_openai.hold()
 
     def slow() -> None:
         with client_for(mock_openai) as c:
@@ -625,12 +625,13 @@ def test_reset_while_requests_are_in_flight(
     assert wait_until(lambda: mock_openai.stats()["in_flight"] == 1)
     mock_openai.reset()
     assert mock_openai.stats()["in_flight"] == 1  # still being served
-    ask(client, "second")  # opens the hold
+    mock_openai.release()
     thread.join(60)
     stats = mock_openai.stats()
     assert stats["in_flight"] == 0
-    assert stats["completed"] == 2
-    assert stats["requests"] == 1  # the first was received before the reset
+    assert stats["completed"] == 1
+    assert stats["requests"] == 0  # received before the reset
+    assert ask(client, "after").choices[0].finish_reason == "stop"  # a hold ends for good
 
 
 def _raw_exchange(server: MockOpenAIServer, payload: bytes, until: int = 1) -> bytes:

@@ -200,35 +200,45 @@ class MockOpenAIServer(ServerHandle):
         """Whether the server is serving."""
         return self._thread is not None
 
-    def hold_until(self, in_flight: int, *, timeout: float = 120.0) -> None:
-        """Answer no chat completion request until ``in_flight`` of them are in flight at once.
+    def hold(self, until_in_flight: int | None = None, *, timeout: float = 120.0) -> None:
+        """Answer no chat completion request until the hold is over.
 
         Makes "the client kept N calls open together" an event instead of a race with the
-        latency: nothing is answered before the N-th request arrives, so ``peak_in_flight``
-        reaches N whenever the client can hold N calls, however slow the machine. Once
-        reached, the hold is over for good (later requests are not held). If it is not
-        reached within ``timeout`` seconds it ends anyway, so a client that never opens N
-        gets its answers (and a lower ``peak_in_flight``) instead of hanging.
+        latency: with ``until_in_flight=N`` nothing is answered before the N-th request
+        arrives, so ``peak_in_flight`` reaches N whenever the client can hold N calls, however
+        slow the machine. Without it the hold lasts until :meth:`release`. Once over, it is
+        over for good (later requests are not held). After ``timeout`` seconds it ends
+        anyway, so a client that never opens N calls gets its answers (and a lower
+        ``peak_in_flight``) instead of hanging.
 
         Args:
-            in_flight: The number of chat completion requests to wait for (at least 1).
+            until_in_flight: End the hold when this many requests are in flight at once.
             timeout: Seconds from this call after which the hold ends regardless.
 
         """
-        if in_flight < 1 or timeout <= 0:
-            raise ValueError("hold_until needs in_flight >= 1 and timeout > 0")
-        self._hold = _Hold(in_flight, time.monotonic() + timeout)
+        if (until_in_flight is not None and until_in_flight < 1) or timeout <= 0:
+            raise ValueError("hold needs until_in_flight >= 1 (or None) and timeout > 0")
+        self._hold = _Hold(until_in_flight, time.monotonic() + timeout)
+
+    def release(self) -> None:
+        """End the current :meth:`hold` now: the requests it holds are answered."""
+        hold, loop = self._hold, self._loop
+        if hold is None:
+            return
+        hold.released = True
+        if loop is not None and hold.over is not None:
+            loop.call_soon_threadsafe(hold.over.set)
 
     async def _pass_hold(self, outcome: Outcome) -> None:
-        """Wait, on the server's loop, until the hold set by :meth:`hold_until` is over."""
+        """Wait, on the server's loop, until the :meth:`hold` is over."""
         hold = self._hold
         if hold is None or not outcome.counts:
             return
         if hold.over is None:
             hold.over = asyncio.Event()  # made here: it belongs to the server's loop
         with self._core.lock:
-            reached = self._core.in_flight >= hold.in_flight
-        if reached:
+            in_flight = self._core.in_flight
+        if hold.released or (hold.in_flight is not None and in_flight >= hold.in_flight):
             hold.over.set()
         if hold.over.is_set():
             return
@@ -286,11 +296,12 @@ class MockOpenAIServer(ServerHandle):
 
 
 class _Hold:
-    """The state of one :meth:`MockOpenAIServer.hold_until`."""
+    """The state of one :meth:`MockOpenAIServer.hold`."""
 
-    def __init__(self, in_flight: int, deadline: float) -> None:
+    def __init__(self, in_flight: int | None, deadline: float) -> None:
         self.in_flight = in_flight
         self.deadline = deadline
+        self.released = False
         self.over: asyncio.Event | None = None
 
 
