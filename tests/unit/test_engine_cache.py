@@ -163,7 +163,8 @@ _KILLED_CHILD = textwrap.dedent(
 def test_rerun_after_sigkill_repeats_no_finished_call(
     server: MockOpenAIServer, tmp_path: Path
 ) -> None:
-    server.set_latency(0.02)
+    # Items 100-199 are held: the kill lands mid-run however slow the machine.
+    server.add_reply(r"crash item 1\d\d", {"content": "late", "delay": 600})
     cache = str(tmp_path / "crash.sqlite")
     child = subprocess.Popen(
         [sys.executable, "-c", _KILLED_CHILD, server.base_url, cache],
@@ -178,9 +179,10 @@ def test_rerun_after_sigkill_repeats_no_finished_call(
         if len(finished) >= 40:
             break
     child.send_signal(signal.SIGKILL)
-    child.wait(10)
+    child.wait(60)
     assert child.returncode == -signal.SIGKILL
     assert server.stats()["requests"] < 200  # really killed mid-run
+    server.clear_replies()
     batch = [request(f"crash item {i:03d}") for i in range(200)]
     with Engine(settings_for(server.base_url, Path(cache), concurrency=16)) as engine:
         results = [f.result(timeout=30) for f in engine.submit_many(batch)]
