@@ -1,7 +1,48 @@
 """One exception tree for pytest-legaleval.
 
-User-facing errors also inherit the matching builtin, so callers that only know
-``ValueError`` still catch them.
+Every exception class the package defines derives from :class:`LegalEvalError`, and every
+warning class from :class:`LegalEvalWarning`, so ``except LegalEvalError`` catches all of
+ours and ``-W error::pytest_legaleval.errors.LegalEvalWarning`` turns all of our warnings
+into errors (deprecations keep Python's own ``DeprecationWarning``). User-facing errors
+also inherit the matching builtin, so callers that only know ``ValueError`` still catch
+them. pytest's own ``UsageError`` and test outcomes (the ``pytest.fail`` exceptions of
+``pytest/outcomes.py``) are pytest's and stay outside. The private classes are control
+flow inside one module, and the mock server's is test tooling; they are in the tree all
+the same, so the rule has no exception. ``tests/unit/test_error_tree.py`` walks the
+package and holds this.
+
+The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
+
+    LegalEvalError(Exception)
+    ├── ConfigError(ValueError)                    a bad option or file; names the fix
+    │   ├── datasets.builder: BuildFailed
+    │   ├── importers.convert: ConversionFailed
+    │   ├── run.merge: MergeError
+    │   └── service.documents: NotUploadable
+    ├── ResponsesError(ValueError)                 a --responses file that cannot be read
+    ├── DatasetRejected(ValueError)                the contract's 400/413 dataset failure
+    │   └── validation.record_error: AllRecordsRejected
+    ├── NonFiniteNumber(ValueError)                NaN/Infinity where JSON allows none
+    ├── formats.paths: PathRefused(ValueError)     a path outside its allowed folder
+    ├── importers.base: RowError(ValueError)       one source row that cannot be a record
+    ├── grading.official.legalbench: OfficialScoringError(ValueError)
+    ├── engine.local_server: LocalModelError(RuntimeError)
+    ├── engine.retry: ProviderError                a classified model-endpoint failure
+    ├── service.storage: StorageError(OSError)     the data directory cannot be written
+    │   ├── StorageFull
+    │   └── StorageBusy
+    ├── service.http: ApiError                     an HTTP answer with the error envelope
+    ├── service.client: ServiceError               an answer `legaleval submit` did not expect
+    ├── cli.submit: _Exit                          ends `submit` with an exit code
+    ├── formats.safe_yaml: _TooLarge               an alias bomb, before it is built
+    ├── grading.base: _Suspended(RuntimeError)     an inline grader that awaited
+    ├── importers.xlsx_package: _Refused           a DTD inside an XLSX part
+    └── testing.mock_openai.hostile_server: _BadRequest   (test tooling, kept in the tree)
+
+    LegalEvalWarning(UserWarning)
+    ├── NonFiniteWarning                           a NaN/Infinity written as null
+    ├── pipeline.responses: ResponsesWarning       rows of a responses file left unused
+    └── grading.policies: PolicyWarning            a record named an unknown policy
 """
 
 from __future__ import annotations
@@ -13,6 +54,9 @@ __all__ = [
     "ConfigError",
     "DatasetRejected",
     "LegalEvalError",
+    "LegalEvalWarning",
+    "NonFiniteNumber",
+    "NonFiniteWarning",
     "ResponsesError",
 ]
 
@@ -27,6 +71,22 @@ class ConfigError(LegalEvalError, ValueError):
 
 class ResponsesError(LegalEvalError, ValueError):
     """A responses file that cannot be read at all (a bad row is reported per record)."""
+
+
+class NonFiniteNumber(LegalEvalError, ValueError):
+    """``NaN``, ``Infinity`` or a number beyond a double's range where JSON allows none.
+
+    Standard JSON has no such number: a judge reply, a responses row or a verdict file
+    that holds one is refused with this (see ``formats.strict_json``).
+    """
+
+
+class LegalEvalWarning(UserWarning):
+    """Base class of every warning issued by pytest-legaleval."""
+
+
+class NonFiniteWarning(LegalEvalWarning):
+    """A non-finite number reached an artifact writer and was written as ``null``."""
 
 
 class DatasetRejected(LegalEvalError, ValueError):

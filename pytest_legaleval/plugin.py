@@ -38,18 +38,16 @@ def pytest_configure(config: pytest.Config) -> None:
     configure(config)
 
 
-@pytest.hookimpl(tryfirst=True, specname="pytest_sessionstart")
-def pytest_sessionstart_estimate_only(session: pytest.Session) -> None:
-    """``--estimate-only``: the estimate, then the end, before any xdist worker starts."""
-    if startup.estimate_only(session.config):
-        startup.before_any_call(session)
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``--estimate-only``: the estimate, then exit status 0, before any session starts."""
+    return startup.estimate_main(config)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Response rows that match no record: a warning, or a usage error before any worker."""
-    if not startup.estimate_only(session.config):
-        startup.before_any_call(session, estimate=False)
+    startup.before_any_call(session, estimate=False)
 
 
 @pytest.hookimpl(wrapper=True, specname="pytest_sessionstart")
@@ -61,8 +59,7 @@ def pytest_sessionstart_estimate(session: pytest.Session) -> Generator[None, Non
     its interpreter, its imports and its collection).
     """
     yield
-    if not startup.estimate_only(session.config):
-        startup.before_any_call(session, checks=False)
+    startup.before_any_call(session, checks=False)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -116,7 +113,7 @@ def pytest_runtest_makereport(
         if result is not None:
             spec: ItemSpec = item.callspec.params["record"]  # type: ignore[attr-defined]
             carry(item, report, Carried(spec.provenance(), result))
-    outcomes.line_mode_repr(item.config, report)
+    outcomes.item_repr(item.config, report)
     return report
 
 
@@ -126,5 +123,5 @@ def pytest_report_from_serializable(
 ) -> Generator[None, object, object]:
     report = yield
     if isinstance(report, pytest.TestReport):  # serialization made the reason a plain string
-        outcomes.line_mode_repr(config, report)
+        outcomes.item_repr(config, report)
     return report

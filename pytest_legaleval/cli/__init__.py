@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.formats import FORMATS, load_dataset
+from pytest_legaleval.run.console import printable_json
 from pytest_legaleval.run.ids import new_request_id, new_run_id
 
 __all__ = ["main", "validation_body"]
@@ -67,7 +67,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     status, body, code = validation_body(args.paths, args.dataset_format)
     if not args.quiet:
         print(f"HTTP {status}", file=sys.stderr)
-    print(json.dumps(body, indent=2, ensure_ascii=False))
+    print(printable_json(body))  # record ids and messages from data reach the terminal
     return code
 
 

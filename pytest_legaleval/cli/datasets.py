@@ -98,6 +98,9 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
     except (ConfigError, DatasetRejected) as exc:
         _error("agreement", exc)
         return EXIT_USAGE
+    except OSError as exc:  # a missing or unreadable file: a usage error, no traceback
+        _error("agreement", f"{exc.filename or args.automated}: {exc.strerror or exc}")
+        return EXIT_USAGE
     for problem in [*problems, *human_problems]:
         print(
             f"legaleval agreement: warning: invalid decision left out: {problem}", file=sys.stderr

@@ -23,9 +23,17 @@ PER_RUN = frozenset(
     {
         "dataset", "dataset_format", "responses", "conversation_from", "run_dir", "run_id",
         "limit", "sample", "shard", "gate", "baseline", "max_regression", "regression_alpha",
+        "protocol", "judgments", "human_labels", "estimate_only",
     }
 )  # fmt: skip
-"""Run options the service does not take: each upload decides them, or the client does."""
+"""Run options the service does not take: each upload decides them, or the client does.
+
+``protocol`` applies to ``SOURCE:PATH`` imports, which an upload is not; ``judgments`` and
+``human_labels`` name files about one dataset's records, so one setting for every upload
+would match some and silently miss others (``legaleval audit RUN_DIR --human-labels``
+audits a service run afterwards); ``estimate_only`` would make every run stop before it
+starts (``legaleval submit`` estimates nothing; ``pytest --estimate-only`` does).
+"""
 
 EXIT_USAGE = 2
 

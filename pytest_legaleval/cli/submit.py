@@ -4,8 +4,9 @@ Uploads the document (a Dataset Contract v1 document, or ``legal_eval_v1`` JSONL
 into one: ``service.documents``), polls the run with a progress display, downloads the
 artifacts (each checked against its sha256) and exits as a pytest run would: 0 when
 everything passed (or, with ``--gate``, when every gate holds), 1 when records or gates
-failed, 2 when the dataset was rejected or the run cancelled (Ctrl-C cancels it on the
-service), 3 when the run or the service failed, 4 for a usage error. The token is read from
+failed, 2 when nothing was judged — a usage error, a rejected dataset, a run cancelled
+(Ctrl-C cancels it on the service) —, 3 when the run or the service failed
+(``cli/exit_codes.py``, the table of every command). The token is read from
 an environment variable (``LEGALEVAL_API_TOKEN``), never from the command line. Standard
 library only: no extra is needed to submit.
 
@@ -28,7 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.errors import ConfigError, DatasetRejected
+from pytest_legaleval.cli import exit_codes
+from pytest_legaleval.errors import ConfigError, DatasetRejected, LegalEvalError
 from pytest_legaleval.service.client import (
     ServiceClient,
     ServiceError,
@@ -40,7 +42,12 @@ from pytest_legaleval.service.client import (
 
 __all__ = ["EXIT_CODES", "register"]
 
-EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_ERROR, EXIT_USAGE = 0, 1, 2, 3, 4
+# The table of every command (cli/exit_codes.py): a usage error is 2 like a rejected dataset
+# or a cancelled run — nothing was judged (it was 4 here alone).
+EXIT_OK = exit_codes.EXIT_OK
+EXIT_FAILED = exit_codes.EXIT_FINDINGS  # failed records or gates
+EXIT_INTERRUPTED = EXIT_USAGE = exit_codes.EXIT_USAGE
+EXIT_ERROR = exit_codes.EXIT_FAILED  # the run or the service failed
 EXIT_CODES = {
     "completed": EXIT_OK,
     "completed_with_failures": EXIT_FAILED,
@@ -62,8 +69,8 @@ def register(subparsers: Any) -> None:
         help="run a dataset on a legaleval service and exit with its gate result",
         description="Upload DOC (a Dataset Contract v1 document, or legal_eval_v1 JSONL rows, "
         "converted into one) to a `legaleval serve` service, follow the run, download its "
-        "artifacts and exit like a pytest run: 0 passed, 1 failed records or gates, 2 "
-        "rejected or cancelled, 3 run or service failure, 4 usage error.",
+        "artifacts and exit: 0 passed, 1 failed records or gates, 2 usage error, rejected "
+        "or cancelled, 3 run or service failure.",
     )
     parser.add_argument(
         "document",
@@ -157,7 +164,7 @@ def _upload(
     return body
 
 
-class _Exit(Exception):
+class _Exit(LegalEvalError):
     def __init__(self, code: int) -> None:
         super().__init__(code)
         self.code = code

@@ -11,8 +11,16 @@ does every call submitted later. Calls already in flight finish.
 
 After a call, its reservation is replaced by its real cost (the reply's token counts). A
 call that failed with an HTTP status cost nothing; one that failed without a reply (a
-timeout, a dropped connection) keeps its reservation, since the vendor may have generated.
-Cache hits and deduplicated calls are never priced: they send nothing.
+timeout, a dropped connection), or whose reply gave no token counts, keeps its reservation,
+since the vendor may have billed it. Cache hits and deduplicated calls are never priced:
+they send nothing.
+
+What a refused call's message says was spent is the answers' cost — the figure the run's
+summary reports (``cost_usd``: every item's tokens at the same prices) — with what else
+counts against the cap named beside it: the structured-output probe a judge model gets
+once (:data:`OVERHEAD_TEMPLATES`) and the reservations kept for calls without token counts.
+Before, one figure held all three, and a cancelled item said "spent $0.0391" where the
+summary said $0.0387.
 
 A reply longer than the reserved output (no ``max_new_tokens``) can take the spend past
 the cap by that difference: set ``--max-new-tokens`` for a hard bound. Across xdist
@@ -29,10 +37,18 @@ from pytest_legaleval.engine.ratelimit import DEFAULT_OUTPUT_TOKENS, estimate_pr
 from pytest_legaleval.engine.types import EngineSettings, GenerationRequest
 from pytest_legaleval.errors import ConfigError
 
-__all__ = ["BUDGET_REASON", "Budget"]
+__all__ = ["BUDGET_REASON", "OVERHEAD_TEMPLATES", "Budget", "is_overhead"]
 
 BUDGET_REASON = "budget"
 """``GenerationResult.cancel_reason`` of a call the budget stopped."""
+OVERHEAD_TEMPLATES = ("capability-probe",)
+"""``template_version`` prefixes of calls made for the engine, not for an item (their cost
+reaches no item, so no summary)."""
+
+
+def is_overhead(request: GenerationRequest) -> bool:
+    """Whether ``request`` is the engine's own call (a capability probe), not an item's."""
+    return request.template_version.startswith(OVERHEAD_TEMPLATES)
 
 
 class Budget:
@@ -53,6 +69,14 @@ class Budget:
         self.cap_usd = total_usd / share
         self._prices = dict(prices)
         self.spent_usd = 0.0
+        """Everything that counts against the cap: answers, overhead and held reservations."""
+        self.answers_usd = 0.0
+        """The items' calls at their replies' token counts (the summary's ``cost_usd``)."""
+        self.overhead_usd = 0.0
+        """The engine's own calls (capability probes)."""
+        self.held_usd = 0.0
+        """Reservations kept for calls that gave no token counts (no reply, no usage)."""
+        self.held_calls = 0
         self.reserved_usd = 0.0
         self.in_flight = 0
         self.exhausted = False
@@ -100,18 +124,46 @@ class Budget:
         self.reserved_usd += amount
         self.in_flight += 1
 
-    def settle(self, reserved: float, actual: float) -> None:
-        """Replace a call's reservation by what it cost."""
+    def settle(self, reserved: float, actual: float | None, *, overhead: bool = False) -> None:
+        """Replace a call's reservation by what it cost.
+
+        ``actual`` ``None``: the call gave no token counts; its reservation is kept.
+        ``overhead``: the engine's own call (:func:`is_overhead`).
+        """
         self.reserved_usd = max(0.0, self.reserved_usd - reserved)
         self.in_flight = max(0, self.in_flight - 1)
+        if actual is None:
+            self.held_usd += reserved
+            self.held_calls += 1
+            actual = reserved
+        elif overhead:
+            self.overhead_usd += actual
+        else:
+            self.answers_usd += actual
         self.spent_usd += actual
 
     def message(self, amount: float) -> str:
-        """Why a call was not sent (the result's error message and explanation)."""
-        share = (
-            f" (this worker's share: ${self.cap_usd:.4f} of {self.share})" if self.share > 1 else ""
-        )
+        """Why a call was not sent (the result's error message and explanation).
+
+        "spent" is the answers' cost, the summary's figure (in a single process; an xdist
+        worker says what it spent of its share); what else counts is named beside it.
+        """
+        extra = []
+        if self.overhead_usd:
+            extra.append(f"${self.overhead_usd:.4f} on structured-output probes")
+        if self.held_calls:
+            calls = f"{self.held_calls} call{'s' if self.held_calls != 1 else ''}"
+            extra.append(f"${self.held_usd:.4f} held for {calls} without token counts")
+        also = f" (+ {', '.join(extra)})" if extra else ""
+        spent = f"${self.answers_usd:.4f} on answers{also}"
+        if self.share > 1:
+            spent = (
+                f" (this worker's share: ${self.cap_usd:.4f} of {self.share}); this worker "
+                f"spent {spent}"
+            )
+        else:
+            spent = f"; spent {spent}"
         return (
-            f"not sent: --max-cost ${self.total_usd:.4f} reached{share}; spent "
-            f"${self.spent_usd:.4f}, this call would cost up to ${amount:.4f}"
+            f"not sent: --max-cost ${self.total_usd:.4f} reached{spent}, this call would cost "
+            f"up to ${amount:.4f}"
         )

@@ -77,7 +77,11 @@ def cache_key(request: GenerationRequest, endpoint: str) -> str:
     ]
     if request.sample:  # sample 0 keeps the key every run before epochs had
         payload.append(["sample", request.sample])
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # allow_nan=False: a NaN parameter is refused (options and YAML are checked before),
+    # never hashed as the token "NaN".
+    text = json.dumps(
+        payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from pytest_legaleval.engine.sanitize import clean_text
 from pytest_legaleval.engine.types import TRANSIENT_ERROR_CODES
+from pytest_legaleval.errors import LegalEvalError
 
 __all__ = [
     "ErrorClassification",
@@ -43,7 +44,7 @@ class ErrorClassification(NamedTuple):
     """Short, secret-free description."""
 
 
-class ProviderError(Exception):
+class ProviderError(LegalEvalError):
     """A failure a provider has already classified (e.g. a ``content_filter`` finish)."""
 
     def __init__(

@@ -9,9 +9,12 @@ imports nothing heavy: the controller never imports the SDK.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from pytest_legaleval.engine.presets import (
     PRESETS,
@@ -25,7 +28,10 @@ from pytest_legaleval.errors import ConfigError
 __all__ = [
     "BUILTIN_PROVIDERS",
     "ModelConfig",
+    "ProjectChoices",
+    "check_key_destinations",
     "check_models",
+    "is_loopback_url",
     "key_env_vars",
     "missing_key_message",
     "model_route",
@@ -206,4 +212,126 @@ def refused_effort_message(model: str, route: Route) -> str:
     return (
         f"models[{model!r}]: {model} does not take reasoning_effort (its vendor answers it "
         f"with an error, see {route.rule.source}); remove it from the models: entry"
+    )
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether ``url`` names this machine: ``localhost``, ``127.0.0.0/8`` or ``::1``.
+
+    A key sent there never leaves the machine. Only literal addresses and the name
+    ``localhost`` count; any other name could resolve elsewhere.
+    """
+    try:
+        host = urlsplit(url.strip()).hostname
+    except ValueError:
+        return False
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectChoices:
+    """What configuration that comes with the project chose, not the person running it.
+
+    A ``legaleval.yaml`` found at the rootdir and the ``legaleval_*`` ini options travel
+    with the repository under test; the command line, ``--legaleval-config FILE`` and the
+    environment are the user's.
+    """
+
+    file: str = ""
+    """The ``legaleval.yaml`` read automatically (``""``: none)."""
+    file_options: frozenset[str] = frozenset()
+    """``base_url``, ``judge_base_url``, ``api_key_env`` as that file sets them."""
+    ini_options: frozenset[str] = frozenset()
+    """The same options as ``legaleval_*`` ini keys set them."""
+    models: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """That file's ``models:`` entries."""
+
+    def __bool__(self) -> bool:
+        return bool(self.file_options or self.ini_options or self.models)
+
+
+_FLAGS = {"base_url": "--base-url", "judge_base_url": "--judge-base-url"}
+_FLAGS["api_key_env"] = "--api-key-env"
+
+
+def _chooser(
+    model: str, key: str, settings: ModelConfig, project: ProjectChoices, judge: bool
+) -> tuple[str, str] | None:
+    """Where the project chose ``key`` (``base_url``/``api_key_env``) of ``model``, if it did.
+
+    Returns ``(what, source)``: the setting (``models['m'].base_url``, ``base_url``) and
+    ``file`` or ``ini``.
+    """
+    entry = settings.per_model.get(model) or {}
+    if key in entry:
+        chosen = key in (project.models.get(model) or {})
+        return (f"models[{model!r}].{key}", "file") if chosen else None
+    if model.partition("/")[0] not in ("openai", "local"):
+        return None  # a preset keeps its vendor's URL and key variable unless its entry moves it
+    if key == "base_url" and judge and settings.judge_base_url:
+        key = "judge_base_url"
+    if key in project.file_options:
+        return key, "file"
+    return (key, "ini") if key in project.ini_options else None
+
+
+def check_key_destinations(settings: ModelConfig, project: ProjectChoices) -> None:
+    """Refuse to send a key where configuration that came with the project points it.
+
+    For every model the run calls, its endpoint and its key variable are resolved as the
+    engine resolves them. If the project's own configuration (``project``) chose either
+    of them, the endpoint must be a loopback address: otherwise a repository could send
+    any environment variable (``GITHUB_TOKEN``) to any host, or a vendor's key to another
+    host, without the user naming it.
+
+    Raises:
+        ConfigError: naming the setting and where it was set, the host, the variable,
+            and how the user can name the host themselves.
+
+    """
+    if not project:
+        return
+    overrides = per_model(settings)
+    live = [] if settings.responses else [(m, False) for m in settings.model]
+    for model, judge in [*live, *((m, True) for m in settings.judge_model)]:
+        provider, _ = split_model(model)
+        entry = overrides.get(model, {})
+        if provider not in BUILTIN_PROVIDERS or (provider == "local" and "base_url" not in entry):
+            continue  # a local/ model without a URL gets the plugin's own loopback server
+        route = model_route(model, entry, settings.base_url, settings.api_key_env)
+        chosen = [
+            found
+            for key in ("base_url", "api_key_env")
+            if (found := _chooser(model, key, settings, project, judge)) is not None
+        ]
+        if chosen and not is_loopback_url(route.base_url):
+            raise ConfigError(_moved_key_message(model, route, chosen, project))
+
+
+def _moved_key_message(
+    model: str, route: Route, chosen: list[tuple[str, str]], project: ProjectChoices
+) -> str:
+    where = [
+        f"{project.file} (read automatically from the rootdir) sets {what}"
+        if source == "file"
+        else f"the ini option legaleval_{what}"
+        for what, source in chosen
+    ]
+    fixes = [f"give {_FLAGS[what]} on the command line" for what, _ in chosen if what in _FLAGS]
+    if any(source == "file" for _, source in chosen):
+        fixes.insert(0, f"name the file with --legaleval-config {project.file} (you vouch for it)")
+    host = urlsplit(route.base_url).hostname or route.base_url
+    return (
+        f"{' and '.join(where)}: the key in ${route.api_key_env} for {model} would go to "
+        f"{host}, a host you did not name. Configuration that comes with the project "
+        "(legaleval.yaml found at the rootdir, legaleval_* ini options) may point keys "
+        "only at this machine (localhost, 127.0.0.1, ::1); to send it there, "
+        f"{', or '.join(fixes)}"
     )

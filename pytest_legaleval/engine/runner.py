@@ -322,8 +322,9 @@ class Engine:
         Keys: submitted, completed, in_flight, queued, peak_in_flight, cache_hits, deduped,
         retries, rate_limited, failed, cancelled, concurrency_limit (current, adaptive),
         concurrency_max, concurrency_lowest, judge_concurrency_limit, cache_write_errors,
-        spent_usd and budget_refused (``None`` without ``--max-cost``; read on the loop's
-        thread, so a value may lag by a call).
+        spent_usd, answers_usd (the items' calls only: no probe, no held reservation) and
+        budget_refused (``None`` without ``--max-cost``; read on the loop's thread, so a
+        value may lag by a call).
         """
         with self._lock:
             out: dict[str, Any] = dict(self._counts)
@@ -343,6 +344,7 @@ class Engine:
             judge_concurrency_limit=judge.limiter.limit if judge and judge is not main else None,
             cache_write_errors=self._cache.write_errors if self._cache else 0,
             spent_usd=self._budget.spent_usd if self._budget else None,
+            answers_usd=self._budget.answers_usd if self._budget else None,
             budget_refused=self._budget.refused if self._budget else None,
         )
         return out

@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 
-from pytest_legaleval.engine.budget import BUDGET_REASON, Budget
+from pytest_legaleval.engine.budget import BUDGET_REASON, Budget, is_overhead
 from pytest_legaleval.engine.jobs import Job, Pool, failed_result, success_result
 from pytest_legaleval.engine.ratelimit import AdaptiveConcurrency, TokenBucket
 from pytest_legaleval.engine.retry import classify_error
@@ -154,7 +154,7 @@ class Scheduler:
         if budget is None or not job.reserved:
             return
         reserved, job.reserved = job.reserved, 0.0
-        budget.settle(reserved, reserved if actual is None else actual)
+        budget.settle(reserved, actual, overhead=is_overhead(job.request))
         # A pool waiting for the budget may fit now.
         for pool in self.distinct_pools():
             pool.wakeup.set()

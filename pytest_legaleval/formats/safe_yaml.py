@@ -22,7 +22,8 @@ from typing import Any
 
 import yaml
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, LegalEvalError
+from pytest_legaleval.formats.strict_json import non_finite_paths
 
 __all__ = ["ALIAS_EXPANSION_FACTOR", "ALIAS_EXPANSION_LIMIT", "load_yaml"]
 
@@ -36,7 +37,7 @@ ALIAS_EXPANSION_FACTOR = 10
 _STARTED = -1
 
 
-class _TooLarge(Exception):
+class _TooLarge(LegalEvalError):
     def __init__(self, reason: str, node: yaml.Node) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -105,8 +106,8 @@ def load_yaml(text: str, *, source: str) -> Any:
 
     Raises:
         ConfigError: not valid YAML, a Python (or other unsafe) tag, more than one
-            document, nested deeper than the parser allows, or aliases that expand too far;
-            the message names ``source``.
+            document, nested deeper than the parser allows, aliases that expand too far,
+            or a non-finite number (``.nan``, ``.inf``); the message names ``source``.
 
     """
     loader = _SAFE_LOADER(text)
@@ -116,7 +117,7 @@ def load_yaml(text: str, *, source: str) -> Any:
             return None
         if "*" in text:
             _measure(node)
-        return loader.construct_document(node)
+        value = loader.construct_document(node)
     except _TooLarge as exc:
         raise ConfigError(
             f"{source}: refused at line {exc.line}: {exc.reason}; write the values out "
@@ -128,3 +129,13 @@ def load_yaml(text: str, *, source: str) -> Any:
         raise ConfigError(f"{source}: not valid YAML: nested too deeply") from None
     finally:
         loader.dispose()
+    bad = non_finite_paths(value, limit=1)
+    if bad:
+        # YAML's .nan and .inf (and 1e999) are floats no JSON artifact can hold, and NaN
+        # slips through every range check (each comparison with it is false).
+        where = bad[0].removeprefix("$.").removeprefix("$") or "the document"
+        raise ConfigError(
+            f"{source}: {where} is not a finite number (.nan, .inf and numbers beyond a "
+            "double are refused); write a number"
+        )
+    return value

@@ -3,7 +3,8 @@
 A :class:`Grader` (``base.py``) turns a :class:`GradeRequest` (record, answer, policy,
 judge panel) into a :class:`Grade`; a :class:`GraderRegistry` (``registry.py``) picks the
 grader of a record by its policy id, then its task type. Built in (``graders.py``): MCQ
-letter extraction (``mcq.py``) and the LLM judge panel (``panel.py``, prompts and reply
+letter extraction (the ``mcq/`` package), the benchmarks' official graders (``official/``)
+and the LLM judge panel (``panel.py``, prompts and reply
 parsing in ``judge.py``, scoring rules in ``scoring.py``) for reference, rubric and
 criteria records. Policies (``policies.py`` and ``policies/*.yaml``) carry the prompts,
 judge templates, scoring and pass threshold. ``verdicts.py`` re-scores recorded judge

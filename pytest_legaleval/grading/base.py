@@ -14,6 +14,7 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from pytest_legaleval.errors import LegalEvalError
 from pytest_legaleval.records import JudgeSummary, Outcome, Record
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class Grader(Protocol):
         ...
 
 
-class _Suspended(RuntimeError):
+class _Suspended(LegalEvalError, RuntimeError):
     """A coroutine driven inline awaited something."""
 
 

@@ -17,6 +17,8 @@ Three kinds of judgment:
 A reply is parsed tolerantly (reasoning tags removed, code fences, the first balanced JSON
 object) and then validated against the kind's JSON Schema; any failure gives an error text
 that the caller sends back to the judge (a re-ask) and finally reports as ``judge_error``.
+Only standard JSON counts: a ``NaN``, ``Infinity`` or ``1e999`` anywhere in the object is
+such a failure, never a score.
 A reply cut off by the token limit is an error as well. Nothing here ever turns a failure
 into a score.
 """
@@ -31,6 +33,8 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any
 
+from pytest_legaleval.errors import NonFiniteNumber
+from pytest_legaleval.formats import strict_json
 from pytest_legaleval.grading.judge_schemas import (
     RATIONALE_MAX,
     criterion_grade,
@@ -256,8 +260,13 @@ def parse_reply(
     first_problem: str | None = None
     for candidate in _json_candidates(cleaned):
         try:
-            value = json.loads(candidate)
-        except ValueError:
+            # Strict: Python's json reads NaN, Infinity and 1e999 (as inf), and a schema's
+            # bounds do not catch NaN (every comparison with it is false).
+            value = strict_json.loads(candidate)
+        except NonFiniteNumber as exc:
+            first_problem = first_problem or f"the reply is not standard JSON: {exc}"
+            continue
+        except (ValueError, RecursionError):
             continue
         if not isinstance(value, dict):
             continue

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -513,7 +514,12 @@ def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, An
             outcome.summary,
             outcome.exchanges,
         )
-    if outcome.error is not None:
+    error = outcome.error
+    if error is None and outcome.score is not None and not math.isfinite(outcome.score):
+        # Replies are parsed strictly (parse_reply), but the rule holds for any outcome:
+        # a non-finite number is no verdict, never a score below the threshold.
+        error = f"the verdict is not a finite number ({outcome.score!r})"
+    if error is not None:
         raws = [v.raw for v in outcome.summary.verdicts if v.raw]
         shown = f" (raw reply: {_excerpt(raws[0])!r})" if raws else ""
         return Grade(
@@ -521,7 +527,7 @@ def judged_grade(outcome: JudgeOutcome, policy: Policy, details: Mapping[str, An
             None,
             None,
             "judge_error",
-            f"the judge gave no usable verdict — {outcome.error}{shown}",
+            f"the judge gave no usable verdict — {error}{shown}",
             grader,
             details,
             outcome.summary,

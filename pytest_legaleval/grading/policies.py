@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, LegalEvalWarning
 from pytest_legaleval.formats.safe_yaml import load_yaml
 from pytest_legaleval.grading.policy_format import (
     ANSWER_CONTRACTS,
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-class PolicyWarning(UserWarning):
+class PolicyWarning(LegalEvalWarning):
     """A record named a policy that does not exist; ``default`` was used."""
 
 

@@ -21,7 +21,8 @@ file without them replays the same.
 
 Nothing here raises on bad input: a line that is not JSON, has the wrong types, repeats a
 (record, model), or names criteria the record does not have is reported as a
-``VerdictProblem`` with its line number, and the rest is read.
+``VerdictProblem`` with its line number, and the rest is read. A line holding ``NaN``,
+``Infinity`` or ``1e999`` is not standard JSON: its item's verdict is a judge error.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_legaleval.errors import NonFiniteNumber
+from pytest_legaleval.formats import strict_json
 from pytest_legaleval.grading.policies import Policy
 from pytest_legaleval.grading.scoring import (
     RubricOutcome,
@@ -92,7 +95,8 @@ class VerdictProblem:
     code: str
     """``invalid_json``, ``wrong_type``, ``missing_field``, ``duplicate``,
     ``unknown_criterion``, ``missing_criterion``, ``weight_mismatch``, ``unknown_record``,
-    ``kind_mismatch``, ``score_mismatch`` (a recorded total that is not its verdict's)."""
+    ``kind_mismatch``, ``score_mismatch`` (a recorded total that is not its verdict's),
+    ``non_finite`` (a ``NaN``/``Infinity`` in the line: its item is a judge error)."""
     message: str
     record_id: str | None = None
     model: str | None = None
@@ -175,15 +179,19 @@ def read_verdicts(
         text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
         if not text.strip():
             continue
+        non_finite = None
         try:
-            row = json.loads(text)
+            row = strict_json.loads(text)
+        except NonFiniteNumber as exc:
+            # Read again only to name the item the line was for: it gets a judge error.
+            row, non_finite = json.loads(text), str(exc)
         except (ValueError, RecursionError) as exc:
             out.problems.append(VerdictProblem(number, "invalid_json", f"not JSON: {exc}"))
             continue
         if not isinstance(row, dict):
             out.problems.append(VerdictProblem(number, "wrong_type", "a line must be an object"))
             continue
-        verdict = _read_row(row, number, records, out.problems)
+        verdict = _read_row(row, number, records, out.problems, non_finite)
         if verdict is None:
             out.not_judged += int(_is_unjudged(row))
             continue
@@ -215,6 +223,7 @@ def _read_row(
     line: int,
     records: Mapping[str, Record] | None,
     problems: list[VerdictProblem],
+    non_finite: str | None = None,
 ) -> RecordedVerdict | None:
     lbr = _is_lbr(row)
     record_id = _text(row.get("example_id" if lbr else "record_id"))
@@ -249,6 +258,18 @@ def _read_row(
                 )
             )
             return None
+    if non_finite is not None:
+        problems.append(
+            VerdictProblem(line, "non_finite", f"not standard JSON: {non_finite}", record_id, model)
+        )
+        return RecordedVerdict(
+            record_id,
+            model,
+            kind,
+            line,
+            "lbr" if lbr else "predictions",
+            error=f"the recorded verdict is not standard JSON ({non_finite})",
+        )
     score, flag = _recorded(row, lbr)
     epoch = row.get("epoch")
     base = RecordedVerdict(

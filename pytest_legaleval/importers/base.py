@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, LegalEvalError
 from pytest_legaleval.importers.limits import UnreadRow
 
 __all__ = [
@@ -38,8 +38,12 @@ SCHEMA_VERSION = "legal_eval_v1"
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-class RowError(ValueError):
-    """One upstream row that cannot become a record; the message says why."""
+class RowError(LegalEvalError, ValueError):
+    """One source row that cannot become a record; the message names the field or says why.
+
+    Raised by the benchmark importers and by conversion mappings (``importers.mapping``
+    re-exports it): either way the row is counted as failed and the rest are read.
+    """
 
 
 @dataclass(frozen=True)

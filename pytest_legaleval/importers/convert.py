@@ -111,7 +111,8 @@ def convert(
                         failed += 1
                         errors.extend(found[: max(0, _MAX_ERRORS_KEPT - len(errors))])
                     else:
-                        handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        line = json.dumps(row, ensure_ascii=False, allow_nan=False)
+                        handle.write(line + "\n")
                         count += 1
                     index += 1
                 result.per_input[str(path)] = count

@@ -36,10 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.importers.base import choice_id
+from pytest_legaleval.formats.safe_yaml import load_yaml
+from pytest_legaleval.importers.base import RowError, choice_id
 
 __all__ = ["ConversionMapping", "Layout", "RowError", "load_mapping"]
 
@@ -48,10 +47,6 @@ _LAYOUT_KEYS = frozenset(
      "references", "rubric", "metadata", "strip", "sheet", "records_key"}
 )  # fmt: skip
 _TOP_KEYS = _LAYOUT_KEYS | {"layouts"}
-
-
-class RowError(ValueError):
-    """A source row the mapping cannot convert; the message names the field."""
 
 
 class _SafeFormatter(string.Formatter):
@@ -309,9 +304,11 @@ def load_mapping(path: Path) -> ConversionMapping:
     if not path.is_file():
         raise ConfigError(f"--map {path}: no such file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"mapping {path} is not valid YAML: {exc}") from None
+    # The one YAML loader: alias bombs and .nan/.inf are refused like in every other file.
+    data = load_yaml(text, source=f"mapping {path}")
     if not isinstance(data, dict):
         raise ConfigError(f"mapping {path}: expected a mapping at the top level")
     unknown = sorted(set(data) - _TOP_KEYS)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from xml.parsers import expat
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, LegalEvalError
 from pytest_legaleval.importers.limits import ReadLimits, shown_size
 
 __all__ = [
@@ -53,7 +53,7 @@ def local_name(name: str) -> str:
     return name.rpartition("}")[2]
 
 
-class _Refused(Exception):
+class _Refused(LegalEvalError):
     """Raised from inside expat when a part declares a DTD."""
 
 

@@ -25,6 +25,8 @@ from pytest_legaleval.metrics.runfiles import (
     run_reducer,
     slice_entries,
 )
+from pytest_legaleval.run.console import printable
+from pytest_legaleval.run.markdown import md_table, md_text
 
 __all__ = ["FORMATS", "LIST_LIMIT", "comparison", "render"]
 
@@ -207,14 +209,15 @@ def _paired_lines(data: Mapping[str, Any]) -> list[str]:
 
 def _change_line(change: Mapping[str, Any]) -> str:
     before, after = change.get("baseline") or {}, change.get("current") or {}
-    return (
+    return printable(
         f"{change['dataset']}/{change['record_id']} [{change['model']}]: "
         f"{before.get('reason', '–')} → {after.get('reason', '–')}"
     )
 
 
 def _text(data: Mapping[str, Any]) -> str:
-    lines = [f"A: {data['run_a']['run_id']}  B: {data['run_b']['run_id']}", "", "metrics (B − A):"]
+    a, b = printable(data["run_a"]["run_id"]), printable(data["run_b"]["run_id"])
+    lines = [f"A: {a}  B: {b}", "", "metrics (B − A):"]
     for name, m in data["metrics"].items():
         pct = name in _PCT
         lines.append(
@@ -225,8 +228,8 @@ def _text(data: Mapping[str, Any]) -> str:
     for s in data["slices"]:
         pr = s["pass_rate"]
         lines.append(
-            f"  {s['dimension']}={s['value']}: {_f(pr['a'], True)} → {_f(pr['b'], True)} "
-            f"({_d(pr['delta'], True)}; n {s['n']['a']} → {s['n']['b']})"
+            f"  {printable(s['dimension'])}={printable(s['value'])}: {_f(pr['a'], True)} → "
+            f"{_f(pr['b'], True)} ({_d(pr['delta'], True)}; n {s['n']['a']} → {s['n']['b']})"
         )
     for name, items in data["changes"].items():
         if items:
@@ -237,41 +240,52 @@ def _text(data: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _md_change(change: Mapping[str, Any]) -> list[str]:
+    before, after = change.get("baseline") or {}, change.get("current") or {}
+    return [
+        md_text(change.get("dataset")),
+        md_text(change.get("record_id")),
+        md_text(change.get("model")),
+        md_text(before.get("reason", "–")),
+        md_text(after.get("reason", "–")),
+    ]
 
 
 def _markdown(data: Mapping[str, Any]) -> str:
+    """The comparison as Markdown, meant to be posted as a pull-request comment.
+
+    Every string from the runs goes through ``md_text``: a record id must not become an
+    image, a link, a mention or HTML there.
+    """
     out = [
-        f"### legaleval: `{data['run_b']['run_id']}` vs `{data['run_a']['run_id']}`",
+        f"### legaleval: {md_text(data['run_b']['run_id'])} vs {md_text(data['run_a']['run_id'])}",
         "",
-        "| metric | A | B | Δ (B − A) |",
-        "|---|---|---|---|",
-    ]
-    for name, m in data["metrics"].items():
-        pct = name in _PCT
-        out.append(
-            f"| `{name}` | {_with_ci(m['a'], pct)} | {_with_ci(m['b'], pct)} | "
-            f"{_d(m['delta'], pct)} |"
-        )
+        *md_table(
+            ["metric", "A", "B", "Δ (B − A)"],
+            [
+                [f"`{name}`", _with_ci(m["a"], name in _PCT), _with_ci(m["b"], name in _PCT),
+                 _d(m["delta"], name in _PCT)]
+                for name, m in data["metrics"].items()
+            ],
+        ),
+    ]  # fmt: skip
     out += ["", *(f"- {line}" for line in _paired_lines(data)), ""]
     if data["slices"]:
-        out += ["| slice | pass rate A | pass rate B | Δ | n A → B |", "|---|---|---|---|---|"]
-        for s in data["slices"]:
-            pr = s["pass_rate"]
-            out.append(
-                f"| {_md_cell(s['dimension'])}={_md_cell(s['value'])} | {_f(pr['a'], True)} | "
-                f"{_f(pr['b'], True)} | {_d(pr['delta'], True)} | "
-                f"{s['n']['a']} → {s['n']['b']} |"
-            )
-        out.append("")
+        rows = [
+            [f"{md_text(s['dimension'])}={md_text(s['value'])}", _f(s["pass_rate"]["a"], True),
+             _f(s["pass_rate"]["b"], True), _d(s["pass_rate"]["delta"], True),
+             f"{s['n']['a']} → {s['n']['b']}"]
+            for s in data["slices"]
+        ]  # fmt: skip
+        out += [*md_table(["slice", "pass rate A", "pass rate B", "Δ", "n A → B"], rows), ""]
     for name, items in data["changes"].items():
         if not items:
             continue
         out += [f"<details><summary>{name} ({len(items)})</summary>", ""]
-        out += [f"- {_md_cell(_change_line(c))}" for c in items[:LIST_LIMIT]]
+        header = ["dataset", "record", "model", "A", "B"]
+        out += md_table(header, [_md_change(c) for c in items[:LIST_LIMIT]])
         if len(items) > LIST_LIMIT:
-            out.append(f"- … {len(items) - LIST_LIMIT} more")
+            out += ["", f"… {len(items) - LIST_LIMIT} more (--format json lists all)"]
         out += ["", "</details>", ""]
     return "\n".join(out).rstrip() + "\n"
 

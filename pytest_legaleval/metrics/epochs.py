@@ -49,6 +49,7 @@ __all__ = [
     "epoch_figures",
     "epoch_of",
     "epoch_verdict",
+    "exact_mean",
     "flaky_line",
     "group_items",
     "item_key",
@@ -96,15 +97,34 @@ def epoch_verdict(row: Mapping[str, Any]) -> bool | None:
     """True/False for an epoch with a pass/fail verdict, None for errors and skips."""
     if failure_type(row) is not None:
         return None
-    return {"passed": True, "failed": False}.get(str(row.get("outcome")))
+    return _VERDICTS.get(str(row.get("outcome")))
 
 
-def _score(row: Mapping[str, Any], passed: bool) -> Fraction:
-    """The epoch's score, exactly; a verdict without a finite number scores 1 or 0."""
+_VERDICTS = {"passed": True, "failed": False}
+
+
+def _score(row: Mapping[str, Any], passed: bool) -> float | int:
+    """The epoch's score; a verdict without a finite number scores 1 or 0.
+
+    A float is exact as it is (every float is a dyadic rational); sums of scores go through
+    :func:`exact_mean`.
+    """
     score = row.get("score")
     if isinstance(score, int | float) and not isinstance(score, bool) and math.isfinite(score):
-        return Fraction(score)
-    return Fraction(int(passed))
+        return score
+    return int(passed)
+
+
+def exact_mean(values: Sequence[float | int | Fraction]) -> float:
+    """The mean of ``values`` computed exactly and rounded once (``values`` not empty).
+
+    Integral values (pass counts, MCQ's 0/1 scores: the common case) are summed as
+    integers; anything else as fractions. Either way the result is the float nearest the
+    true mean, so it does not depend on the order of the values.
+    """
+    if all(type(v) is int or (type(v) is float and v.is_integer()) for v in values):
+        return int(sum(int(v) for v in values)) / len(values)  # int / int rounds once
+    return float(sum((Fraction(v) for v in values), Fraction(0)) / len(values))
 
 
 def _threshold(row: Mapping[str, Any]) -> float | None:
@@ -156,7 +176,7 @@ def reduce_verdict(
         [Fraction(s) for s in scores] if scores is not None else [Fraction(int(p)) for p in passes]
     )
     limit = Fraction(DEFAULT_THRESHOLD if threshold is None else threshold)
-    return sum(values) >= limit * len(values)
+    return sum(values, Fraction(0)) >= limit * len(values)
 
 
 # -- unbiased pass@k and pass^k --------------------------------------------------------------
@@ -190,6 +210,10 @@ def pass_hat_k(n: int, c: int, k: int) -> Fraction:
 def _table(counts: Iterable[tuple[int, int]], max_k: int, one: Any) -> dict[str, float | None]:
     pairs = [(n, c) for n, c in counts if n > 0]
     out: dict[str, float | None] = {}
+    if max_k == 1 and all(n == 1 for n, _ in pairs):
+        # One verdict epoch each (every run without --epochs): pass@1 = pass^1 = c, exact.
+        out["1"] = sum(c for _, c in pairs) / len(pairs) if pairs else None
+        return out
     for k in range(1, max_k + 1):
         usable = [one(n, c, k) for n, c in pairs if n >= k]
         out[str(k)] = float(sum(usable, Fraction(0)) / len(usable)) if usable else None
@@ -284,7 +308,7 @@ def _reduce(key: ItemKey, lines: dict[int, Mapping[str, Any]], reducer: str) -> 
     scores = [_score(lines[e], bool(v)) for e, v in judged]
     threshold = next((t for e, _ in judged if (t := _threshold(lines[e])) is not None), None)
     passed = reduce_verdict(passes, scores, reducer, threshold)
-    score = float(sum(scores, Fraction(0)) / len(scores)) if scores else None
+    score = exact_mean(scores) if scores else None
     representative = next((e for e, v in judged if v == passed), epochs[0])
     return EpochItem(key, lines, len(passes), sum(passes), passed, score, reducer, representative)
 
@@ -364,16 +388,19 @@ def epoch_figures(items: Iterable[EpochItem], epochs: int | None = None) -> Epoc
     k_max = max(seen, epochs or 1)
     counts = [(item.n, item.c) for item in items]
     judged = [item for item in items if item.n]
-    fractions = [Fraction(item.c, item.n) for item in judged]
-    scores = [Fraction(item.score) for item in judged if item.score is not None]
+    if all(item.n == 1 for item in judged):
+        fractions: list[Fraction | int] = [item.c for item in judged]  # c / 1, exact
+    else:
+        fractions = [Fraction(item.c, item.n) for item in judged]
+    scores = [item.score for item in judged if item.score is not None]
     return EpochFigures(
         epochs=k_max,
         pass_at_k=pass_at_k_table(counts, k_max),
         pass_hat_k=pass_hat_k_table(counts, k_max),
         flaky=tuple(sorted(item.key for item in items if item.flaky)),
         records=len(judged),
-        mean_pass_fraction=float(sum(fractions) / len(fractions)) if fractions else None,
-        mean_score=float(sum(scores) / len(scores)) if scores else None,
+        mean_pass_fraction=exact_mean(fractions) if fractions else None,
+        mean_score=exact_mean(scores) if scores else None,
         per_k_records={str(k): sum(1 for n, _ in counts if n >= k) for k in range(1, k_max + 1)},
     )
 

@@ -62,6 +62,10 @@ class PriceTable:
     prices: Mapping[str, Price] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     """``builtin:<as_of>``, then each override file or ``config:pricing``."""
+    _found: dict[str, Price | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Answers already looked up (a run asks for the same few models on every item)."""
 
     def lookup(self, model: str) -> Price | None:
         """The price of ``model``: exact, without provider prefix, then undated; else None.
@@ -69,6 +73,16 @@ class PriceTable:
         A name with several prefixes (``openrouter/anthropic/claude-sonnet-4``) is also looked
         up without each of them in turn.
         """
+        try:
+            return self._found[model]
+        except KeyError:
+            pass
+        if len(self._found) >= 1024:  # names come from data: bound what is kept
+            self._found.clear()
+        price = self._found[model] = self._search(model)
+        return price
+
+    def _search(self, model: str) -> Price | None:
         candidates = [model]
         rest = model
         while "/" in rest:

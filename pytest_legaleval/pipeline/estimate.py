@@ -97,14 +97,18 @@ class CostEstimate:
         """The terminal lines (no secrets: model names, counts and money only)."""
         total_in = sum(row.input_tokens for row in self.rows)
         total_out = sum(row.output_tokens for row in self.rows)
-        bound = "at least " if self.unpriced else ""
+        if not self.unpriced:
+            total = f"${self.cost_usd:.4f}"
+        elif any(row.cost_usd is not None and row.calls for row in self.rows):
+            total = f"${self.cost_usd:.4f} + price unknown for {', '.join(self.unpriced)}"
+        else:
+            total = "price unknown"  # a sum over no price says nothing: never "$0.0000"
         out = [
             f"legaleval estimate: {self.calls:,} calls, about {total_in:,} input + "
-            f"{total_out:,} output tokens, {bound}${self.cost_usd:.4f} "
-            f"(prices: {self.prices_source})"
+            f"{total_out:,} output tokens, {total} (prices: {self.prices_source})"
         ]
         for row in self.rows:
-            cost = "$?" if row.cost_usd is None else f"${row.cost_usd:.4f}"
+            cost = "price unknown" if row.cost_usd is None else f"${row.cost_usd:.4f}"
             out.append(
                 f"  {row.model} ({row.purpose}): {row.calls:,} calls, {row.input_tokens:,} in + "
                 f"{row.output_tokens:,} out tokens, {cost}"
@@ -284,7 +288,9 @@ def plan_entries(
     ``pipeline.selection.select``. A plan already loaded is read from memory.
     """
     s = plan.settings
-    if plan.dataset.loaded is not None or not stream:
+    if not selected and plan.dataset.partial:
+        stream = True  # a shard's load holds only its own entries: read the files for all
+    elif plan.dataset.loaded is not None or not stream:
         yield from plan.dataset.selected if selected else plan.dataset.load().entries
         return
     from pytest_legaleval.formats import DatasetStream

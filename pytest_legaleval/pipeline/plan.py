@@ -11,7 +11,7 @@ pytest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -30,7 +30,7 @@ from pytest_legaleval.grading.registry import GraderRegistry, default_registry
 from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
 from pytest_legaleval.pipeline.selection import entry_key, in_shard, select, selected_count
-from pytest_legaleval.pipeline.settings import Settings, generation_settings
+from pytest_legaleval.pipeline.settings import Settings, Shard, generation_settings
 from pytest_legaleval.records import Record
 from pytest_legaleval.run.ids import new_request_id
 
@@ -118,22 +118,55 @@ class DatasetPlan:
         self._grading = grading
         self._warn_policies = warn_policies
         self._load: LoadResult | None = None
+        self._records_read = 0
+        """Valid records in the files (more than ``_load`` holds when only a shard is kept)."""
         self._rejection: DatasetRejected | None = None
         self._streamed: tuple[list[DatasetInfo], int, int] | None = None
         """Datasets, records and selected records, from a full streaming pass."""
 
     def load(self) -> LoadResult:
-        """Load (once) and validate the datasets; re-raise a dataset-level rejection."""
+        """Load (once) and validate the datasets; re-raise a dataset-level rejection.
+
+        With ``--shard K/N`` only the shard's entries are kept (every file is still read
+        and validated in full: duplicates, counts and the dataset-level verdict are the
+        whole dataset's), so N shards of a million records each hold a million over N.
+        """
         if self._rejection is not None:
             raise self._rejection
         if self._load is None:
             s = self._settings
             try:
-                self._load = load_dataset(list(s.dataset), s.dataset_format, s.protocol)
+                if s.shard is None:
+                    self._load = load_dataset(list(s.dataset), s.dataset_format, s.protocol)
+                    self._records_read = sum(isinstance(e, Record) for e in self._load.entries)
+                else:
+                    self._load = self._load_shard(s.shard)
             except DatasetRejected as exc:
                 self._rejection = exc
                 raise
         return self._load
+
+    def _load_shard(self, shard: Shard) -> LoadResult:
+        s = self._settings
+        stream = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
+        kept: list[Record | RejectedRecord] = []
+        records = 0
+        for entry in stream:
+            records += isinstance(entry, Record)
+            if in_shard(entry_key(entry), shard):
+                kept.append(entry)
+        self._records_read = records
+        return LoadResult(datasets=list(stream.datasets), entries=kept)
+
+    @property
+    def partial(self) -> bool:
+        """The loaded entries are one shard's, not every entry of the files."""
+        return self._settings.shard is not None
+
+    def in_run_shard(self, record_id: str) -> bool:
+        """Whether a record with this id belongs to the run's shard (always, without one)."""
+        shard = self._settings.shard
+        return shard is None or in_shard(record_id, shard)
 
     @property
     def loaded(self) -> LoadResult | None:
@@ -192,9 +225,10 @@ class DatasetPlan:
         loaded = self._load
         if loaded is not None:
             self.items  # noqa: B018 - a selection error is raised here, as in collection
-            return DatasetSource(
-                loaded.datasets, loaded.entries, len(loaded.records), len(self.selected)
-            )
+            entries: Iterable[Record | RejectedRecord] = loaded.entries
+            if self.partial:  # the files' other entries were not kept: read them again
+                entries = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
+            return DatasetSource(loaded.datasets, entries, self._records_read, len(self.selected))
         stream = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
         if self._streamed is not None:  # counted by an earlier pass (the estimate's)
             datasets, records, selected = self._streamed
@@ -339,9 +373,20 @@ class RunPlan:
         records = {r.id: r for r in self.dataset.load().records}
         try:
             with open(path, "rb") as handle:
-                return read_verdicts(handle, records=records)
+                found = read_verdicts(handle, records=records)
         except OSError as exc:
             raise ConfigError(f"--judgments {path}: cannot be read ({exc})") from None
+        if self.dataset.partial:  # another shard's verdicts are not this run's problem
+            found.problems = [
+                p
+                for p in found.problems
+                if not (
+                    p.code == "unknown_record"
+                    and p.record_id is not None
+                    and not self.dataset.in_run_shard(p.record_id)
+                )
+            ]
+        return found
 
     def attachment_errors(self, record: Record) -> list[RecordError]:
         """The record's refused or missing attachments, under the roots the user allowed.

@@ -11,9 +11,11 @@ Rows are data, as endpoint replies are (``engine.sanitize``): a lone surrogate i
 becomes U+FFFD (every output encodes UTF-8), an absurd token count or latency is dropped;
 each leaves a warning on the row's result. NUL and control characters are kept, as in a
 reply. A key repeated in a row is an error naming it (parsers disagree on which value
-counts). A ``.json`` file holding a JSON array is a Turing answer file
-(``answers/<question-model>/<answer-model>.json``): each succeeded entry's last attempt
-answers the benchmark record of its question, for the model ``answer_model``.
+counts), and so is a ``NaN``, ``Infinity`` or ``1e999`` anywhere in a row (not standard
+JSON; Python's own parser would read them). A ``.json`` file holding a JSON array is a
+Turing answer file (``answers/<question-model>/<answer-model>.json``): each succeeded
+entry's last attempt answers the benchmark record of its question, for the model
+``answer_model``.
 
 A file in which no row names a model answers for one unnamed model (labelled
 ``prefilled``, which a row may also name); a file that mixes rows with and without
@@ -34,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_legaleval.engine.sanitize import clean_text, token_count
-from pytest_legaleval.errors import ResponsesError
+from pytest_legaleval.errors import LegalEvalWarning, ResponsesError
+from pytest_legaleval.formats import strict_json
 from pytest_legaleval.validation.duplicates import (
     colon_count,
     find_duplicate_keys,
@@ -60,7 +63,7 @@ _MAX_LATENCY_S = 7 * 24 * 3600.0
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-class ResponsesWarning(UserWarning):
+class ResponsesWarning(LegalEvalWarning):
     """A responses file the run can use, with rows it cannot (issued by the pytest layer)."""
 
 
@@ -356,7 +359,8 @@ def load_responses(path: str | Path, flag: str = "--responses") -> ResponseTable
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
+            # Standard JSON only: a NaN or Infinity anywhere makes the row an error.
+            obj = strict_json.loads(text)
             repeated = _repeated_keys(text, obj)
             if repeated is not None:
                 raise ValueError(repeated)

@@ -134,24 +134,30 @@ def graded_result(
     max_latency_ms: int | None = None,
     warnings: Sequence[str] = (),
     recorded: Recorded | None = None,
+    epoch: int = 0,
+    transcript: Mapping[str, Any] | None = None,
 ) -> EvalResult:
     """The result of a graded answer (``generation`` when it was generated now).
 
-    An answer slower than the record's ``expected.max_latency_ms`` fails with reason
-    ``latency_exceeded`` whatever its grade (the grade stays in the explanation).
+    An answer slower than the record's ``expected.max_latency_ms`` is an error with reason
+    ``latency_exceeded`` whatever its grade: no score, no pass flag (the grade stays in the
+    explanation and ``details.graded``).
     ``recorded``: a pre-computed response's usage and latency (its row's), which become
     the result's tokens and latency; what was repaired in the row is kept in
     ``details.response_warnings``.
     """
     outcome, passed, score = grade.outcome, grade.passed, grade.score
     reason, explanation = grade.reason, grade.explanation
+    details = {**grade.details, **_generation_details(generation, template_version)}
     if generation is not None and generation.latency_exceeded:
-        outcome, passed, reason = "failed", False, "latency_exceeded"
+        # A broken latency budget is no verdict (an error, as the counts file it): no score
+        # and no pass flag, like every other error; the grade is kept beside.
+        outcome, passed, score, reason = "error", None, None, "latency_exceeded"
         explanation = (
             f"answer took {generation.latency_ms:.0f} ms, more than "
             f"expected.max_latency_ms={max_latency_ms} (graded: {grade.reason})"
         )
-    details = {**grade.details, **_generation_details(generation, template_version)}
+        details["graded"] = {"reason": grade.reason, "passed": grade.passed, "score": grade.score}
     if warnings:
         details["attachment_warnings"] = list(warnings)
     fields = _generation_fields(generation)
@@ -176,6 +182,8 @@ def graded_result(
         record_sha256=record.sha256,
         **_policy_fields(policy),
         judge=grade.judge,
+        epoch=epoch,
+        transcript=transcript,
         **fields,
     )
 
@@ -364,12 +372,16 @@ def _bounded(text: str) -> tuple[str, bool]:
 
 
 def transcript(
-    request: GenerationRequest | None, reply: str | None, grade: Grade | None
+    request: GenerationRequest | None,
+    reply: str | None,
+    grade: Grade | None,
+    params: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What one epoch sent and got back.
 
     The messages and parameters (``None`` for a pre-computed answer), the raw reply, and
-    the judge's prompts and replies.
+    the judge's prompts and replies. ``params``: the request's parameters as JSON, when the
+    caller has them already (a run shares one parameters object among its requests).
     """
     cut = False
     sent: dict[str, Any] | None = None
@@ -379,7 +391,11 @@ def transcript(
             content, shortened = _bounded(str(message.get("content", "")))
             cut |= shortened
             messages.append({"role": message.get("role"), "content": content})
-        sent = {"model": request.model, "messages": messages, "params": request.params.as_dict()}
+        sent = {
+            "model": request.model,
+            "messages": messages,
+            "params": params if params is not None else request.params.as_dict(),
+        }
     text = None
     if reply is not None:
         text, shortened = _bounded(reply)

@@ -139,6 +139,9 @@ class ItemRunner:
         self.judges: JudgePanel | None = None
         self._items: dict[int, _Item] = {}
         self._answer_modes: dict[str, str] = {}
+        self._params: dict[int, Any] = {}
+        """The generation parameters of each epoch (one object, shared by its requests)."""
+        self._params_seen: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     # -- the engine -----------------------------------------------------------------------
@@ -233,10 +236,15 @@ class ItemRunner:
             previous = conversation.get(record.id, conversation.models[0])
         policy = self.grading.policy(record)
         s = self.settings
-        seed = s.seed + epoch if s.seed is not None and epoch else s.seed
-        params = GenerationParams(
-            temperature=s.temperature, top_p=s.top_p, max_new_tokens=s.max_new_tokens, seed=seed
-        )
+        params = self._params.get(epoch)
+        if params is None:
+            seed = s.seed + epoch if s.seed is not None and epoch else s.seed
+            params = self._params[epoch] = GenerationParams(
+                temperature=s.temperature,
+                top_p=s.top_p,
+                max_new_tokens=s.max_new_tokens,
+                seed=seed,
+            )
         if policy.answer_contract == "json" and record.choices:
             from pytest_legaleval.engine.capabilities import structured_params
             from pytest_legaleval.grading.judge_schemas import mcq_answer_schema
@@ -256,6 +264,18 @@ class ItemRunner:
             max_latency_ms=_max_latency(record),
             sample=epoch,
         )
+
+    def _params_json(self, request: GenerationRequest | None) -> Mapping[str, Any] | None:
+        """A request's parameters as JSON, made once per parameters object (they are shared)."""
+        if request is None:
+            return None
+        params = request.params
+        found = self._params_seen.get(id(params))
+        if found is None or found[0] is not params:
+            if len(self._params_seen) >= 64:  # per-record parameters (a JSON answer schema)
+                self._params_seen.clear()
+            found = self._params_seen[id(params)] = (params, params.as_dict())
+        return found[1]
 
     def _graded(
         self,
@@ -285,10 +305,10 @@ class ItemRunner:
                 if self.plan.responses is not None and generation is None
                 else None
             ),
+            epoch=epoch,
+            transcript=transcript(request, answer, grade, self._params_json(request)),
         )
-        return dataclasses.replace(
-            result, epoch=epoch, transcript=transcript(request, answer, grade)
-        )
+        return result
 
     def _grade(
         self,
@@ -364,7 +384,13 @@ class ItemRunner:
     # -- submitting -----------------------------------------------------------------------
 
     def prefetch(self, specs: Sequence[ItemSpec]) -> None:
-        """Submit every item of this process at once (earlier items start first)."""
+        """Submit every item of this process at once (earlier items start first).
+
+        Without model calls (pre-computed answers, no judge) there is nothing to overlap:
+        each item is graded when it is evaluated.
+        """
+        if not self.needs_engine and len(specs) > 1:
+            return
         todo: list[_Item] = []
         for spec in specs:
             if not isinstance(spec.entry, Record) or spec.index in self._items:
@@ -419,7 +445,9 @@ class ItemRunner:
                 warnings=_attachment_warnings(record, self.settings.attachments_root),
             )
             result = dataclasses.replace(
-                failed, epoch=epoch, transcript=transcript(request, None, None)
+                failed,
+                epoch=epoch,
+                transcript=transcript(request, None, None, self._params_json(request)),
             )
             self._epoch_done(item, epoch, result)
             return

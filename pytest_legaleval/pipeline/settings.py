@@ -7,6 +7,12 @@ same :data:`OPTIONS` under the same names.
 
 Precedence: command line > ``--legaleval-config`` YAML (or ``legaleval.yaml`` at the
 rootdir) > ``[tool.pytest.ini_options]`` keys (``legaleval_<name>``) > defaults.
+
+Trust: a ``legaleval.yaml`` found at the rootdir and the ini keys come with the project
+under test, not from the person running it. The automatic file may name paths only inside
+its folder, and neither may point an API key anywhere but this machine
+(``engine.routing.check_key_destinations``): ``--legaleval-config FILE``, the command line
+and the environment may (SECURITY.md).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.engine.routing import ProjectChoices, check_key_destinations
 from pytest_legaleval.engine.types import TRANSPORTS
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.pipeline.converters import Shard, parse_shard
@@ -233,8 +240,32 @@ def resolve_settings(
             )
     base_url = values.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
     values["base_url"] = base_url
-    return Settings(
+    settings = Settings(
         config_file=str(config_file) if config_file else None, sources=sources, **values
+    )
+    automatic = config_file if config_is_automatic else None
+    check_key_destinations(settings, _project_choices(sources, per_model, automatic))
+    return settings
+
+
+_KEY_ROUTING = ("base_url", "judge_base_url", "api_key_env")
+"""The options that decide where an API key is sent, and which key."""
+
+
+def _project_choices(
+    sources: Mapping[str, str], per_model: Mapping[str, Any], automatic: Path | None
+) -> ProjectChoices:
+    """What the configuration that came with the project chose about keys (SECURITY.md).
+
+    ``automatic``: the ``legaleval.yaml`` found at the rootdir, not named by the user.
+    """
+    return ProjectChoices(
+        file=str(automatic) if automatic else "",
+        file_options=frozenset(
+            d for d in _KEY_ROUTING if automatic is not None and sources[d] == "yaml"
+        ),
+        ini_options=frozenset(d for d in _KEY_ROUTING if sources[d] == "ini"),
+        models=per_model if automatic is not None else {},
     )
 
 

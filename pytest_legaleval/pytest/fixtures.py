@@ -9,7 +9,7 @@ outcome is ``pytest/outcomes.py``'s.
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 import pytest
 
@@ -18,6 +18,7 @@ from pytest_legaleval.pipeline.plan import ItemSpec
 from pytest_legaleval.pytest.outcomes import InvalidItem, NoVerdict, RecordFailed, has_no_verdict
 from pytest_legaleval.pytest.state import RUNNER_KEY
 from pytest_legaleval.records import EvalResult, Record
+from pytest_legaleval.run.reasons import invalid_text, reason_text
 
 __all__ = [
     "INVALID_KEY",
@@ -85,13 +86,29 @@ class Evaluation:
         if self.result.outcome == "skipped":
             pytest.skip(f"{self.reason}: {self.explanation}")
         if not self.passed:
-            raise RecordFailed(f"{self.reason}: {self.explanation}")
+            raise RecordFailed(reason_text(_reason_fields(self.result), _titles(self.record)))
 
     def __repr__(self) -> str:
         return (
             f"Evaluation(record={self.record.id!r}, model={self.model!r}, "
             f"passed={self.passed}, score={self.score}, reason={self.reason!r})"
         )
+
+
+def _reason_fields(result: EvalResult) -> dict[str, Any]:
+    """The fields of ``result`` its reason is told from (``run.reasons``)."""
+    return {
+        "reason": result.reason,
+        "explanation": result.explanation,
+        "score": result.score,
+        "details": result.details,
+        "judge": None if result.judge is None else result.judge.to_dict(),
+    }
+
+
+def _titles(record: Record) -> dict[str, str]:
+    """The record's rubric titles by criterion id (a replayed verdict names only the id)."""
+    return {criterion.id: criterion.title for criterion in record.rubric}
 
 
 def _spec(request: pytest.FixtureRequest) -> ItemSpec:
@@ -117,15 +134,13 @@ def record(request: pytest.FixtureRequest) -> Record:
     entry = spec.entry
     if isinstance(entry, RejectedRecord):
         request.node.stash[INVALID_KEY] = spec
-        errors = [error.to_dict() for error in entry.errors]
-        raise InvalidItem(json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False))
+        raise InvalidItem(invalid_text([error.to_dict() for error in entry.errors]))
     if entry.attachments:
         early = request.config.stash[RUNNER_KEY].before_any_call(spec)
         if early is not None and early.reason == "invalid_record":
             # Recorded like any other result (failures.jsonl: invalid_record), not dropped.
             request.node.stash[RESULT_KEY] = early
-            errors = list(early.details.get("record_errors") or ())
-            raise InvalidItem(json.dumps({"record_errors": errors}, indent=2, ensure_ascii=False))
+            raise InvalidItem(invalid_text(list(early.details.get("record_errors") or ())))
     return entry
 
 
@@ -142,5 +157,5 @@ def evaluation(request: pytest.FixtureRequest, record: Record) -> Evaluation:
     result = request.config.stash[RUNNER_KEY].evaluate(spec)
     request.node.stash[RESULT_KEY] = result
     if has_no_verdict(result):
-        raise NoVerdict(f"{result.reason}: {result.explanation}")
+        raise NoVerdict(reason_text(_reason_fields(result), _titles(record)))
     return Evaluation(record, result)

@@ -36,7 +36,7 @@ from pytest_legaleval.metrics.baseline import (
 from pytest_legaleval.metrics.gates import Gate, GateResult, default_gates, evaluate_gates
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.pipeline.plan import RunPlan
-from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin
+from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin, terminal_writer
 from pytest_legaleval.pytest.state import RECORDER_KEY
 
 __all__ = ["REGRESSIONS_FILE", "SHOWN_REGRESSIONS", "Baseline", "Gatekeeper", "load_baseline"]
@@ -115,6 +115,8 @@ class Gatekeeper:
         recorder = plugin.recorder
         directory = plugin.directory
         self.run_path = Path(directory.path)
+        # JSONL lines reach the file every 0.2 s (run.directory): all of them before reading.
+        directory.flush()
         predictions = self.run_path / "predictions.jsonl"
         # The recorder's figures as they stand: the values gated on are the ones
         # metrics_summary.json and metrics_by_slice.json are about to hold (the official
@@ -268,7 +270,7 @@ class Gatekeeper:
             )
         if self.results is None:
             return
-        write = terminalreporter.write_line
+        write = terminal_writer(terminalreporter)  # record ids, slice values: data
         terminalreporter.write_sep("=", "legaleval gates")
         for result in self.results:
             write(f"{'passed' if result.passed else 'FAILED'} gate {result.describe()}")

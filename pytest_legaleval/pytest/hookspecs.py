@@ -8,7 +8,7 @@ Implement them in a ``conftest.py`` (or a plugin) of the project that runs the s
         name = "keyword"
         needs_judge = False
 
-        def grade(self, request: GradeRequest) -> Grade:
+        async def grade(self, request: GradeRequest) -> Grade:
             wanted = request.record.reference_answers[0].lower()
             if wanted in request.answer.lower():
                 return Grade.passing(self.name, f"mentions {wanted!r}")

@@ -20,19 +20,24 @@ runs (it has nothing to assert on), pytest counts it under ``errors`` and JUnit 
 table's ``errors`` plus ``invalid``.
 
 The reports of these items carry the reason as text, without a traceback
-(:func:`fast_report`); under ``--tb=line`` the text is an :class:`ItemReason`, which pytest
-prints as one line: the node id and the reason.
+(:func:`fast_report`): its first line says why in one line (``run.reasons``:
+``invalid_record: prompt is required (bad.jsonl line 1)``, ``below_threshold 0.16 < 0.70:
+missed "…", +3``), the rest gives the details (the ``record_errors`` JSON, every criterion).
+The report's ``longrepr`` is an :class:`ItemReason` (:func:`item_repr`): pytest's short
+summary and JUnit's ``message`` attribute read its one line (``reprcrash.message``), the
+FAILURES section and JUnit's element text the whole text; under ``--tb=line`` pytest
+prints one line per item: the node id and the reason.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 
 from pytest_legaleval.metrics.items import item_category
 from pytest_legaleval.records import EvalResult
+from pytest_legaleval.run.reasons import one_line
 
 __all__ = [
     "InvalidItem",
@@ -41,7 +46,7 @@ __all__ = [
     "RecordFailed",
     "fast_report",
     "has_no_verdict",
-    "line_mode_repr",
+    "item_repr",
 ]
 
 _Fail: Any = pytest.fail.Exception  # pytest's own "fail without a traceback" exception
@@ -85,58 +90,54 @@ def has_no_verdict(result: EvalResult) -> bool:
 
 # -- the reason as pytest prints it -----------------------------------------------------------
 
-LINE_LIMIT = 400
-"""Characters of a reason on its ``--tb=line`` line (the whole text is in the run directory)."""
-
-_SPACE = re.compile(r"\s+")
-
-
-def _one_line(text: str) -> str:
-    line = _SPACE.sub(" ", text).strip()
-    return line if len(line) <= LINE_LIMIT else line[: LINE_LIMIT - 1] + "…"
-
 
 class _CrashLine:
-    """``reprcrash`` of an :class:`ItemReason`: what ``--tb=line`` and the short summary read."""
+    """``reprcrash`` of an :class:`ItemReason`: what the short summary and JUnit read."""
 
     __slots__ = ("message", "nodeid")
 
     def __init__(self, nodeid: str, message: str) -> None:
         self.nodeid = nodeid
         self.message = message
-        """The reason (pytest's short test summary shows it after the node id)."""
+        """The one-line reason (pytest's short summary shows it after the node id)."""
 
     def __str__(self) -> str:
-        return f"{self.nodeid} - {_one_line(self.message)}"
+        return f"{self.nodeid} - {self.message}"
 
 
 class ItemReason:
-    """A record item's reason as its report's ``longrepr`` under ``--tb=line``.
+    """A record item's reason as its report's ``longrepr``.
 
-    pytest's line style prints, per failed test, the report (``toterminal``) and then its
-    crash line (``str(longrepr.reprcrash)``; a plain string longrepr would be printed whole
-    and then again cut at 50 characters). A failure's report prints nothing here and its
-    crash line is ``<node id> - <reason>``: one line per item. An error's report is printed
-    under its ``ERROR at setup of …`` header, as the reason on one line. ``str()`` is the
-    whole reason (JUnit's text, xdist's serialization).
+    pytest reads a ``longrepr``'s crash line (``reprcrash``) for the short test summary,
+    ``--tb=line`` and JUnit's ``message`` attribute, and prints the report (``toterminal``)
+    in the FAILURES and ERRORS sections. Here the crash line is the reason's first line
+    (one line, cut at ``run.reasons.LINE_LIMIT``) and the report the whole text. Under
+    ``--tb=line`` pytest prints, per failed test, the report and then its crash line: a
+    failure's report prints nothing there (its crash line, ``<node id> - <reason>``, is the
+    one line), an error's prints its one line under its ``ERROR at setup of …`` header.
+    ``str()`` is the whole text (JUnit's element text, xdist's serialization).
     """
 
-    __slots__ = ("nodeid", "text", "when")
+    __slots__ = ("line_mode", "nodeid", "text", "when")
 
-    def __init__(self, text: str, nodeid: str, when: str) -> None:
+    def __init__(self, text: str, nodeid: str, when: str, *, line_mode: bool = False) -> None:
         self.text = text
         self.nodeid = nodeid
         self.when = when
+        self.line_mode = line_mode
 
     @property
     def reprcrash(self) -> _CrashLine:
-        """The one line: node id and reason."""
-        return _CrashLine(self.nodeid, self.text)
+        """The one line: the reason's first line."""
+        return _CrashLine(self.nodeid, one_line(self.text.partition("\n")[0]))
 
     def toterminal(self, tw: Any) -> None:
-        """Print the report's body: nothing for a failure (its crash line follows)."""
-        if self.when != "call":
-            tw.line(_one_line(self.text))
+        """Print the report's body: the whole text; under ``--tb=line`` one line or none."""
+        if not self.line_mode:
+            for line in self.text.splitlines():
+                tw.line(line)
+        elif self.when != "call":
+            tw.line(self.reprcrash.message)
 
     def __str__(self) -> str:
         return self.text
@@ -149,8 +150,8 @@ def _line_mode(config: pytest.Config) -> bool:
     return getattr(config.option, "tbstyle", None) == "line"
 
 
-def line_mode_repr(config: pytest.Config, report: pytest.TestReport) -> None:
-    """Give a record item's failed report its one-line form under ``--tb=line`` (in place).
+def item_repr(config: pytest.Config, report: pytest.TestReport) -> None:
+    """Give a record item's failed report its reason as an :class:`ItemReason` (in place).
 
     Called where reports are made (a single process, a worker) and where an xdist
     controller rebuilds them: serialization turns the reason back into a plain string.
@@ -158,10 +159,11 @@ def line_mode_repr(config: pytest.Config, report: pytest.TestReport) -> None:
     if (
         report.failed
         and isinstance(report.longrepr, str)
-        and _line_mode(config)
         and getattr(report, "legaleval_item", False)
     ):
-        report.longrepr = ItemReason(report.longrepr, report.nodeid, report.when)  # type: ignore[assignment]
+        report.longrepr = ItemReason(  # type: ignore[assignment]
+            report.longrepr, report.nodeid, report.when, line_mode=_line_mode(config)
+        )
 
 
 def _nothing() -> None:

@@ -12,7 +12,8 @@ How a result reaches it: see ``pytest/carrier.py``.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping
+import os
+from collections.abc import Callable, Generator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,10 @@ from pytest_legaleval.pytest.carrier import Carried, carried
 from pytest_legaleval.pytest.collection import nothing_to_run
 from pytest_legaleval.pytest.state import RUNNER_KEY
 from pytest_legaleval.records import EvalResult
-from pytest_legaleval.run.console import benchmark_lines, summary_lines
+from pytest_legaleval.run.console import benchmark_lines, printable, summary_lines
 from pytest_legaleval.run.directory import RunDirectory
 
-__all__ = ["RecorderPlugin"]
+__all__ = ["RecorderPlugin", "terminal_writer"]
 
 
 class RecorderPlugin:
@@ -53,7 +54,9 @@ class RecorderPlugin:
         self.other_failures = 0
         """Failed reports that are no record item's (an ordinary test, a teardown error)."""
         self._open_tried = False
-        self._junit = bool(getattr(config.option, "xmlpath", None))
+        xml_path = config.getoption("xmlpath", None)
+        self._junit = os.path.abspath(xml_path) if xml_path else None
+        """The JUnit file (``--junitxml``), absolute: the working directory may change."""
         self._junit_pending: dict[str, list[tuple[str, object]]] = {}
         self._unfinished: dict[str, tuple[str, str]] = {}
         """Node id → (pytest outcome, why) of items that never reached their evaluation."""
@@ -106,9 +109,14 @@ class RecorderPlugin:
         interrupted = no_items = False
         try:
             return (yield)
-        except (KeyboardInterrupt, session.Failed):
-            # Ctrl-C, and -x / --maxfail (session.Failed / session.Interrupted): the items
-            # that never ran are cancelled.
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM: the answers that arrived are kept, the rest is cancelled.
+            interrupted = True
+            self._record_arrived()
+            raise
+        except session.Failed:
+            # -x / --maxfail (session.Failed / session.Interrupted): the items that never
+            # ran are cancelled.
             interrupted = True
             raise
         except Exception as exc:
@@ -125,13 +133,14 @@ class RecorderPlugin:
     def _finalize(self, interrupted: bool) -> None:
         if self.directory is None:
             return
-        if interrupted:
-            self._record_arrived()
         self._record_unfinished(cancel=interrupted and self.run_error is None)
         self.session.finish(interrupted)
 
     def _record_arrived(self) -> None:
         """An interrupted run keeps the answers that arrived (``pytest/interrupt.py``)."""
+        self._ensure_open()
+        if self.directory is None:
+            return
         if self.config.pluginmanager.has_plugin("dsession"):
             from pytest_legaleval.pytest.interrupt import collect_spooled
             from pytest_legaleval.pytest.xdist_hooks import scheduler_of
@@ -189,9 +198,10 @@ class RecorderPlugin:
             }
         )
         if self._junit:
+            # No verdict: no score and no pass flag, as for every error (never a 0 or False).
             self._junit_pending[nodeid] = [
-                ("passed", False), ("model", rejection["model"]), ("run_id", self.run_id),
-                ("reason", "invalid_record"),
+                ("score", ""), ("passed", ""), ("model", rejection["model"]),
+                ("run_id", self.run_id), ("reason", "invalid_record"),
             ]  # fmt: skip
 
     def _record(
@@ -250,18 +260,38 @@ class RecorderPlugin:
             names.update({_item_id(nodeid): nodeid for nodeid in self._unfinished})
         self.session.record_missing(items, causes=causes, cancel=cancel, item_ids=names)
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """After pytest wrote the JUnit file and the gates decided: the CI surfaces.
+
+        Each record's JUnit classname and answer (``pytest/junit.py``); under GitHub
+        Actions the job summary (``pytest/job_summary.py``).
+        """
+        if self.directory is None or self.status is None:
+            return
+        if self._junit is not None:
+            from pytest_legaleval.pytest.junit import rewrite_junit
+
+            prefix = self.config.getoption("junitprefix", None)
+            rewrite_junit(self._junit, self.directory.path, prefix)
+        if os.environ.get("GITHUB_STEP_SUMMARY"):
+            from pytest_legaleval.pytest.job_summary import write_job_summary
+
+            write_job_summary(self, session)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         final = self.recorder.final
         if self.directory is None or final is None:
             return
         summary, by_slice = final
+        write = terminal_writer(terminalreporter)
         terminalreporter.write_sep("=", "legaleval")
         for line in summary_lines(summary, by_slice):
-            terminalreporter.write_line(line)
+            write(line)
         for line in self.recorder.epoch_summary.terminal_lines():
-            terminalreporter.write_line(line)
+            write(line)
         for line in benchmark_lines(summary.get("benchmarks") or {}):
-            terminalreporter.write_line(line)
+            write(line)
         audit, consistency = summary.get("judge_audit"), summary.get("judge_consistency")
         if audit is not None or consistency:
             from pytest_legaleval.metrics.audit_text import consistency_lines
@@ -269,15 +299,27 @@ class RecorderPlugin:
 
             found = audit_lines(audit, consistency) if audit else consistency_lines(consistency)
             for line in found:
-                terminalreporter.write_line(line)
+                write(line)
         failures = summary["failures_by_type"]
         detail = ", ".join(f"{k} {v}" for k, v in failures.items())
-        terminalreporter.write_line(f"status: {self.status}" + (f" ({detail})" if detail else ""))
+        write(f"status: {self.status}" + (f" ({detail})" if detail else ""))
         if summary["cost_usd"] is not None:
-            terminalreporter.write_line(f"cost: ${summary['cost_usd']:.4f} (list prices)")
+            write(f"cost: ${summary['cost_usd']:.4f} (list prices)")
         if self.run_error:
-            terminalreporter.write_line(f"run error: {self.recorder.redactor.text(self.run_error)}")
-        terminalreporter.write_line(f"run directory: {Path(self.directory.path)}")
+            write(f"run error: {self.recorder.redactor.text(self.run_error)}")
+        write(f"run directory: {Path(self.directory.path)}")
+
+
+def terminal_writer(terminalreporter: Any) -> Callable[..., None]:
+    """``terminalreporter.write_line`` for text from data: every line through ``printable``.
+
+    Each line is one line (a newline in data is shown escaped); markup keywords pass on.
+    """
+
+    def write(line: str, **markup: bool) -> None:
+        terminalreporter.write_line(printable(line), **markup)
+
+    return write
 
 
 def _item_id(nodeid: str) -> str:

@@ -30,7 +30,7 @@ from pytest_legaleval.pytest.state import GATES_KEY, RECORDER_KEY, RUNNER_KEY, S
 from pytest_legaleval.records import TASK_TYPES
 from pytest_legaleval.run.ids import new_run_id
 
-__all__ = ["LOCAL_KEY", "LOCAL_URLS", "configure"]
+__all__ = ["LOCAL_KEY", "LOCAL_URLS", "build_plan", "configure"]
 
 
 def _share(config: pytest.Config) -> tuple[int, int]:
@@ -62,20 +62,9 @@ def configure(config: pytest.Config) -> None:
             # Model calls ahead: the engine's import overlaps the rest of the set-up and the
             # collection (see tricks); a usage error below still joins it at unconfigure.
             tricks.start_engine_import(config)
-        check_settings(settings, controller=controller)
-        graders = default_registry()
-        try:
-            config.hook.pytest_legaleval_register_graders(registry=graders, config=config)
-        except ConfigError as exc:  # a malformed registration names the fix
-            raise pytest.UsageError(str(exc)) from None
-        settings = _local_servers(config, settings)
         # Unknown policy ids are warned about once, not by every xdist worker.
-        plan = RunPlan.build(
-            settings,
-            graders=graders,
-            warn_policies=workerinput is None or workerinput.get("workerid") == "gw0",
-        )
-        check_plan(plan, controller=controller)
+        warn = workerinput is None or workerinput.get("workerid") == "gw0"
+        plan = build_plan(config, settings, controller=controller, warn_policies=warn)
     except (ConfigError, ResponsesError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = plan
@@ -117,6 +106,36 @@ def configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(XdistHooks(config))
         warn_below_one_call_per_worker(config, plan)
+
+
+def build_plan(
+    config: pytest.Config,
+    settings: Settings,
+    *,
+    controller: bool = True,
+    warn_policies: bool = True,
+    local_servers: bool = True,
+) -> RunPlan:
+    """The run's plan from checked settings, the users' graders registered.
+
+    ``local_servers``: start the ``local/`` models' servers (not for an estimate).
+
+    Raises:
+        ConfigError: impossible settings, a malformed grader registration.
+        ResponsesError: an unusable responses file.
+
+    """
+    check_settings(settings, controller=controller)
+    graders = default_registry()
+    try:
+        config.hook.pytest_legaleval_register_graders(registry=graders, config=config)
+    except ConfigError as exc:  # a malformed registration names the fix
+        raise pytest.UsageError(str(exc)) from None
+    if local_servers:
+        settings = _local_servers(config, settings)
+    plan = RunPlan.build(settings, graders=graders, warn_policies=warn_policies)
+    check_plan(plan, controller=controller)
+    return plan
 
 
 def _register_gatekeeper(config: pytest.Config, plan: RunPlan) -> None:

@@ -1,11 +1,17 @@
 """What the controller (or the single process) says before any worker starts or call is paid.
 
-The planned calls and their estimated cost (``--estimate-only`` stops there with exit
-status 0), and the rows of ``--responses`` / ``--conversation-from`` that match no record
-(a warning; none matching is a usage error).
+The planned calls and their estimated cost, and the rows of ``--responses`` /
+``--conversation-from`` that match no record (a warning; none matching is a usage error).
+``--estimate-only`` gives the estimate and ends there, exit status 0, before any session
+starts (:func:`estimate_main`, from ``pytest_cmdline_main``): no worker, no collection, no
+banner.
 """
 
 from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable
 
 import pytest
 
@@ -14,14 +20,76 @@ from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.state import STATE_KEY
 from pytest_legaleval.records import Record
+from pytest_legaleval.run.console import printable
 
-__all__ = ["before_any_call", "estimate_only"]
+__all__ = ["before_any_call", "estimate_main", "power_lines"]
 
 
-def estimate_only(config: pytest.Config) -> bool:
-    """Whether this session only estimates (``--estimate-only``) and calls nothing."""
-    state = config.stash.get(STATE_KEY, None)
-    return state is not None and bool(state.settings.estimate_only)
+def estimate_main(config: pytest.Config) -> int | None:
+    """``--estimate-only``: print the estimate and return exit status 0; else ``None``.
+
+    Called as ``pytest_cmdline_main``, before pytest configures a session: the plan is
+    built here (settings, the users' graders, the price table), the response rows are
+    checked, and the estimate goes to stdout, warnings to stderr. A usage error is
+    pytest's (``ERROR: …``, exit 4). Any other session gets ``None`` and runs as usual.
+    """
+    if config.getoption("help", False) or config.getoption("version", 0):
+        return None
+    from pytest_legaleval.pytest.options import resolve
+    from pytest_legaleval.pytest.session import build_plan
+
+    try:
+        settings = resolve(config)
+    except ConfigError:
+        return None  # the session's configuration reports it
+    if not (settings.active and settings.estimate_only):
+        return None
+    notes: list[Warning] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            plan = build_plan(config, settings, local_servers=False)
+            _check_response_rows(config, plan, notes.append, stream=False)
+            from pytest_legaleval.pipeline.estimate import estimate_run
+
+            lines = estimate_run(plan).lines()
+            lines += power_lines(plan)
+        except (ConfigError, ResponsesError, DatasetRejected) as exc:
+            raise pytest.UsageError(getattr(exc, "message", str(exc))) from None
+    for line in lines:
+        print(printable(line))
+    for found in [*(c.message for c in caught), *notes]:
+        print(printable(f"{type(found).__name__}: {found}"), file=sys.stderr)
+    print(printable("--estimate-only: no call was made"))
+    return 0
+
+
+def power_lines(plan: RunPlan) -> list[str]:
+    """The power planner's block for the planned run (``legaleval plan``'s text).
+
+    Over the selected records, with the run's ``--epochs`` and ``--cluster-by``, and the
+    variances of ``--baseline`` when the run has one (else the planner's stated defaults).
+
+    Raises:
+        ConfigError: the baseline run cannot be read.
+
+    """
+    from pytest_legaleval.metrics.power import plan as power_plan
+    from pytest_legaleval.metrics.power import record_fields
+
+    s = plan.settings
+    records = [record_fields(e) for e in plan.dataset.selected if isinstance(e, Record)]
+    if not records:
+        return []
+    rows = baseline_id = None
+    if s.baseline:
+        from pytest_legaleval.metrics.runfiles import load_run
+
+        run = load_run(s.baseline)
+        rows, baseline_id = (run.predictions or None), run.run_id
+    found = power_plan(records, epochs=s.epochs, cluster_by=s.cluster_by,
+                       baseline_rows=rows, baseline_id=baseline_id)  # fmt: skip
+    return ["", *found.render().rstrip("\n").split("\n")]
 
 
 def before_any_call(session: pytest.Session, *, checks: bool = True, estimate: bool = True) -> None:
@@ -30,14 +98,12 @@ def before_any_call(session: pytest.Session, *, checks: bool = True, estimate: b
     ``checks``: the rows of ``--responses`` / ``--conversation-from`` / ``--judgments``
     that match no record (a warning; none matching is a usage error), before any worker
     starts. ``estimate``: the planned calls and their estimated cost; an xdist controller
-    gives it while its workers start up. ``--estimate-only`` stops after the estimate with
-    exit status 0 (``pipeline.estimate``).
+    gives it while its workers start up.
     """
     config = session.config
     state = config.stash.get(STATE_KEY, None)
     if state is None or hasattr(config, "workerinput") or config.option.collectonly:
         return
-    import warnings
 
     # Loading the plan here warns (unknown policy ids) outside pytest's capture: the
     # warnings are handed to pytest, which shows them in its summary as before.
@@ -45,17 +111,33 @@ def before_any_call(session: pytest.Session, *, checks: bool = True, estimate: b
         warnings.simplefilter("always")
         try:
             if checks:
-                _check_response_rows(config, state)
+                _check_response_rows(
+                    config, state, lambda w: _warn(config, w), stream=_streams(config)
+                )
             if estimate:
                 _estimate(config, state)
         finally:
             for found in caught:
-                config.issue_config_time_warning(found.message, stacklevel=2)  # type: ignore[arg-type]
+                _warn(config, found.message)
+
+
+def _warn(config: pytest.Config, message: Warning | str) -> None:
+    """Hand a warning to pytest, its text through the terminal sanitizer (it quotes data)."""
+    if not isinstance(message, Warning):
+        message = UserWarning(message)
+    text = str(message)
+    shown = printable(text, multiline=True)
+    if shown != text:
+        try:
+            message = type(message)(shown)
+        except TypeError:  # a warning class with another signature
+            message = UserWarning(shown)
+    config.issue_config_time_warning(message, stacklevel=3)
 
 
 def _estimate(config: pytest.Config, state: RunPlan) -> None:
     s = state.settings
-    if not (s.estimate_only or s.judge_model or state.responses is None):
+    if not (s.judge_model or state.responses is None):
         return  # pre-computed answers graded without a judge: nothing is paid
     from pytest_legaleval.pipeline.estimate import estimate_run
 
@@ -67,18 +149,14 @@ def _estimate(config: pytest.Config, state: RunPlan) -> None:
             lines = estimate_run(state, stream=_streams(config)).lines()
             if fresh and state.dataset.loaded is not None:
                 tricks.freeze()
-    except (ConfigError, DatasetRejected) as exc:
-        if s.estimate_only:
-            raise pytest.UsageError(getattr(exc, "message", str(exc))) from None
+    except (ConfigError, DatasetRejected):
         return  # collection reports it, as without an estimate
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     for line in lines:
         if reporter is not None:
-            reporter.write_line(line)
+            reporter.write_line(printable(line))
         else:
-            print(line)
-    if s.estimate_only:
-        pytest.exit("--estimate-only: no call was made", returncode=0)
+            print(printable(line))
 
 
 def _streams(config: pytest.Config) -> bool:
@@ -86,7 +164,9 @@ def _streams(config: pytest.Config) -> bool:
     return config.pluginmanager.get_plugin("dsession") is not None
 
 
-def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
+def _check_response_rows(
+    config: pytest.Config, state: RunPlan, warn: Callable[[Warning], None], *, stream: bool
+) -> None:
     """Rows of --responses / --conversation-from that match no record: a warning; all: an error."""
     from pytest_legaleval.pipeline.responses import ResponsesWarning, match_responses
 
@@ -96,7 +176,7 @@ def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
     from pytest_legaleval.pipeline.estimate import plan_entries
 
     try:
-        entries = plan_entries(state, stream=_streams(config), selected=False)
+        entries = plan_entries(state, stream=stream, selected=False)
         ids = [e.id if isinstance(e, Record) else e.record_id for e in entries]
     except (ConfigError, DatasetRejected):
         return  # collection reports it
@@ -110,15 +190,15 @@ def _check_response_rows(config: pytest.Config, state: RunPlan) -> None:
             raise pytest.UsageError(str(exc)) from None
         warning = found.warning()
         if warning is not None:
-            config.issue_config_time_warning(ResponsesWarning(f"{flag}: {warning}"), stacklevel=2)
+            warn(ResponsesWarning(f"{flag}: {warning}"))
     if state.settings.judgments:
-        _check_judgments(config, state.settings.judgments, {i for i in ids if i is not None})
+        _check_judgments(state.settings.judgments, {i for i in ids if i is not None}, warn)
 
 
 _SHOWN = 5
 
 
-def _check_judgments(config: pytest.Config, path: str, ids: set[str]) -> None:
+def _check_judgments(path: str, ids: set[str], warn: Callable[[Warning], None]) -> None:
     """The verdict file's bad lines, and verdicts that match no record: a warning; none: error."""
     from pytest_legaleval.grading.verdicts import read_verdicts
     from pytest_legaleval.pipeline.responses import ResponsesWarning
@@ -144,6 +224,4 @@ def _check_judgments(config: pytest.Config, path: str, ids: set[str]) -> None:
             f"(e.g. {', '.join(map(repr, unmatched[:_SHOWN]))})"
         )
     if notes:
-        config.issue_config_time_warning(
-            ResponsesWarning(f"--judgments {path}: {'; '.join(notes)}"), stacklevel=2
-        )
+        warn(ResponsesWarning(f"--judgments {path}: {'; '.join(notes)}"))

@@ -27,18 +27,28 @@ __all__ = [
 ]
 
 
-def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+def write_report(
+    run_dir: str | Path, out: str | Path | None = None, *, human_labels: str | Path | None = None
+) -> Path:
     """Render ``run_dir``'s report to ``out`` (default: ``<run_dir>.html`` next to it).
 
     The default sits beside the run directory, not inside it: a finished run directory is
     write-once (its files are checksummed and read-only). ``predictions.jsonl`` is streamed,
-    not loaded, so memory stays small with the run's size.
+    not loaded, so memory stays small with the run's size. ``human_labels`` (a label file or
+    a directory of them, as ``--human-labels`` takes) adds the judge calibration view's
+    confusion tables and disagreeing items; without it the run's own label file is used
+    when it is still there.
+
+    Raises:
+        ConfigError: not a run directory, or ``human_labels`` that cannot be read.
+
     """
     run = load_run(run_dir, with_predictions=False)
     source = Path(run_dir).resolve()
     target = Path(out) if out is not None else source.parent / f"{source.name}.html"
+    page = render_report(run, human_labels)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_report(run), encoding="utf-8")
+    target.write_text(page, encoding="utf-8")
     return target
 
 

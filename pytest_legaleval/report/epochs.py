@@ -75,7 +75,7 @@ def epoch_line(row: Mapping[str, Any], category: str, line: int) -> EpochLine:
     return EpochLine(
         epoch=epoch_of(row.get("epoch")),
         category=category,
-        score=_finite(row.get("score")),
+        score=_finite(row.get("score")) if category in ("passed", "failed") else None,
         threshold=threshold,
         line=line,
         verdict=epoch_verdict(row),

@@ -1,8 +1,11 @@
 """One self-contained HTML file per run: inline CSS, JS, SVG and data; every value escaped.
 
 The summary, the per-model columns, the slices and the charts are rendered here as escaped
-HTML. The items (one row per record × model, with their text previews) travel as JSON, the
-records' texts (question, choices, references) as escaped hidden markup
+HTML; so are the sections a run may add (:mod:`~pytest_legaleval.report.official`,
+:mod:`~pytest_legaleval.report.uncertainty`, :mod:`~pytest_legaleval.report.calibration`),
+written first so that the items' previews get the room they leave. The items (one row per
+record × model, with their text previews) travel as JSON, the records' texts (question,
+choices, references) as escaped hidden markup
 (:mod:`~pytest_legaleval.report.page`); the script builds the rows and the item view with
 ``textContent`` only, never as markup.
 
@@ -14,17 +17,37 @@ skipped, invalid.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.metrics.counts import Counts, counts_of
 from pytest_legaleval.metrics.runfiles import RunData, slice_entries
-from pytest_legaleval.report.data import ORDER, ReportData, collect
+from pytest_legaleval.report.audit import audit_view
+from pytest_legaleval.report.calibration import calibration_section
+from pytest_legaleval.report.data import ORDER, PAGE_BYTES, ReportData, collect
+from pytest_legaleval.report.fmt import card as _card
+from pytest_legaleval.report.fmt import num as _num
+from pytest_legaleval.report.fmt import pct as _pct
+from pytest_legaleval.report.official import official_cards, official_section
 from pytest_legaleval.report.page import KEYS_HELP, LABELS, document, payload, questions_markup
 from pytest_legaleval.report.page import e as _e
 from pytest_legaleval.report.svg import bar_chart, bins_for
+from pytest_legaleval.report.uncertainty import (
+    epochs_of,
+    flaky_rows,
+    read_flaky,
+    uncertainty_card,
+    uncertainty_section,
+)
 
 __all__ = ["LABELS", "MAX_SLICE_ROWS", "render_report"]
 
+_NAV = {
+    "summary": "summary", "official": "official benchmark figures",
+    "uncertainty": "epochs and uncertainty", "items": "items",
+    "models": "models side by side", "calibration": "judge calibration", "slices": "slices",
+    "distributions": "distributions",
+}  # fmt: skip
 MAX_SLICE_ROWS = 100
 """Values shown per slice dimension (a tag or metadata key can have thousands)."""
 
@@ -40,37 +63,12 @@ _HELP = {
 }
 
 
-def _pct(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return "–"
-    return f"{float(value):.1%}"
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    if isinstance(value, bool) or value is None:
-        return "–"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.{digits}f}"
-    return _e(value)
-
-
 def _interval(block: Mapping[str, Any], key: str, pct: bool) -> str:
     ci = block.get(key)
     if not isinstance(ci, Mapping):
         return ""
     fmt = _pct if pct else _num
     return f"{fmt(ci.get('low'))}–{fmt(ci.get('high'))}"
-
-
-def _card(label: str, value: str, key: str, note: str = "", help_text: str = "") -> str:
-    title = f' title="{_e(help_text)}"' if help_text else ""
-    extra = f'<div class="note">{note}</div>' if note else ""
-    return (
-        f'<div class="card" data-metric="{_e(key)}"{title}><div class="label">{_e(label)}</div>'
-        f'<div class="value">{value}</div>{extra}</div>'
-    )
 
 
 def _summary_cards(data: ReportData, run: RunData) -> str:
@@ -87,7 +85,11 @@ def _summary_cards(data: ReportData, run: RunData) -> str:
     )
     cards = [
         _card("pass rate", _pct(block.get("pass_rate")), "pass_rate",
-              f"95% CI {pass_ci}" if pass_ci else "", "passed / (passed + failed) items"),
+              f"Wilson 95% CI {pass_ci}, items independent" if pass_ci else "",
+              "passed / (passed + failed) items; the Wilson score interval, computed here, "
+              "counts every item as independent"),
+        *([uncertainty_card(run.summary)] if uncertainty_card(run.summary) else []),
+        *official_cards(run.summary),
         _card("mean score", _num(block.get("mean_score")), "mean_score",
               f"95% CI {score_ci}" if score_ci else ""),
         _card("records", _num(counts.records), "records", records_note,
@@ -207,7 +209,13 @@ def _notes(data: ReportData) -> str:
     return "".join(f'<p class="hint note" data-note="{_e(n)}">{_e(n)}</p>' for n in said)
 
 
-def _items(data: ReportData, run: RunData) -> str:
+def _items(data: ReportData, run: RunData, flaky: list[int] | None = None) -> str:
+    flaky_box = (
+        f'<label id="flaky-label"><input id="flaky-filter" type="checkbox"> only flaky items '
+        f"({len(flaky):,})</label> "
+        if flaky is not None
+        else ""
+    )
     options = "".join(f'<option value="{c}">{LABELS[c]}</option>' for c in ORDER)
     models = "".join(f'<option value="{i}">{_e(m)}</option>' for i, m in enumerate(data.models))
     where = run.path / "predictions.jsonl"
@@ -228,7 +236,8 @@ def _items(data: ReportData, run: RunData) -> str:
         f'<label>outcome <select id="outcome-filter"><option value="">all</option>{options}'
         "</select></label> "
         f'<label>model <select id="model-filter"><option value="">all</option>{models}'
-        '</select></label> <span id="shown-count" aria-live="polite"></span> '
+        f"</select></label> {flaky_box}"
+        '<span id="shown-count" aria-live="polite"></span> '
         '<span id="outcome-counts"></span></div>'
         '<table id="records"><thead><tr><th data-key="record">record</th>'
         '<th data-key="question">question</th>'
@@ -312,9 +321,33 @@ def _charts(data: ReportData) -> str:
     )
 
 
-def render_report(run: RunData) -> str:
-    """The complete HTML document of one run."""
-    data = collect(run)
+def render_report(run: RunData, human_labels: str | Path | None = None) -> str:
+    """The complete HTML document of one run.
+
+    ``human_labels`` (a label file or directory) gives the calibration view its confusion
+    tables and disagreeing items; without it, the run's own label file is read again when it
+    is still where the run found it.
+
+    Raises:
+        ConfigError: ``human_labels`` cannot be read.
+
+    """
+    audit = audit_view(run, human_labels)
+    several = epochs_of(run.summary) > 1
+    flaky = read_flaky(run.path) if several else None
+    # The sections besides the items are written first: the items' previews get the room
+    # they leave (each flaky row index takes at most 8 bytes of the page's data).
+    official = official_section(run.summary)
+    calibration = calibration_section(audit)
+    known = len(flaky.keys) if flaky is not None and flaky.keys is not None else 0
+    estimate = uncertainty_section(run.summary, known if several else None)
+    reserved = sum(len(part.encode()) for part in (official, calibration, estimate)) + 8 * known
+    data = collect(run, PAGE_BYTES - reserved)
+    rows: list[int] | None = None
+    note = ""
+    if flaky is not None:
+        rows, note = flaky_rows(data, flaky)
+    repeats = uncertainty_section(run.summary, len(rows) if rows is not None else None, note)
     manifest = run.manifest
     datasets = ", ".join(
         f"{d.get('dataset_id')} {d.get('dataset_version') or ''}".strip()
@@ -329,24 +362,25 @@ def render_report(run: RunData) -> str:
         f"<dt>completed</dt><dd>{_e(manifest.get('completed_at'))}</dd>"
         f"<dt>run directory</dt><dd><code>{_e(run.path)}</code></dd></dl>"
     )
-    nav = ['<a href="#summary">summary</a>', '<a href="#items">items</a>']
-    if len(data.models) > 1:
-        nav.append('<a href="#models">models side by side</a>')
-    nav.append('<a href="#slices">slices</a>')
     charts = _charts(data)
-    if charts:
-        nav.append('<a href="#distributions">distributions</a>')
+    links = [
+        ("summary", True), ("official", bool(official)), ("uncertainty", bool(repeats)),
+        ("items", True), ("models", len(data.models) > 1), ("calibration", bool(calibration)),
+        ("slices", True), ("distributions", bool(charts)),
+    ]  # fmt: skip
+    names = {**_NAV, "uncertainty": "epochs and uncertainty" if several else "uncertainty"}
+    nav = " · ".join(f'<a href="#{k}">{names[k]}</a>' for k, shown in links if shown)
     body = (
         f"<header><h1>legaleval run <code id=run-id>{_e(run.run_id)}</code></h1>{meta}"
-        f"<nav>{' · '.join(nav)}</nav></header>"
+        f"<nav>{nav}</nav></header>"
         f"<section id=summary><h2>summary</h2>{_summary_cards(data, run)}</section>"
-        f"{_items(data, run)}{_matrix(data)}"
+        f"{official}{repeats}{_items(data, run, rows)}{_matrix(data)}{calibration}"
         f"<section id=slices><h2>slices</h2>{_slice_table(data)}</section>{charts}"
     )
     return document(
         f"legaleval report {run.run_id}",
         body,
-        {"report-data": payload(data)},
+        {"report-data": {**payload(data), "flaky": rows}},
         "report.js",
         [questions_markup(data)],
     )

@@ -93,7 +93,9 @@ class ItemPass:
         response = texts["response"]
         has_response = row.get("model_response", row.get("response")) is not None
         self._hashes.append(hash(response) if has_response else NO_RESPONSE)
-        score, latency = number(row.get("score")), number(row.get("latency_ms"))
+        # An item without a verdict shows no score, whatever an older run wrote for it.
+        score = number(row.get("score")) if category in ("passed", "failed") else None
+        latency = number(row.get("latency_ms"))
         dataset, record_id = row.get("dataset", row.get("dataset_id")), row.get("record_id")
         epoch = epoch_line(row, category, line)
         self._ids.append((text(row.get("item_id")), epoch.epoch))

@@ -18,6 +18,9 @@
   var shown = document.getElementById("shown-count");
   var tally = document.getElementById("outcome-counts");
   var more = document.getElementById("records-more");
+  var flakyBox = document.getElementById("flaky-filter");
+  var flaky = {};
+  (data.flaky || []).forEach(function (i) { flaky[i] = true; });
   var filterText = rows.map(function (row) {
     return (recordOf(row) + " " + data.datasets[row[DS]] + " " + data.models[row[M]] + " " +
       data.reasons[row[REASON]]).toLowerCase();
@@ -137,9 +140,10 @@
     var phrase = words.value.trim().toLowerCase();
     var wanted = outcome.value;
     var wantedModel = model.value === "" ? -1 : Number(model.value);
+    var onlyFlaky = flakyBox !== null && flakyBox.checked;
     matching = order.filter(function (i) {
       var row = rows[i];
-      return (!wanted || category(row) === wanted) &&
+      return (!wanted || category(row) === wanted) && (!onlyFlaky || flaky[i] === true) &&
         (wantedModel < 0 || row[M] === wantedModel) &&
         (!needle || filterText[i].indexOf(needle) !== -1) &&
         (!phrase || run.searchText(i).indexOf(phrase) !== -1);
@@ -191,7 +195,56 @@
   outcome.addEventListener("change", apply);
   model.addEventListener("change", apply);
   more.addEventListener("click", renderMore);
+  if (flakyBox) { flakyBox.addEventListener("change", apply); }
   bindKeys(nextFailure, function () { select(-1); }, words);
+
+  // Open one item (record id and model name) in the table: the filters are set to it, so
+  // the row is there whatever was filtered before.
+  function openItem(record, modelName) {
+    var wantedModel = data.models.indexOf(modelName);
+    var index = -1;
+    for (var i = 0; i < rows.length && index < 0; i += 1) {
+      if (recordOf(rows[i]) === record && rows[i][M] === wantedModel) { index = i; }
+    }
+    if (index < 0) { return false; }
+    text.value = record;
+    words.value = "";
+    outcome.value = "";
+    model.value = String(wantedModel);
+    if (flakyBox) { flakyBox.checked = false; }
+    apply();
+    var position = matching.indexOf(index);
+    if (position >= 0) { select(position); }
+    return position >= 0;
+  }
+
+  // ---- sections above and below the table --------------------------------------------
+  var flakyLink = document.getElementById("flaky-link");
+  if (flakyLink && flakyBox) {
+    flakyLink.addEventListener("click", function (event) {
+      event.preventDefault();
+      text.value = "";
+      words.value = "";
+      outcome.value = "";
+      model.value = "";
+      flakyBox.checked = true;
+      apply();
+      document.getElementById("items").scrollIntoView();
+    });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("#disagreements tr.disagreement"),
+    function (tr) {
+      var go = function () {
+        if (!openItem(tr.getAttribute("data-record"), tr.getAttribute("data-model"))) {
+          tr.title = "this item is not in the report's items";
+          tr.classList.add("absent");
+        }
+      };
+      tr.addEventListener("click", go);
+      tr.addEventListener("keydown", function (event) {
+        if (event.key === "Enter") { go(); }
+      });
+    });
 
   // ---- model matrix -------------------------------------------------------------------
   var matrix = document.getElementById("matrix");
@@ -297,10 +350,12 @@
 
   // A view can be preset through the address:
   // report.html#filter=wrong_answer&search=lease&outcome=failed&model=1&open=first&disagree=1
+  // (and &flaky=1: only the flaky items)
   if (hashParam("filter") !== null) { text.value = hashParam("filter"); }
   if (hashParam("search") !== null) { words.value = hashParam("search"); }
   if (hashParam("outcome") !== null) { outcome.value = hashParam("outcome"); }
   if (hashParam("model") !== null) { model.value = hashParam("model"); }
+  if (flakyBox && hashParam("flaky") === "1") { flakyBox.checked = true; }
   if (matrix && hashParam("disagree") === "1") { mdisagree.checked = true; }
   counts();
   apply();

@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_legaleval.metrics.summary import attachment_warnings
 from pytest_legaleval.report.budget import MAX_TITLE, other_cap
+from pytest_legaleval.run.directory import finite_dump
 
 __all__ = [
     "NO_TEXTS",
@@ -295,9 +296,16 @@ def script_json(value: Any) -> str:
     """``value`` as JSON that is inert inside a ``<script type="application/json">`` element.
 
     ``<``, ``>`` and ``&`` are written as JSON escapes, so no text can close the element or
-    open a comment; ``JSON.parse`` gives the original text back.
+    open a comment; ``JSON.parse`` gives the original text back. A ``NaN`` or infinity (read
+    from an older or hostile run directory) is shown as ``null`` with a warning: one such
+    token would make ``JSON.parse`` reject the whole page's data.
     """
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_ESCAPES)
+    text, _ = finite_dump("the HTML report", value, _compact_json)
+    return text.translate(_SCRIPT_ESCAPES)
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 NO_TEXTS: dict[str, Any] = {

@@ -120,9 +120,35 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+_VALUE_FIELDS = {
+    "messages": ("role", "content"),
+    "attachments": ("path", "kind", "title"),
+    "choices": ("id", "text"),
+    "rubric": ("id", "title", "description", "weight"),
+}
+"""The record's tuple-of-values fields and their values' fields (known shapes: no walk)."""
+
+
 def record_payload(record: Record) -> dict[str, Any]:
-    """The canonical record as JSON (``source`` and ``sha256`` are listed beside it)."""
-    return {name: _plain(getattr(record, name)) for name in _PAYLOAD_FIELDS}
+    """The canonical record as JSON (``source`` and ``sha256`` are listed beside it).
+
+    As ``dataclasses.asdict`` gives it, field by field by shape: a record's values are
+    known, so only the free-form mappings (``expected``, ``metadata``) are walked.
+    """
+    out: dict[str, Any] = {}
+    for name in _PAYLOAD_FIELDS:
+        value = getattr(record, name)
+        if isinstance(value, _SCALAR_TYPES):
+            out[name] = value
+        elif name in _VALUE_FIELDS:
+            keys = _VALUE_FIELDS[name]
+            out[name] = [{key: getattr(item, key) for key in keys} for item in value]
+        elif isinstance(value, tuple) and all(type(item) is str for item in value):
+            out[name] = list(value)
+        else:
+            out[name] = _plain(value)
+    return out
 
 
 def input_dataset(

@@ -1,17 +1,80 @@
-"""The terminal summary: a compact table of the run and its slices, with intervals.
+"""What the terminal shows: the one sanitizer, and the run's summary table.
 
-Its columns use the count vocabulary of ``metrics/counts.py`` (the metrics files' and the
-HTML report's): records, items (record × model), passed, failed, errors, skipped, invalid.
+:func:`printable` is the one function every string from data or a model goes through
+before it reaches a terminal (failure texts, ``-rA`` lines, the short summary, warnings,
+the summary table, gate and regression lines, the command line's output).
+
+The table is a compact view of the run and its slices, with intervals. Its columns use the
+count vocabulary of ``metrics/counts.py`` (the metrics files' and the HTML report's):
+records, items (record × model), passed, failed, errors, skipped, invalid.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from pytest_legaleval.metrics.counts import counts_of
 
-__all__ = ["MAX_ROWS_PER_DIMENSION", "MAX_WARNING_LINES", "benchmark_lines", "summary_lines"]
+__all__ = [
+    "MAX_ROWS_PER_DIMENSION",
+    "MAX_WARNING_LINES",
+    "benchmark_lines",
+    "printable",
+    "printable_json",
+    "summary_lines",
+]
+
+# C0 controls (ESC starts every CSI/OSC sequence, BEL ends an OSC, NUL, CR rewrites the
+# line), DEL, C1 controls (U+009B is a one-character CSI), and the characters that reorder
+# or hide text: the Arabic letter mark, LRM/RLM, the line and paragraph separators, the
+# bidirectional embeddings, overrides and isolates (Trojan Source).
+_REORDERING = r"\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_UNSAFE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f" + _REORDERING + "]")
+_UNSAFE_TEXT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f" + _REORDERING + "]")
+"""The same, tab and newline excepted (a multi-line text)."""
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(value: object, *, multiline: bool = False, limit: int | None = None) -> str:
+    r"""``value`` as text a terminal shows as it is: control characters escaped.
+
+    Every control character (C0, DEL, C1: ESC, OSC's BEL, NUL, CR, CSI …) and every
+    character that reorders or hides text (bidirectional overrides and isolates, LRM/RLM,
+    the line separators) is written as pytest writes it in a node id: ``\x1b``, ``\x07``,
+    ``\u202e``. ``multiline`` keeps tab and newline (a failure's body; ``\r\n`` becomes
+    ``\n``); otherwise they are escaped too. ``limit`` cuts the text first, an ellipsis
+    marking the cut. Everything else (accents, CJK, emoji, backslashes) is kept.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "…"
+    if multiline:
+        if "\r" in text:
+            text = text.replace("\r\n", "\n")
+        return _UNSAFE_TEXT.sub(_escape, text)
+    return _UNSAFE_LINE.sub(_escape, text)
+
+
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f" + _REORDERING + "]")
+
+
+def printable_json(value: object, *, indent: int | None = 2) -> str:
+    r"""``value`` as JSON that stays JSON and is safe for a terminal (the sanitizer's JSON form).
+
+    JSON escapes C0 controls itself; DEL, C1 controls and the reordering characters, which
+    it leaves as they are with ``ensure_ascii=False``, are written as ``\u`` escapes (they
+    occur only inside strings). Other non-ASCII text is kept.
+    """
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
 
 MAX_ROWS_PER_DIMENSION = 8
 """Slices shown per dimension; the rest are in ``metrics_by_slice.json``."""
@@ -85,7 +148,7 @@ def summary_lines(summary: Mapping[str, Any], by_slice: Mapping[str, Any] | None
             continue
         ranked = sorted(values.items(), key=lambda kv: (-counts_of(kv[1]).items, kv[0]))
         for value, block in ranked[:MAX_ROWS_PER_DIMENSION]:
-            rows.append(_row(f"{dimension}={value}", block))
+            rows.append(_row(printable(f"{dimension}={value}"), block))
         hidden += max(0, len(ranked) - MAX_ROWS_PER_DIMENSION)
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     lines = []
@@ -96,7 +159,7 @@ def summary_lines(summary: Mapping[str, Any], by_slice: Mapping[str, Any] | None
         lines.append("  ".join(cells).rstrip())
     if hidden:
         lines.append(f"({hidden} more slices in metrics_by_slice.json)")
-    return lines + _warning_lines(summary)
+    return lines + [printable(line) for line in _warning_lines(summary)]
 
 
 def _num(value: Any, digits: int = 4) -> str:
@@ -141,4 +204,4 @@ def benchmark_lines(benchmarks: Mapping[str, Any]) -> list[str]:
         for model, figures in models.items():
             if isinstance(figures, Mapping):
                 lines.append(f"{label} [{model}]: {_benchmark_figures(name, figures)}")
-    return lines
+    return [printable(line) for line in lines]

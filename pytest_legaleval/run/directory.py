@@ -1,7 +1,10 @@
 """The write-once run directory: exclusive creation, appended JSONL, atomic JSON, checksums.
 
 Every byte an artifact gets passes through :meth:`RunDirectory._prepare`, the one place where
-redaction is applied.
+redaction is applied. Every artifact is standard JSON: a ``NaN`` or infinity that reaches
+a writer (a grader's own score, a hostile shard being merged) is written as ``null`` with a
+:class:`~pytest_legaleval.errors.NonFiniteWarning` naming the file and the field — the
+line is never lost, and no strict parser ever meets a ``NaN`` token.
 """
 
 from __future__ import annotations
@@ -11,26 +14,73 @@ import json
 import os
 import stat
 import tempfile
+import time
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, NonFiniteWarning
+from pytest_legaleval.formats.strict_json import without_non_finite
 from pytest_legaleval.run.names import CHECKSUMS
 
-__all__ = ["CHECKSUMS", "RunDirectory", "dump_json_line", "file_sha256", "verify_checksums"]
+__all__ = [
+    "CHECKSUMS",
+    "RunDirectory",
+    "dump_json_line",
+    "file_sha256",
+    "finite_dump",
+    "verify_checksums",
+]
 
 
 _READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
+FLUSH_INTERVAL_S = 0.2
+"""The longest a written JSONL line stays in the process's buffer."""
 
 
 def dump_json_line(obj: Any) -> str:
-    """One compact JSON line (UTF-8 text kept as is)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    """One compact JSON line (UTF-8 text kept as is).
+
+    Raises:
+        ValueError: ``obj`` holds a ``NaN`` or an infinity (standard JSON has none).
+
+    """
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
 
 
 def _dump_item(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False)
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+
+
+def _dump_document(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
+def finite_dump(name: str, obj: Any, dump: Callable[[Any], str]) -> tuple[str, Any]:
+    """``dump(obj)`` and the object dumped; non-finite numbers become ``null`` with a warning.
+
+    ``dump`` must refuse non-finite numbers (``allow_nan=False``). Only the values that are
+    not finite change; the caller still writes its line.
+    """
+    try:
+        return dump(obj), obj
+    except ValueError:
+        cleaned, paths = without_non_finite(obj)
+        if not paths:
+            raise
+    text = dump(cleaned)
+    message = (
+        f"{name}: a non-finite number (NaN or infinity) at {', '.join(paths)} was written as "
+        "null; standard JSON has none"
+    )
+    try:
+        warnings.warn(NonFiniteWarning(message), stacklevel=3)
+    except NonFiniteWarning:
+        # A filter that turns warnings into errors (-W error) must not cost the run the
+        # rest of its lines: the null is written either way.
+        pass
+    return text, cleaned
 
 
 def file_sha256(path: Path) -> str:
@@ -57,9 +107,12 @@ def verify_checksums(path: str | Path) -> list[str]:
 class RunDirectory:
     """``<run-dir>/<run_id>/``: created exclusively, never overwritten.
 
-    JSONL files are appended one flushed line per result, so a crash keeps what finished;
-    JSON files are written to a temporary file and renamed into place. ``finalize`` writes
-    ``SHA256SUMS`` and makes every file read-only.
+    JSONL files are appended line by line and handed to the OS at least every
+    :data:`FLUSH_INTERVAL_S` (and whenever a JSON file is written, and at the end), so a
+    crash keeps all but the last fraction of a second — an item whose line was lost is
+    evaluated again from the response cache, never paid twice; a line per system call
+    cost more than the rest of writing it. JSON files are written to a temporary file and
+    renamed into place. ``finalize`` writes ``SHA256SUMS`` and makes every file read-only.
     """
 
     def __init__(self, path: Path, redact: Callable[[Any], Any] | None = None) -> None:
@@ -67,6 +120,7 @@ class RunDirectory:
         self._redact = redact
         self._handles: dict[str, IO[str]] = {}
         self._finalized = False
+        self._flushed_at = time.monotonic()
 
     @classmethod
     def create(
@@ -91,11 +145,11 @@ class RunDirectory:
             raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
         return self._redact(obj) if self._redact is not None else obj
 
-    def _serialize(self, obj: Any, dump: Callable[[Any], str]) -> str:
+    def _serialize(self, name: str, obj: Any, dump: Callable[[Any], str]) -> str:
         """``dump(obj)``, redacted: a line the redactor can clear from its text is kept."""
         if self._finalized:
             raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
-        text = dump(obj)
+        text, obj = finite_dump(name, obj, dump)
         clean = getattr(self._redact, "clean_json", None)
         if self._redact is None or (clean is not None and clean(text)):
             return text
@@ -103,23 +157,25 @@ class RunDirectory:
         return text if redacted is obj else dump(redacted)
 
     def append(self, name: str, obj: Any, *, flush: bool = True) -> None:
-        """Append one JSON line to ``name`` and flush it to the OS.
+        """Append one JSON line to ``name``.
 
-        ``flush=False`` leaves it buffered, for a batch that ends with :meth:`flush`.
+        The lines reach the OS within :data:`FLUSH_INTERVAL_S`; ``flush=False`` leaves them
+        buffered, for a batch that ends with :meth:`flush`.
         """
-        line = self._serialize(obj, dump_json_line)
+        line = self._serialize(name, obj, dump_json_line)
         handle = self._handles.get(name)
         if handle is None:
             handle = (self.path / name).open("a", encoding="utf-8")
             self._handles[name] = handle
         handle.write(line)
-        if flush:
-            handle.flush()
+        if flush and time.monotonic() - self._flushed_at >= FLUSH_INTERVAL_S:
+            self.flush()
 
     def flush(self) -> None:
         """Flush every JSONL file to the OS."""
         for handle in self._handles.values():
             handle.flush()
+        self._flushed_at = time.monotonic()
 
     def touch(self, name: str) -> None:
         """Make sure a JSONL file exists even when it gets no line."""
@@ -129,6 +185,7 @@ class RunDirectory:
     def _atomic(self, name: str, write: Callable[[IO[str]], None]) -> None:
         if self._finalized:
             raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
+        self.flush()  # a JSON file (the manifest's state) never runs ahead of the lines
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.path)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -142,11 +199,10 @@ class RunDirectory:
 
     def write_json(self, name: str, obj: Any) -> None:
         """Write ``name`` atomically (temp file in the same directory, then rename)."""
-        body = self._prepare(obj)
+        text, _ = finite_dump(name, self._prepare(obj), _dump_document)
 
         def write(handle: IO[str]) -> None:
-            json.dump(body, handle, ensure_ascii=False, indent=2)
-            handle.write("\n")
+            handle.write(text)
 
         self._atomic(name, write)
 
@@ -155,16 +211,17 @@ class RunDirectory:
     ) -> None:
         """Write ``{**head, key: [items…]}`` atomically, one item at a time (large arrays)."""
         prepared_head = self._prepare(head)
+        opening, prepared_head = finite_dump(name, prepared_head, _dump_document)
+        opening = opening.rstrip("\n")
 
         def write(handle: IO[str]) -> None:
-            opening = json.dumps(prepared_head, ensure_ascii=False, indent=2)
             handle.write(opening[:-2] if prepared_head else "{")
             handle.write(",\n" if prepared_head else "\n")
             handle.write(f"  {json.dumps(key)}: [")
             first = True
             for item in items:
                 handle.write("\n    " if first else ",\n    ")
-                handle.write(self._serialize(item, _dump_item))
+                handle.write(self._serialize(name, item, _dump_item))
                 first = False
             handle.write("\n  ]\n}\n" if not first else "]\n}\n")
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.formats import strict_json
 from pytest_legaleval.run.artifacts import ARTIFACTS
 from pytest_legaleval.run.directory import CHECKSUMS, verify_checksums
 from pytest_legaleval.validation.schemas import schema_validator
@@ -31,11 +31,11 @@ def _documents(path: Path) -> list[tuple[str, Any]]:
         # Lines end at "\n" only: str.splitlines() would also split inside a JSON string
         # that holds U+0085 or U+2028 (json.dumps leaves them unescaped).
         return [
-            (f"{path.name}:{number}", json.loads(line))
+            (f"{path.name}:{number}", strict_json.loads(line))
             for number, line in enumerate(text.split("\n"), 1)
             if line.strip()
         ]
-    return [(path.name, json.loads(text))]
+    return [(path.name, strict_json.loads(text))]
 
 
 def check_run_directory(path: str | Path) -> list[str]:
@@ -50,8 +50,9 @@ def check_run_directory(path: str | Path) -> list[str]:
         validator = schema_validator(ARTIFACT_SCHEMAS[name])
         try:
             documents = _documents(target)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            problems.append(f"{name}: not JSON ({exc})")
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            # ValueError: not JSON, or NaN/Infinity, which no strict parser reads.
+            problems.append(f"{name}: not standard JSON ({exc})")
             continue
         for where, document in documents:
             problems.extend(f"{where}: {error}" for error in validator.iter_errors(document))

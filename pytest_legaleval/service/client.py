@@ -24,6 +24,8 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from pytest_legaleval.errors import ConfigError, LegalEvalError
+from pytest_legaleval.run.console import printable as terminal_text
+from pytest_legaleval.run.console import printable_json as terminal_json
 from pytest_legaleval.run.names import CHECKSUMS, KNOWN_ARTIFACTS
 
 __all__ = [
@@ -49,36 +51,22 @@ RETRY_AFTER_CAP_S = 60.0
 _RUN_ID = re.compile(r"run_[0-9A-HJKMNP-TV-Z]{26}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DELTA_SECONDS = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,6})?")
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def printable(value: object, limit: int = 2000) -> str:
-    r"""``value`` as text safe for a terminal: control and direction characters escaped.
+    r"""``value`` as one line safe for a terminal: control and direction characters escaped.
 
     ESC, BEL, NUL, C1 controls (CSI is one byte there) and bidirectional overrides from a
     server could clear the screen, retitle the window or hide text; they are shown as
-    ````-style escapes, and the text is cut at ``limit`` characters.
+    ``\x1b``-style escapes (``run.console.printable``, the one terminal sanitizer), and the
+    text is cut at ``limit`` characters.
     """
-    text = str(value)
-    if len(text) > limit:
-        text = text[:limit] + "…"
-
-    def escape(match: re.Match[str]) -> str:
-        code = ord(match.group())
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-    return _UNSAFE.sub(escape, text)
+    return terminal_text(value, limit=limit)
 
 
 def printable_json(value: object) -> str:
-    r"""``value`` as indented JSON that stays JSON and is safe for a terminal.
-
-    JSON escapes C0 controls itself; DEL, C1 controls and direction overrides, which it
-    leaves as they are, are written as ``\u`` escapes (they only occur inside strings).
-    """
-    text = json.dumps(value, indent=2, ensure_ascii=False)
-    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    """``value`` as indented JSON that stays JSON and is safe for a terminal."""
+    return terminal_json(value)
 
 
 def parse_retry_after(value: str | None, default: float, cap: float = RETRY_AFTER_CAP_S) -> float:

@@ -156,5 +156,6 @@ def _nfc(value: Any) -> Any:
 
 def write_document(document: dict[str, Any], target: Path) -> Path:
     """Write ``document`` as UTF-8 JSON, every string in NFC (the contract asks clients to)."""
-    target.write_text(json.dumps(_nfc(document), ensure_ascii=False), encoding="utf-8")
+    text = json.dumps(_nfc(document), ensure_ascii=False, allow_nan=False)
+    target.write_text(text, encoding="utf-8")
     return target

@@ -1,7 +1,9 @@
 """The API's bodies as pydantic models: they document the OpenAPI schema (``/openapi.json``).
 
 The handlers build the bodies themselves (``service.views``) and send them as they are; these
-models describe them. Field names are the Dataset Contract's where it names them.
+models describe them. Field names are the Dataset Contract's where it names them. A
+``record_errors`` entry is described by the validator's own dataclass
+(:class:`~pytest_legaleval.validation.record_error.RecordError`), not by a copy.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from pytest_legaleval.validation.record_error import RecordError
 
 __all__ = [
     "Artifact",
@@ -20,32 +24,10 @@ __all__ = [
     "RunObject",
 ]
 
-ErrorCode = Literal[
-    "missing_required_field",
-    "invalid_field_type",
-    "value_out_of_range",
-    "string_too_long",
-    "invalid_enum_value",
-    "duplicate_record_id",
-    "record_too_large",
-    "invalid_encoding",
-    "unsupported_field",
-]
 RunState = Literal[
     "queued", "validating", "running", "retrying", "finalizing",
     "completed", "completed_with_failures", "failed", "cancelled",
 ]  # fmt: skip
-
-
-class RecordError(BaseModel):
-    """One malformed record (§2.2)."""
-
-    index: int = Field(description="Zero-based index in records.")
-    record_id: str | None = Field(description="The record's id, or null if unavailable.")
-    code: ErrorCode
-    message: str = Field(description="Human-readable description.")
-    path: str = Field(description="JSONPath-like location, e.g. records[1].input.prompt.")
-    severity: Literal["error"]
 
 
 class ValidationSummary(BaseModel):

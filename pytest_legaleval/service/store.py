@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_legaleval.run.directory import finite_dump
 from pytest_legaleval.run.manifest import TERMINAL_STATES, utc_now
 from pytest_legaleval.service.storage import WORKER_PATIENCE, Patience, connect, with_retries
 
@@ -141,8 +142,14 @@ def _row(values: Sequence[Any]) -> RunRow:
     )  # fmt: skip
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # Standard JSON only: a NaN stored here would make every answer about the run a 500
+    # (the JSON responses refuse it); it is stored as null, with a warning, instead.
+    return finite_dump("the run table", value, _compact)[0]
 
 
 class RunStore:

@@ -4,39 +4,54 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Literal, get_args
 
 from pytest_legaleval.errors import DatasetRejected
 from pytest_legaleval.validation.checks import Issue, dedupe_issues, format_path
 
-__all__ = ["ERROR_CODES", "AllRecordsRejected", "RecordError", "issues_to_errors"]
+__all__ = [
+    "ERROR_CODES",
+    "AllRecordsRejected",
+    "ErrorCode",
+    "RecordError",
+    "issues_to_errors",
+]
 
-ERROR_CODES: frozenset[str] = frozenset(
-    {
-        "missing_required_field",
-        "invalid_field_type",
-        "value_out_of_range",
-        "string_too_long",
-        "invalid_enum_value",
-        "duplicate_record_id",
-        "record_too_large",
-        "invalid_encoding",
-        "unsupported_field",
-    }
-)
-"""The contract's nine ``code`` values (Dataset Contract v1, §2.2)."""
+ErrorCode = Literal[
+    "missing_required_field",
+    "invalid_field_type",
+    "value_out_of_range",
+    "string_too_long",
+    "invalid_enum_value",
+    "duplicate_record_id",
+    "record_too_large",
+    "invalid_encoding",
+    "unsupported_field",
+]
+"""The contract's nine ``code`` values, in the contract's order (Dataset Contract v1, §2.2)."""
+
+ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
+"""The same codes as a set."""
 
 
 @dataclass(frozen=True, slots=True)
 class RecordError:
-    """One record-level validation failure, in the contract's ``record_errors`` shape."""
+    """One record-level validation failure, in the contract's ``record_errors`` shape (§2.2)."""
+
+    # The service's OpenAPI document describes this very class (pydantic reads a dataclass
+    # and its field docstrings), so the schema and the entries sent cannot drift apart.
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "use_attribute_docstrings": True,
+        "json_schema_serialization_defaults_required": True,
+        "json_schema_extra": lambda schema, _cls: _closed_lists(schema),
+    }
 
     index: int
     """Zero-based index of the record (``records[i]`` or the i-th row of a JSONL file)."""
     record_id: str | None
-    """The record's id, or ``None`` when it has no usable one."""
+    """The record's id, or null when it has no usable one."""
     code: str
-    """One of :data:`ERROR_CODES`."""
+    """One of the contract's nine codes (:data:`ERROR_CODES`)."""
     message: str
     """Human-readable reason; names file and line where they are known."""
     path: str
@@ -54,6 +69,13 @@ class RecordError:
             "path": self.path,
             "severity": self.severity,
         }
+
+
+def _closed_lists(schema: dict[str, Any]) -> None:
+    """Write the closed lists the field types leave open into the JSON Schema."""
+    properties = schema["properties"]
+    properties["code"]["enum"] = list(get_args(ErrorCode))
+    properties["severity"]["const"] = "error"
 
 
 class AllRecordsRejected(DatasetRejected):

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from ..strict_json import strict_jsonl
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 DATA = REPO / "tests" / "data"
@@ -46,7 +48,8 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    """The lines of an artifact, parsed strictly: a NaN or Infinity token fails the test."""
+    return strict_jsonl(path)
 
 
 def run_dirs(root: Path) -> list[Path]:

@@ -15,6 +15,7 @@ from pytest_legaleval.run.directory import CHECKSUMS, verify_checksums
 from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
+from ..strict_json import assert_strict_run_dir, strict_loads
 from .conftest import mcq_row, read_jsonl, run_dirs, run_eval, write_jsonl
 
 
@@ -55,7 +56,7 @@ def _mixed_run(pytester: pytest.Pytester, *extra: str, run_dir: str = "runs") ->
 
 
 def _json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    return strict_loads(path.read_text(encoding="utf-8"))
 
 
 def test_a_run_leaves_eight_valid_checksummed_read_only_artifacts(
@@ -65,6 +66,7 @@ def test_a_run_leaves_eight_valid_checksummed_read_only_artifacts(
     names = sorted(p.name for p in run.iterdir())
     assert names == sorted([*ARTIFACTS, *EXTRA_ARTIFACTS, CHECKSUMS])
     assert check_run_directory(run) == []
+    assert sorted(assert_strict_run_dir(run)) == sorted([*ARTIFACTS, *EXTRA_ARTIFACTS])
     for path in run.iterdir():
         assert not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH), path.name
     sums = (run / CHECKSUMS).read_text().splitlines()

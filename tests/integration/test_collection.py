@@ -245,11 +245,40 @@ def test_shards_partition_the_dataset(pytester: pytest.Pytester, suite: Path) ->
             f"{k}/3",
         )
         assert result.ret == 0
+        # The other shards' response rows are no stray rows.
+        assert "match no record" not in result.stdout.str()
         (run,) = run_dirs(pytester.path / f"runs{k}")
         ids = [p["record_id"] for p in read_jsonl(run / "predictions.jsonl")]
         assert ids, "every shard of 30 records gets some"
         seen.extend(ids)
+        # A shard keeps only its own records in memory, yet its run directory describes
+        # the whole dataset it was cut from.
+        inputs = json.loads((run / "input_dataset.json").read_text())
+        assert inputs["record_count"] == 30
+        assert [r["record_id"] for r in inputs["records"]] == [r["id"] for r in rows]
+        validation = read_jsonl(run / "record_validation.jsonl")
+        assert len(validation) == 30
+        manifest = json.loads((run / "run_manifest.json").read_text())
+        assert manifest["selection"]["selected_records"] == len(ids)
     assert sorted(seen) == sorted(r["id"] for r in rows)
+
+
+def test_a_shard_plan_holds_only_its_shard(tmp_path: Path) -> None:
+    from pytest_legaleval.pipeline.plan import RunPlan
+    from pytest_legaleval.pipeline.selection import in_shard
+    from pytest_legaleval.pipeline.settings import Settings, parse_shard
+
+    rows = [mcq_row(f"q{i}") for i in range(40)]
+    data = write_jsonl(tmp_path / "d.jsonl", rows)
+    responses = _responses(tmp_path / "r.jsonl", {r["id"]: "B" for r in rows})
+    shard = parse_shard("2/4")
+    plan = RunPlan.build(Settings(dataset=(str(data),), responses=str(responses), shard=shard))
+    held = [entry.id for entry in plan.dataset.load().entries]
+    expected = [r["id"] for r in rows if in_shard(r["id"], shard)]
+    assert held == expected and 0 < len(held) < 40
+    source = plan.dataset.source()
+    assert source.record_count == 40  # counted over the whole file
+    assert [e.id for e in source.entries] == [r["id"] for r in rows]  # streamed again
 
 
 _OWN_ENDPOINT = [

@@ -13,6 +13,7 @@ import pytest_legaleval
 from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
+from ..strict_json import assert_strict_run_dir
 from .conftest import EXAMPLES, read_jsonl, run_dirs, write_jsonl
 
 FAST_RETRIES = ["--retry-delays", "0.01,0.02"]
@@ -144,7 +145,12 @@ def test_judged_session_grades_reference_and_rubric_records(
     result = _run(pytester, server, data, "--model", "openai/cand", "-rA")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
-        ["*_ test_record?lexam/bad? _*", "below_threshold: judge score 0.10 < threshold 0.50*"]
+        [
+            "*_ test_record?lexam/bad? _*",
+            "below_threshold 0.10 < 0.50: *",
+            "",
+            "judge score 0.10 < threshold 0.50*",
+        ]
     )
     rows = _predictions(pytester)
     good = rows["good"]
@@ -173,6 +179,7 @@ def test_judged_session_grades_reference_and_rubric_records(
     assert any("CONTEXT-good" in json.dumps(r["messages"]) for r in reference_judge)
     (run,) = run_dirs(pytester.path / "runs")
     assert check_run_directory(run) == []  # judged artifacts valid against their schemas
+    assert_strict_run_dir(run)
 
 
 def test_a_judge_error_is_an_error_outcome_and_the_run_goes_on(
@@ -198,6 +205,7 @@ def test_a_judge_error_is_an_error_outcome_and_the_run_goes_on(
     assert all(a["model"] == "openai/judge" for a in attempts if a["purpose"] == "judge")
     assert sum(a["purpose"] == "generation" for a in attempts) == 2
     assert check_run_directory(run) == []  # every artifact valid against its schema
+    assert_strict_run_dir(run)
 
 
 def test_prefilled_responses_are_judged_without_generation(

@@ -12,6 +12,7 @@ from pytest_legaleval.cli import main
 from pytest_legaleval.run.directory import verify_checksums
 from pytest_legaleval.validation import schema_validator
 
+from ..strict_json import assert_strict_run_dir
 from .conftest import DATA, EXAMPLES, copy_in, read_jsonl, run_dirs, run_eval, write_jsonl
 
 SCHEMAS = {
@@ -79,6 +80,7 @@ def test_three_shards_merge_into_the_unsharded_run(
     assert main(["merge", *map(str, shards), "--out", str(out)]) == 0
     assert capsys.readouterr().out.strip() == str(out)
     _validate(out)
+    assert_strict_run_dir(out)
     for name in ("metrics_summary.json", "metrics_by_slice.json"):
         merged = json.loads((out / name).read_text())
         assert merged["run_id"] == "run_merged"
@@ -119,7 +121,8 @@ def test_merge_refuses_overlap_and_foreign_runs(
     shards, full = sharded
     assert main(["merge", *map(str, shards), str(full), "--out", str(tmp_path / "x")]) == 1
     assert "in more than one shard" in capsys.readouterr().err
-    assert main(["merge", str(shards[0]), str(tmp_path), "--out", str(tmp_path / "y")]) == 1
+    # not a run directory: a usage error (the one exit-status table: 2)
+    assert main(["merge", str(shards[0]), str(tmp_path), "--out", str(tmp_path / "y")]) == 2
     assert "not a run directory" in capsys.readouterr().err
 
 
@@ -161,7 +164,10 @@ def test_compare_two_real_runs(
     markdown = capsys.readouterr().out
     assert "| `pass_rate` | 65.0% [" in markdown and "| -5.0% |" in markdown
     assert "<summary>pass_to_fail (1)</summary>" in markdown
-    assert f"- lexam/{flipped} [example-model]: correct → no_answer_extracted" in markdown
+    escaped = flipped.replace(":", "\\:\u200b").replace("-", "\\-")  # as md_text writes it
+    assert f"| lexam | {escaped} | example\\-model | correct | no\\_answer\\_extracted |" in (
+        markdown
+    )
     assert "| dataset=lexam |" in markdown
     assert main(["compare", str(runs / "main"), str(runs / "pr")]) == 0
     text = capsys.readouterr().out

@@ -399,7 +399,7 @@ def test_submit_runs_a_document_end_to_end_and_exits_with_the_gates(
         [*SUBMIT, str(rejected), "--server", service.url], capture_output=True, text=True,
         env=path, timeout=60,
     )  # fmt: skip
-    assert unauthorized.returncode == 4 and "HTTP 401" in unauthorized.stderr
+    assert unauthorized.returncode == 2 and "HTTP 401" in unauthorized.stderr  # a usage error
     assert TOKEN_A not in passed.stdout + passed.stderr
     # legal_eval_v1 rows: converted into a contract document (issue 30), or refused saying how
     rows = tmp_path / "rows.jsonl"

@@ -176,6 +176,11 @@ def test_the_github_actions_job_runs_against_the_wheel(
     assert re.search(r"^2 failed, 18 passed in ", out.splitlines()[-1].strip("= ")), out
     run = project / "legaleval-runs" / "ci-1-1"
     assert (run / "run_manifest.json").is_file() and (project / "junit.xml").is_file()
+    # The run wrote the job summary itself: headline, gates, the worst failures.
+    text = summary.read_text()
+    assert text.startswith("## legaleval: 90.0% passed (95% CI ")
+    assert "| passed | pass\\_rate\\_ci\\_low\\>\\=0\\.55 |" in text
+    assert "### Worst failures (2 of 2)" in text and "wrong\\_answer" in text
     report = _bash(steps["Report and comparison"], project, env)
     assert report.returncode == 0, report.stderr
     assert (project / "report.html").stat().st_size > 10_000
@@ -183,9 +188,51 @@ def test_the_github_actions_job_runs_against_the_wheel(
     env |= {"RUN_ID": "ci-2-1", "BASELINE": str(run)}
     evaluate = _bash(steps["Evaluate with gates"], project, env)
     assert evaluate.returncode == 0, evaluate.stdout + evaluate.stderr
+    assert "### Regressions against the baseline" in summary.read_text()
     report = _bash(steps["Report and comparison"], project, env)
     assert report.returncode == 0, report.stderr
-    assert "| `pass_rate` | 90.0%" in summary.read_text()
+    compare = (project / "compare.md").read_text()
+    assert "| `pass_rate` | 90.0%" in compare
+    # The comment step, with a stand-in for gh: created on the first push, edited after.
+    comments = _fake_gh(tmp_path, env)
+    for _ in range(2):
+        done = _bash(
+            steps["Comment the comparison on the pull request"], project, env | {"PR": "7"}
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    calls = (comments / "calls").read_text().splitlines()
+    assert calls == [
+        "pr comment 7 --edit-last --body-file compare.md",
+        "pr comment 7 --body-file compare.md",
+        "pr comment 7 --edit-last --body-file compare.md",
+    ]
+    assert (comments / "comment.md").read_text() == compare
+
+
+FAKE_GH = """#!/bin/bash
+# gh's stand-in: logs every call; --edit-last fails until a comment exists.
+echo "$*" >> "$GH_FAKE_DIR/calls"
+if [[ " $* " == *" --edit-last "* && ! -f "$GH_FAKE_DIR/comment.md" ]]; then
+  echo "no comments found for current user" >&2
+  exit 1
+fi
+while [ $# -gt 0 ]; do
+  [ "$1" = "--body-file" ] && cp "$2" "$GH_FAKE_DIR/comment.md"
+  shift
+done
+"""
+
+
+def _fake_gh(root: Path, env: dict[str, str]) -> Path:
+    """A ``gh`` on the PATH of ``env`` that records its calls in the returned folder."""
+    folder = root / "gh"
+    (folder / "bin").mkdir(parents=True)
+    script = folder / "bin" / "gh"
+    script.write_text(FAKE_GH)
+    script.chmod(0o755)
+    env["PATH"] = f"{folder / 'bin'}:{env['PATH']}"
+    env["GH_FAKE_DIR"] = str(folder)
+    return folder
 
 
 def test_the_gitlab_job_runs_against_the_wheel(

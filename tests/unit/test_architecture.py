@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import pytest_legaleval
 
 PACKAGE = Path(pytest_legaleval.__file__).parent
@@ -73,3 +75,30 @@ def test_importing_the_pure_packages_loads_no_pytest() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_the_package_face_exports_the_public_names_lazily_and_without_pytest() -> None:
+    code = (
+        "import sys, pytest_legaleval as p\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('pytest_legaleval'))\n"
+        "names = {n: getattr(p, n) for n in p.__all__}\n"
+        "print(loaded)\n"
+        "print(sorted(n for n, v in names.items() if v is None))\n"
+        "print(names['Grader'].__module__, names['run_evaluation'].__module__)\n"
+        "print('pytest' in sys.modules, '_pytest' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    # Importing the package loads only the values and the errors ...
+    assert out[0] == "['pytest_legaleval', 'pytest_legaleval.errors', 'pytest_legaleval.records']"
+    # ... every public name resolves, the heavy ones from their own modules ...
+    assert out[1] == "[]"
+    assert out[2] == "pytest_legaleval.grading.base pytest_legaleval.pipeline.driver"
+    # ... and none of it needs pytest.
+    assert out[3] == "False False"
+
+
+def test_an_unknown_name_on_the_package_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Evaluator'"):
+        _ = pytest_legaleval.Evaluator  # type: ignore[attr-defined]

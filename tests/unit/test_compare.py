@@ -72,7 +72,7 @@ def test_text_markdown_and_json(pair: tuple[Path, Path]) -> None:
     assert "pass_to_fail (3):" in text and "lexam/q0 [m]: correct → wrong_answer" in text
     assert "McNemar exact p = 0.625" in text
     md = render(data, "markdown")
-    assert md.startswith("### legaleval: `run_b` vs `run_a`")
+    assert md.startswith("### legaleval: run\\_b vs run\\_a")
     assert "| `pass_rate` | 90.0% [" in md and "| -20.0% |" in md
     assert "| dataset=lexam | 100.0% | 66.7% | -33.3% | 8 → 9 |" in md
     assert "<summary>pass_to_fail (3)</summary>" in md
@@ -88,8 +88,9 @@ def test_long_lists_are_cut_and_markdown_cells_escaped(tmp_path: Path) -> None:
     data = comparison(load_run(a), load_run(b))
     assert len(data["changes"]["pass_to_fail"]) == n  # JSON keeps all
     md = render(data, "markdown")
-    assert "- … 5 more" in md
-    assert "lexam/x\\|0 [m]" in md  # a pipe in an id cannot break the table
+    assert "\n… 5 more (--format json lists all)" in md
+    # a pipe in an id cannot break the table
+    assert "| lexam | x\\|0 | m | correct | wrong\\_answer |" in md
     assert "… 5 more (--format json lists all)" in render(data, "text")
 
 

@@ -153,3 +153,40 @@ def test_the_cap_is_split_across_processes_and_local_models_are_free() -> None:
 def test_the_cap_must_be_a_positive_amount(cap: float) -> None:
     with pytest.raises(ConfigError, match="max_cost_usd"):
         EngineSettings(max_cost_usd=cap)
+
+
+def test_spent_is_the_answers_cost_and_the_rest_is_named() -> None:
+    """A refused call says what the answers cost (the summary's figure) and, beside it,
+    the probes and the reservations kept for calls without token counts."""
+    budget = Budget(1.0, 1, {MODEL: PRICE})
+    for reserved, actual, overhead in ((0.1, 0.04, False), (0.1, 0.02, True), (0.1, None, False)):
+        budget.reserve(reserved)
+        budget.settle(reserved, actual, overhead=overhead)
+    assert budget.answers_usd == pytest.approx(0.04)
+    assert budget.spent_usd == pytest.approx(0.16)  # the cap counts all three
+    assert budget.message(0.9) == (
+        "not sent: --max-cost $1.0000 reached; spent $0.0400 on answers (+ $0.0200 on "
+        "structured-output probes, $0.1000 held for 1 call without token counts), this call "
+        "would cost up to $0.9000"
+    )
+    plain = Budget(1.0, 2, {MODEL: PRICE})
+    plain.reserve(0.1)
+    plain.settle(0.1, 0.05)
+    assert plain.message(0.6) == (
+        "not sent: --max-cost $1.0000 reached (this worker's share: $0.5000 of 2); this worker "
+        "spent $0.0500 on answers, this call would cost up to $0.6000"
+    )
+
+
+def test_a_probe_counts_against_the_cap_but_not_as_an_answer(server: MockOpenAIServer) -> None:
+    probe = GenerationRequest(
+        MODEL, ({"role": "user", "content": "probe"},), LIMIT,
+        template_version="capability-probe-v1",
+    )  # fmt: skip
+    with engine_for(server, 1.0) as engine:
+        assert engine.submit(probe).result(10).ok
+        answer = engine.submit(requests(1)[0]).result(10)
+        stats = engine.stats()
+    cost = ((answer.input_tokens or 0) + (answer.output_tokens or 0)) / 1000
+    assert stats["spent_usd"] > cost  # the probe's cost too
+    assert stats["answers_usd"] == pytest.approx(cost)

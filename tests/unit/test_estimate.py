@@ -17,7 +17,13 @@ from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.grading.prompts import build_messages
 from pytest_legaleval.metrics.items import failure_type
 from pytest_legaleval.metrics.prices import Price, PriceTable
-from pytest_legaleval.pipeline.estimate import budget_prices, estimate_run, plan_entries
+from pytest_legaleval.pipeline.estimate import (
+    CallEstimate,
+    CostEstimate,
+    budget_prices,
+    estimate_run,
+    plan_entries,
+)
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pipeline.results import generation_failed
 from pytest_legaleval.pipeline.settings import Settings, parse_shard
@@ -111,7 +117,21 @@ def test_judge_calls_are_one_per_question_and_judge(tmp_path: Path) -> None:
     assert rows[("openai/other", "judge")].cost_usd is None  # no price
     assert estimate.unpriced == ("openai/other",)
     assert estimate.lines()[0].startswith("legaleval estimate: 8 calls")
-    assert "at least $" in estimate.lines()[0]
+    assert " + price unknown for openai/other (prices: " in estimate.lines()[0]
+    assert "openai/other (judge): 2 calls, " in "\n".join(estimate.lines())
+    assert "tokens, price unknown\n" in "\n".join(estimate.lines())
+
+
+def test_an_unpriced_model_says_price_unknown_not_zero() -> None:
+    rows = (CallEstimate("openai/m", "generation", 3, 159, 768, None),)
+    estimate = CostEstimate(rows, 256, "default", "builtin:2025-08-15")
+    lines = estimate.lines()
+    assert lines[0] == (
+        "legaleval estimate: 3 calls, about 159 input + 768 output tokens, price unknown "
+        "(prices: builtin:2025-08-15)"
+    )
+    assert lines[1] == "  openai/m (generation): 3 calls, 159 in + 768 out tokens, price unknown"
+    assert "$0.0000" not in "\n".join(lines)
 
 
 def test_the_cap_is_compared_with_the_estimate(tmp_path: Path) -> None:

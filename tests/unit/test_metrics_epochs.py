@@ -16,6 +16,7 @@ from pytest_legaleval.metrics.epochs import (
     REDUCERS,
     epoch_figures,
     epoch_of,
+    exact_mean,
     flaky_line,
     group_items,
     pass_at_k,
@@ -283,3 +284,46 @@ def test_k_1_figures_and_the_planned_k() -> None:
     # planned 3 epochs, only epoch 0 arrived: k = 2, 3 have no record
     planned = epoch_figures(group_items(rows).values(), epochs=3)
     assert planned.pass_at_k == {"1": 0.5, "2": None, "3": None}
+
+
+# -- the exact mean's fast paths against fractions ----------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(-(10**20), 10**20),
+            st.floats(allow_nan=False, allow_infinity=False, width=64),
+            st.sampled_from([0.0, 1.0, 0.5, 0.1, 1e308, -1e308, 5e-324]),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_exact_mean_is_the_fraction_mean_rounded_once(values: list[float | int]) -> None:
+    expected = float(sum((Fraction(v) for v in values), Fraction(0)) / len(values))
+    assert exact_mean(values) == expected
+    assert exact_mean(list(reversed(values))) == expected  # order does not matter
+
+
+def test_exact_mean_of_integral_values_is_not_a_float_sum() -> None:
+    # 2**53 + 1 is not a float; the integer path keeps it, a float sum would not.
+    assert exact_mean([2**53, 1, 0]) == float(Fraction(2**53 + 1, 3))
+    assert exact_mean([1.0, 0.0, 1.0]) == 2 / 3
+    exact = (Fraction(0.1) + Fraction(0.2) + Fraction(0.3)) / 3
+    assert exact_mean([0.1, 0.2, 0.3]) == float(exact)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=60))
+def test_one_epoch_tables_take_the_fast_path_and_equal_the_general_one(passes: list[bool]) -> None:
+    counts = [(1, int(p)) for p in passes]
+    general = float(sum((pass_at_k(1, c, 1) for _, c in counts), Fraction(0)) / len(counts))
+    assert pass_at_k_table(counts, 1) == {"1": general}
+    assert pass_hat_k_table(counts, 1) == {"1": general}
+    figures = epoch_figures(
+        group_items([line(f"r{i}", None, p) for i, p in enumerate(passes)]).values()
+    )
+    assert figures.mean_pass_fraction == general
+    assert figures.pass_at_k == {"1": general}

@@ -112,10 +112,17 @@ def test_insane_usage_and_latency_are_dropped_with_a_warning(
     assert any(w.startswith(warning) for w in recorded.warnings), recorded.warnings
 
 
-def test_a_nan_latency_is_dropped(tmp_path: Path) -> None:
-    path = _write(tmp_path / "r.jsonl", '{"record_id": "q1", "response": "x", "latency_s": NaN}')
-    recorded = load_responses(path).recorded_for("q1", "prefilled")
-    assert recorded is not None and recorded.latency_ms is None
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_non_finite_number_is_a_bad_row_not_a_value(tmp_path: Path, token: str) -> None:
+    """Python's json reads NaN, Infinity and 1e999 (as inf); standard JSON has none, so the
+    row is an error naming its line, like any malformed row."""
+    path = _write(
+        tmp_path / "r.jsonl",
+        '{"record_id": "q0", "response": "fine"}',
+        f'{{"record_id": "q1", "response": "x", "latency_s": {token}}}',
+    )
+    with pytest.raises(ResponsesError, match=r"1 bad rows:\n  line 2: .*(NaN|Infinity|1e999)"):
+        load_responses(path)
 
 
 def test_lone_surrogates_are_repaired_and_control_characters_kept(

@@ -43,10 +43,23 @@ def test_streamed_json_handles_empty_heads_and_arrays(tmp_path: Path) -> None:
     assert json.loads((directory.path / "f.json").read_text()) == {"a": 1, "items": [1, 2]}
 
 
-def test_jsonl_lines_are_on_disk_before_close(tmp_path: Path) -> None:
+def test_jsonl_lines_reach_the_os_within_the_flush_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_legaleval.run import directory as module
+
+    clock = [100.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
     directory = RunDirectory.create(tmp_path, "r")
+    lines = directory.path / "p.jsonl"
     directory.append("p.jsonl", {"n": 1})
-    assert (directory.path / "p.jsonl").read_text() == '{"n":1}\n'  # flushed: a crash keeps it
+    assert lines.read_text() == ""  # buffered: not a system call per line
+    clock[0] += module.FLUSH_INTERVAL_S
+    directory.append("p.jsonl", {"n": 2})
+    assert lines.read_text() == '{"n":1}\n{"n":2}\n'  # on disk: a crash keeps them
+    directory.append("p.jsonl", {"n": 3})
+    directory.write_json("m.json", {"state": "running"})  # never ahead of the lines
+    assert lines.read_text().count("\n") == 3
     directory.close()
 
 
@@ -87,3 +100,13 @@ def test_verify_reads_lines_that_hold_unicode_line_separators(tmp_path: Path) ->
         json.dumps({"a": "one\x85two\u2028three"}, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     assert _documents(path) == [("x.jsonl:1", {"a": "one\x85two\u2028three"})]
+
+
+def test_the_recorded_version_is_the_distributions() -> None:
+    from importlib import metadata
+
+    import pytest_legaleval
+    from pytest_legaleval.run.manifest import package_version
+
+    assert package_version() == pytest_legaleval.__version__ == metadata.version("pytest-legaleval")
+    assert package_version("no-such-distribution-here") is None

@@ -168,8 +168,33 @@ def test_the_openapi_models_name_the_contracts_codes_and_states() -> None:
     from typing import get_args
 
     from pytest_legaleval.run.manifest import RUN_STATES, TERMINAL_STATES
-    from pytest_legaleval.service.models import ErrorCode, RunState
-    from pytest_legaleval.validation import ERROR_CODES
+    from pytest_legaleval.service.models import RunState
 
-    assert set(get_args(ErrorCode)) == set(ERROR_CODES)
     assert get_args(RunState) == (*RUN_STATES, *TERMINAL_STATES)
+
+
+def test_the_openapi_record_error_is_the_validators_own_class() -> None:
+    """One ``RecordError``: the schema /openapi.json shows is derived from the dataclass the
+    validator fills, so a field added there appears in the document (and is required)."""
+    import dataclasses
+
+    from pytest_legaleval.service.models import RunAccepted
+    from pytest_legaleval.validation import ERROR_CODES, RecordError
+
+    schema = RunAccepted.model_json_schema(mode="serialization")["$defs"]["RecordError"]
+    names = [f.name for f in dataclasses.fields(RecordError)]
+    assert list(schema["properties"]) == names
+    assert schema["required"] == names
+    assert set(schema["properties"]["code"]["enum"]) == set(ERROR_CODES)
+    assert schema["properties"]["severity"]["const"] == "error"
+    assert "null" in schema["properties"]["record_id"]["description"]
+    entry = RecordError(1, None, "invalid_field_type", "input.prompt must be a string", "p")
+    assert RunAccepted.model_validate(
+        {
+            "run_id": "run_01J8Q4ER9Z7Y5V5K6F4A1P2M3N",
+            "status": "accepted_with_record_errors",
+            "summary": {"total_records": 2, "accepted_records": 1, "rejected_records": 1},
+            "record_errors": [entry.to_dict()],
+            "request_id": "req_1",
+        }
+    ).record_errors == [entry]

@@ -115,7 +115,7 @@ def judge_grade(reply: str) -> JudgeGrade:
         value = float(found.group(1))
     except ValueError:
         return JudgeGrade(0.0, None, f"the grade [[{found.group(1)}]] is not a number")
-    if value > 1 or value < 0:
+    if not 0 <= value <= 1:  # NaN too (every comparison with it is false)
         return JudgeGrade(0.0, None, f"the grade {value:g} is outside 0..1")
     return JudgeGrade(value, value, None)
 

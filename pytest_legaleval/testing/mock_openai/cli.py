@@ -95,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
         "...) or a list of reply rules; command-line flags override it",
     )
     parser.add_argument("--max-recorded", type=int, help="request bodies kept for inspection")
+    parser.add_argument(
+        "--no-judge-replies",
+        action="store_true",
+        help="answer judge questions with the plain default reply, not a valid verdict",
+    )
     return parser
 
 
@@ -111,6 +116,8 @@ def _config(args: argparse.Namespace) -> MockConfig:
         changes["hang_seconds"] = args.hang_seconds
     if args.max_recorded is not None:
         changes["max_recorded_requests"] = args.max_recorded
+    if args.no_judge_replies:
+        changes["judge_replies"] = False
     faults = list(config.faults)
     faults.extend(
         FaultRule(cast(FaultKind, kind), rate=rate, retry_after=args.retry_after)

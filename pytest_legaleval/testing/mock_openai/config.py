@@ -46,6 +46,8 @@ class MockConfig:
         response_format_status: Status of that refusal (400 or 500).
         hostile: Hostile rules (:class:`~.hostile.HostileRule`), tried before the faults;
             only :class:`~.hostile_server.HostileOpenAIServer` can send them.
+        judge_replies: Answer pytest-legaleval's judge questions with a valid verdict of
+            their shape by default (:mod:`~.judge`); ``False``: the plain default reply.
 
     """
 
@@ -63,6 +65,7 @@ class MockConfig:
     response_formats: list[str] | None = None
     response_format_status: int = 400
     hostile: list[HostileRule] = dataclasses.field(default_factory=list)
+    judge_replies: bool = True
 
     def __post_init__(self) -> None:
         check_latency(self.latency)

@@ -308,7 +308,11 @@ class Core:
             delay = float(spec["delay"])
         extra_headers = tuple((str(k), str(v)) for k, v in (spec.get("headers") or {}).items())
         status = int(spec.get("status", 200))
-        content: str | None = spec["content"] if "content" in spec else default_reply(prompt)
+        content: str | None = (
+            spec["content"]
+            if "content" in spec
+            else default_reply(prompt, request if self.config.judge_replies else None)
+        )
         if status >= 400:
             outcome = error_outcome(
                 status,

@@ -19,6 +19,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any, Final
 
+from pytest_legaleval.errors import LegalEvalError
 from pytest_legaleval.testing.mock_openai.hostile import HostileKind, HostileRule
 from pytest_legaleval.testing.mock_openai.outcome import Outcome, error_outcome
 from pytest_legaleval.testing.mock_openai.server import MAX_BODY_BYTES, MockOpenAIServer
@@ -29,7 +30,7 @@ _MAX_HEAD_BYTES: Final = 64 * 1024
 _REASONS: Final = {s.value: s.phrase for s in http.HTTPStatus}
 
 
-class _BadRequest(Exception):
+class _BadRequest(LegalEvalError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status

@@ -105,10 +105,13 @@ def _mcq_letters(prompt: str) -> str:
     return letters if len(letters) >= 2 else ""
 
 
-def default_reply(prompt: str) -> str:
+def default_reply(prompt: str, request: Mapping[str, Any] | None = None) -> str:
     """Return the deterministic reply the server gives when no rule matches.
 
-    A prompt that looks like a multiple-choice question -- at least two option lines ``A) ...``,
+    With the ``request`` body given, a pytest-legaleval judge question (a JSON schema in its
+    ``response_format``, or a judge prompt's reply format) gets a valid verdict of its shape
+    (:func:`~.judge.judge_reply`). A prompt that looks like a multiple-choice question -- at
+    least two option lines ``A) ...``,
     ``A. ...`` or ``(A) ...`` starting with A and consecutive -- is answered ``"Answer: X"``,
     where X is one of the offered letters chosen by the prompt's SHA-256. Any other prompt gets
     ``"Mock response <12 hex digits of the prompt's SHA-256>."``. The same prompt always gets the
@@ -116,11 +119,18 @@ def default_reply(prompt: str) -> str:
 
     Args:
         prompt: The concatenated prompt, see :func:`prompt_text`.
+        request: The chat completion request body (judge questions are told by it).
 
     Returns:
         The reply text.
 
     """
+    if request is not None:
+        from pytest_legaleval.testing.mock_openai.judge import judge_reply
+
+        verdict = judge_reply(request)
+        if verdict is not None:
+            return verdict
     digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
     letters = _mcq_letters(prompt)
     if letters:

@@ -1,0 +1,269 @@
+"""Epochs and the run's own error bars: pass@k, pass^k, flaky items, the clustered interval.
+
+``metrics_summary.json`` of a run of ``--epochs K`` has ``epochs``, ``pass_at_k`` and
+``pass_hat_k`` (keyed ``"1"`` … ``"K"``) and ``flaky_records`` (a count; the items are
+listed in ``flaky_records.jsonl``); every recent run has ``uncertainty`` (Miller 2024, eq. 4:
+the standard error of the mean pass over units, clustered by ``cluster_by`` when the run
+names a field), the same per model in ``by_model``. The page shows them as written, and
+says which interval is which: the pass-rate card's Wilson interval counts every item as
+independent; the run's interval is clustered when the run says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
+from pytest_legaleval.metrics.runfiles import iter_jsonl
+from pytest_legaleval.report.data import ReportData
+from pytest_legaleval.report.fmt import DASH, card, finite, interval, num, pct
+from pytest_legaleval.report.items import DS, M, R
+from pytest_legaleval.report.page import e
+
+__all__ = [
+    "MAX_EPOCHS",
+    "FlakyItems",
+    "epochs_of",
+    "flaky_rows",
+    "read_flaky",
+    "uncertainty_card",
+    "uncertainty_section",
+    "which_interval",
+]
+
+FlakyKey = tuple[str, str, str]
+"""``(dataset, record_id, model)`` of an item."""
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+MAX_EPOCHS = 100
+"""The most epochs a run takes (``--epochs`` is 1-100): the rows of the pass@k table."""
+
+
+def epochs_of(block: Mapping[str, Any] | None) -> int:
+    """The block's ``epochs`` (1 when absent or not an integer in 1…:data:`MAX_EPOCHS`)."""
+    value = (block or {}).get("epochs")
+    return value if type(value) is int and 0 < value <= MAX_EPOCHS else 1
+
+
+def which_interval(block: Mapping[str, Any], *, short: bool = False) -> str:
+    """What kind of interval an ``uncertainty`` block's ``ci95`` is, in words."""
+    if block.get("ci95") is None:
+        return "no interval: one unit only"
+    field = block.get("cluster_by")
+    if not isinstance(field, str) or not field:
+        if short:
+            return "records independent"
+        return "normal interval of the naive standard error: records independent"
+    if short:
+        return f"clustered by {field} ({num(block.get('clusters'))} clusters)"
+    unclustered = block.get("unclustered")
+    lonely = (
+        f"; {num(unclustered)} without the field, each a cluster of its own"
+        if isinstance(unclustered, int) and unclustered > 0
+        else ""
+    )
+    return f"clustered by {field} ({num(block.get('clusters'))} clusters{lonely})"
+
+
+def uncertainty_card(summary: Mapping[str, Any] | None) -> str:
+    """The card of the run's own interval, beside the pass rate's (empty without one)."""
+    block = _mapping((summary or {}).get("uncertainty"))
+    if finite(block.get("mean")) is None:
+        return ""
+    several = epochs_of(summary) > 1
+    ci = interval(block.get("ci95"), as_pct=True)
+    clustered = isinstance(block.get("cluster_by"), str) and bool(block.get("cluster_by"))
+    label = "mean pass over epochs" if several else "pass rate"
+    label += ", clustered 95% CI" if clustered else ", the run's 95% CI"
+    note = (f"95% CI {ci} · " if ci else "") + e(which_interval(block, short=True))
+    return card(
+        label, pct(block.get("mean")), "uncertainty", note,
+        "metrics_summary.json's uncertainty: x̄ ± 1.96 × the standard error over units "
+        "(Miller 2024, eq. 4), clustered when the run names --cluster-by",
+    )  # fmt: skip
+
+
+def _ratio(block: Mapping[str, Any]) -> str:
+    se, clustered = finite(block.get("se")), finite(block.get("se_clustered"))
+    if se is None or clustered is None or se == 0:
+        return DASH
+    return f"{clustered / se:.2f}×"
+
+
+def _uncertainty_row(scope: str, units: str, block: Mapping[str, Any], model: str = "") -> str:
+    attr = f' data-model="{e(model)}"' if model else ' data-scope="run"'
+    return (
+        f"<tr{attr}><td>{e(scope)}</td><td class=num>{num(block.get('n'))} {e(units)}</td>"
+        f"<td class=num>{pct(block.get('mean'))}</td>"
+        f"<td class=num>{num(block.get('se'), 4)}</td>"
+        f"<td class=num>{num(block.get('se_clustered'), 4)}</td>"
+        f"<td class=num>{_ratio(block)}</td>"
+        f"<td>{interval(block.get('ci95'), as_pct=True) or DASH}</td>"
+        f'<td class="which">{e(which_interval(block))}</td></tr>'
+    )
+
+
+def _models(summary: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    found = _mapping(summary.get("by_model"))
+    return [(str(m), b) for m, b in found.items() if isinstance(b, Mapping)]
+
+
+def _uncertainty_table(summary: Mapping[str, Any]) -> str:
+    models = _models(summary)
+    rows = [_uncertainty_row("all items", "items" if len(models) > 1 else "records",
+                             _mapping(summary.get("uncertainty")))]  # fmt: skip
+    if len(models) > 1:
+        rows += [
+            _uncertainty_row(m, "records", _mapping(b.get("uncertainty")), m)
+            for m, b in models
+            if isinstance(b.get("uncertainty"), Mapping)
+        ]
+    return (
+        '<table id="uncertainty-table"><thead><tr><th></th><th>units</th><th>mean pass</th>'
+        "<th>se (naive)</th><th>se (clustered)</th><th>ratio</th><th>95% CI</th>"
+        f"<th>interval</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _k_value(block: Mapping[str, Any], name: str, k: int) -> str:
+    value = _mapping(block.get(name)).get(str(k))
+    return f"<td class=num>{num(finite(value)) if finite(value) is not None else DASH}</td>"
+
+
+def _pass_at_k(summary: Mapping[str, Any], flaky: int | None) -> str:
+    k_max = epochs_of(summary)
+    scopes = [("all items", summary)]
+    models = _models(summary)
+    if len(models) > 1:
+        scopes += models
+    heads = "".join(f'<th colspan="2">{e(name)}</th>' for name, _ in scopes)
+    sub = "<th>pass@k</th><th>pass^k</th>" * len(scopes)
+    rows = [
+        f'<tr data-k="{k}"><th>{k}</th>'
+        + "".join(_k_value(b, "pass_at_k", k) + _k_value(b, "pass_hat_k", k) for _, b in scopes)
+        + "</tr>"
+        for k in range(1, k_max + 1)
+    ]
+    counts = "".join(f'<td colspan="2" class=num>{num(b.get("flaky_records"))}</td>'
+                     for _, b in scopes)  # fmt: skip
+    rows.append(f'<tr class="flaky-row"><th>flaky records</th>{counts}</tr>')
+    link = ""
+    if flaky:
+        link = (
+            f'<p class="flaky"><a href="#items" id="flaky-link" data-count="{flaky}">show the '
+            f"{flaky:,} flaky items</a> in the item table, each with every epoch's verdict "
+            "(or tick <i>only flaky items</i> there).</p>"
+        )
+    elif flaky == 0:
+        link = '<p class="flaky">No item has epochs that disagree.</p>'
+    return (
+        f'<h3>{k_max} epochs</h3><p class="hint">pass@k: the chance that at least one of k '
+        "samples of a record passes; pass^k: that all k pass (unbiased estimators over the "
+        "epochs each record has). A flaky record is an item whose epochs disagree on pass "
+        f"(listed in {FLAKY_RECORDS_FILE}).</p>"
+        '<div class="scroll"><table id="pass-at-k"><thead>'
+        f"<tr><th>k</th>{heads}</tr><tr><th></th>{sub}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>{link}"
+    )
+
+
+def uncertainty_section(
+    summary: Mapping[str, Any] | None, flaky: int | None, note: str = ""
+) -> str:
+    """The section (empty when the run reports neither epochs nor an interval).
+
+    ``flaky`` is the number of flaky items the page can show (``None``: not known).
+    """
+    if not summary:
+        return ""
+    has_interval = finite(_mapping(summary.get("uncertainty")).get("mean")) is not None
+    several = epochs_of(summary) > 1
+    if not has_interval and not several:
+        return ""
+    parts = []
+    if has_interval:
+        parts.append(
+            '<p class="hint">Two intervals on this page. The pass rate card\'s is a Wilson '
+            "interval of passed / (passed + failed) items, each item counted as "
+            "independent, computed here from the items. The run's own interval "
+            "(metrics_summary.json <code>uncertainty</code>) is x̄ ± 1.96 × se over units — "
+            "each unit's mean pass over its epochs — with the standard error clustered "
+            "(Miller 2024, eq. 4) when the run was given <code>--cluster-by FIELD</code>; "
+            "questions that share an exam or a task are not independent, and the clustered "
+            f"interval is the honest one then.</p>{_uncertainty_table(summary)}"
+        )
+    if several:
+        parts.append(_pass_at_k(summary, flaky))
+    if note:
+        parts.append(f'<p class="hint note">{e(note)}</p>')
+    title = "epochs and uncertainty" if several else "uncertainty"
+    return f'<section id="uncertainty"><h2>{title}</h2>{"".join(parts)}</section>'
+
+
+class FlakyItems:
+    """The flaky items of a run: ``flaky_records.jsonl``'s, or found from the epochs."""
+
+    def __init__(self, keys: set[FlakyKey] | None, note: str = "") -> None:
+        self.keys = keys
+        """``None`` when the file is not there (the items' epochs then tell)."""
+        self.note = note
+
+
+def read_flaky(run_path: Path) -> FlakyItems:
+    """Read ``flaky_records.jsonl`` (lines that are not items are skipped and counted)."""
+    path = run_path / FLAKY_RECORDS_FILE
+    if not path.is_file():
+        return FlakyItems(None)
+    keys: set[FlakyKey] = set()
+    bad = 0
+    try:
+        for line in iter_jsonl(path):
+            if isinstance(line, Mapping) and isinstance(line.get("record_id"), str):
+                keys.add(
+                    (str(line.get("dataset", "")), line["record_id"], str(line.get("model", "")))
+                )
+            else:
+                bad += 1
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        return FlakyItems(None, f"{FLAKY_RECORDS_FILE} cannot be read ({exc})")
+    note = f"{FLAKY_RECORDS_FILE}: {bad:,} lines are not items and were left out" if bad else ""
+    return FlakyItems(keys, note)
+
+
+def flaky_rows(data: ReportData, flaky: FlakyItems) -> tuple[list[int], str]:
+    """The rows of the flaky items, and a note when some could not be placed.
+
+    Without the file, an item is flaky when its epochs include a pass and a fail (the
+    metrics' definition: the verdict epochs disagree on pass).
+    """
+    if flaky.keys is None:
+        found = [i for i, detail in enumerate(data.details) if _disagree(detail.get("ep"))]
+        note = flaky.note or (
+            f"{FLAKY_RECORDS_FILE} is not in the run directory: the flaky items are found "
+            "from their epochs' verdicts here"
+        )
+        return found, note
+    where: dict[FlakyKey, int] = {}
+    for i, row in enumerate(data.rows):
+        key = (data.datasets[row[DS]], data.records[row[R]], data.models[row[M]])
+        where.setdefault(key, i)
+    found = sorted(where[k] for k in flaky.keys if k in where)
+    missing = len(flaky.keys) - len(found)
+    notes = [flaky.note] if flaky.note else []
+    if missing:
+        notes.append(f"{missing:,} items of {FLAKY_RECORDS_FILE} are not in predictions.jsonl")
+    return found, "; ".join(notes)
+
+
+def _disagree(epochs: Sequence[Any] | None) -> bool:
+    from pytest_legaleval.report.items import ORDER
+
+    cats = {ORDER[e[1]] for e in epochs or () if isinstance(e, list) and len(e) > 1
+            and isinstance(e[1], int) and 0 <= e[1] < len(ORDER)}  # fmt: skip
+    return {"passed", "failed"} <= cats
