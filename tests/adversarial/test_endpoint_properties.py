@@ -30,7 +30,10 @@ from pytest_legaleval.engine.sanitize import MAX_TOKEN_COUNT
 from pytest_legaleval.testing.mock_openai import HostileOpenAIServer
 from pytest_legaleval.testing.strategies import completion_bodies, hostile_responses
 
-TIMEOUT_S = 2.0
+# The hostile server closes the connection after its bytes, so no example needs the timeout
+# to end; it only has to be long enough that a loaded machine never trips it on a reply
+# that arrived (a 200 timed out would be retried, failing the no-retry property).
+TIMEOUT_S = 30.0
 ATTEMPTS = 2
 RETRY = RetryPolicy(max_attempts=ATTEMPTS, delays_s=(0.001,), retry_after_cap_s=0.01)
 # timeout × attempts, the (capped) waits between them, and room for a loaded machine.

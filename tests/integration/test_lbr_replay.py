@@ -54,18 +54,17 @@ def _without_totals(judgments: Path) -> Path:
     return bare
 
 
-@pytest.mark.parametrize("totals", ["kept", "removed"])
-def test_lbr_s_run_replays_offline_with_lbr_s_scores(
-    pytester: pytest.Pytester,
-    lbr_files: dict[str, Path],
-    monkeypatch: pytest.MonkeyPatch,
-    totals: str,
+def test_lbr_s_run_replays_offline_with_lbr_s_scores(lbr_replayed_run: Path) -> None:
+    # The replay with LBR's judgments as they are (shared with test_audit_cli.py).
+    _check_against_lbr(lbr_replayed_run)
+
+
+def test_lbr_s_verdicts_alone_give_lbr_s_scores(
+    pytester: pytest.Pytester, lbr_files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # With the totals removed (score, pass, aggregation) every score is recomputed from
     # the verdicts alone, reference rows (criteria.overall) as rubric rows.
-    judgments = (
-        lbr_files["judgments"] if totals == "kept" else _without_totals(lbr_files["judgments"])
-    )
+    judgments = _without_totals(lbr_files["judgments"])
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # no endpoint, no key: no call
     result = pytester.runpytest(
         "--dataset", str(lbr_files["records"]),
@@ -75,6 +74,10 @@ def test_lbr_s_run_replays_offline_with_lbr_s_scores(
     )  # fmt: skip
     assert result.ret in (0, 1), result.stdout.str()[-3000:]
     (run,) = run_dirs(pytester.path / "runs")
+    _check_against_lbr(run)
+
+
+def _check_against_lbr(run: Path) -> None:
     ours = {(p["record_id"], p["model"]): p for p in read_jsonl(run / "predictions.jsonl")}
     assert len(ours) == 1000  # 125 records x 8 models
     lbr = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,7 +59,7 @@ def test_calls_stop_before_the_spend_would_pass_the_cap(server: MockOpenAIServer
     batch = requests(40)
     cap = 0.1
     with engine_for(server, cap, concurrency=1) as engine:
-        results = [f.result(10) for f in engine.submit_many(batch)]
+        results = [f.result(60) for f in engine.submit_many(batch)]
         stats = engine.stats()
     sent = [r for r in results if r.attempts]
     stopped = [r for r in results if not r.attempts]
@@ -78,22 +79,30 @@ def test_calls_stop_before_the_spend_would_pass_the_cap(server: MockOpenAIServer
 
 def test_in_flight_calls_count_against_the_cap(server: MockOpenAIServer) -> None:
     """With 20 slots, only as many calls go out at once as their reservations fit."""
-    server.set_latency(0.05)
+    server.hold()
     batch = requests(30)
     each = reservation(batch[0])
     cap = 3.5 * each  # three reservations fit, a fourth does not
     with engine_for(server, cap, concurrency=20) as engine:
-        results = [f.result(10) for f in engine.submit_many(batch)]
+        futures = engine.submit_many(batch)
+        # Three calls held at the endpoint and the other 27 kept back by the engine: the cap,
+        # not the latency, decides how many go out at once.
+        deadline = time.monotonic() + 60  # a hang guard
+        while not (server.stats()["in_flight"] == 3 and engine.stats()["queued"] == 27):
+            assert time.monotonic() < deadline, (server.stats(), engine.stats())
+            time.sleep(0.01)
+        server.release()
+        results = [f.result(60) for f in futures]
     assert server.stats()["peak_in_flight"] == 3
     assert any(r.cancel_reason == "budget" for r in results)
 
 
 def test_an_exhausted_budget_refuses_later_calls_at_once(server: MockOpenAIServer) -> None:
     with engine_for(server, 0.001) as engine:  # not even one call fits
-        first = engine.submit(requests(1)[0]).result(10)
+        first = engine.submit(requests(1)[0]).result(60)
         later = engine.submit(
             GenerationRequest(MODEL, ({"role": "user", "content": "a judge, later"},), LIMIT)
-        ).result(10)
+        ).result(60)
     assert server.stats()["requests"] == 0
     assert first.cancel_reason == later.cancel_reason == "budget"
 
@@ -102,7 +111,7 @@ def test_an_http_error_costs_nothing(server: MockOpenAIServer) -> None:
     server.add_fault("400")
     batch = requests(5)
     with engine_for(server, 2.5 * reservation(batch[0]), concurrency=1) as engine:
-        results = [f.result(10) for f in engine.submit_many(batch)]
+        results = [f.result(60) for f in engine.submit_many(batch)]
         stats = engine.stats()
     assert [r.error_code for r in results] == ["bad_request"] * 5  # every call was sent
     assert stats["spent_usd"] == 0.0
@@ -112,10 +121,10 @@ def test_cache_hits_are_free(server: MockOpenAIServer, tmp_path: Any) -> None:
     batch = requests(3)
     cache = str(tmp_path / "cache.sqlite")
     with engine_for(server, 1.0, cache_path=cache) as engine:
-        assert all(f.result(10).ok for f in engine.submit_many(batch))
+        assert all(f.result(60).ok for f in engine.submit_many(batch))
     # A second run whose cap fits no call at all still gets every answer from the cache.
     with engine_for(server, 0.001, cache_path=cache) as engine:
-        again = [f.result(10) for f in engine.submit_many(batch)]
+        again = [f.result(60) for f in engine.submit_many(batch)]
     assert all(r.ok and r.cached for r in again)
     assert server.stats()["requests"] == 3
 
@@ -175,8 +184,8 @@ def test_a_probe_counts_against_the_cap_but_not_as_an_answer(server: MockOpenAIS
         template_version="capability-probe-v1",
     )  # fmt: skip
     with engine_for(server, 1.0) as engine:
-        assert engine.submit(probe).result(10).ok
-        answer = engine.submit(requests(1)[0]).result(10)
+        assert engine.submit(probe).result(60).ok
+        answer = engine.submit(requests(1)[0]).result(60)
         stats = engine.stats()
     cost = ((answer.input_tokens or 0) + (answer.output_tokens or 0)) / 1000
     assert stats["spent_usd"] > cost  # the probe's cost too

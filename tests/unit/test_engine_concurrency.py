@@ -31,7 +31,7 @@ def engine_for(server: MockOpenAIServer, **settings: Any) -> Engine:
         "base_url": server.base_url,
         "cache_path": None,
         "retry": RetryPolicy.scaled(0.001),
-        "request_timeout_s": 10.0,
+        "request_timeout_s": 60.0,  # a hang guard: no call here should time out
     }
     options.update(settings)
     return Engine(EngineSettings(**options))
@@ -48,34 +48,56 @@ def requests(n: int, tag: str = "item", **kw: Any) -> list[GenerationRequest]:
     ]
 
 
+def wait_until(predicate: Any) -> None:
+    """Poll until ``predicate()`` holds; the minute only guards against a hang."""
+    deadline = time.monotonic() + 60
+    while not predicate():
+        assert time.monotonic() < deadline, "waited a minute"
+        time.sleep(0.01)
+
+
+def hold_at_the_limit(
+    server: MockOpenAIServer, engine: Engine, in_flight: int, queued: int
+) -> None:
+    """Answer nothing until the server holds ``in_flight`` calls and the engine queues the rest.
+
+    Both numbers at once show the limit as an event: so many calls overlapped, and the
+    engine chose to keep the others back (they are queued, not on their way).
+    """
+    wait_until(
+        lambda: server.stats()["in_flight"] == in_flight and engine.stats()["queued"] == queued
+    )
+    server.release()
+
+
 def test_run_is_pipelined_and_bounded(server: MockOpenAIServer) -> None:
-    server.set_latency(0.1)
+    server.hold()
     with engine_for(server, concurrency=8) as engine:
-        start = time.perf_counter()
         futures = engine.submit_many(requests(40))
-        results = [f.result(timeout=30) for f in futures]
-        elapsed = time.perf_counter() - start
+        hold_at_the_limit(server, engine, in_flight=8, queued=32)
+        results = [f.result(timeout=60) for f in futures]
         stats = engine.stats()
     assert all(r.ok for r in results)
-    # 40 x 100 ms / 8 = 0.5 s ideal; sequential would be 4 s.
-    assert elapsed < 2.0
     assert server.stats()["peak_in_flight"] == 8
     assert stats["peak_in_flight"] == 8 and stats["in_flight"] == 0
     assert stats["submitted"] == stats["completed"] == 40
 
 
 def test_share_divides_concurrency_per_process(server: MockOpenAIServer) -> None:
-    server.set_latency(0.05)
+    server.hold()
     with engine_for(server, concurrency=8, share=2) as engine:
-        assert all(f.result(timeout=30).ok for f in engine.submit_many(requests(20)))
+        futures = engine.submit_many(requests(20))
+        hold_at_the_limit(server, engine, in_flight=4, queued=16)
+        assert all(f.result(timeout=30).ok for f in futures)
     assert server.stats()["peak_in_flight"] == 4
 
 
 def test_judges_get_their_own_pool(server: MockOpenAIServer) -> None:
-    server.set_latency(0.1)
+    server.hold()
     with engine_for(server, concurrency=4, judge_concurrency=2) as engine:
         judged = engine.submit_many(requests(8, "judge", purpose="judge"))
         generated = engine.submit_many(requests(8, "gen"))
+        hold_at_the_limit(server, engine, in_flight=6, queued=10)  # 4 + 2 at once
         assert all(f.result(timeout=30).ok for f in judged + generated)
         assert engine.stats()["judge_concurrency_limit"] == 2
     assert server.stats()["peak_in_flight"] == 6
@@ -101,11 +123,13 @@ def test_start_order_is_fifo_under_concurrency(server: MockOpenAIServer) -> None
 
 
 def test_identical_requests_share_one_call(server: MockOpenAIServer) -> None:
-    server.set_latency(0.1)
+    server.hold()  # the call stays in flight until all four are submitted
     same = requests(1, "dedupe")[0]
     with engine_for(server) as engine:
         futures = engine.submit_many([same, same, same])
         futures.append(engine.submit(same))
+        wait_until(lambda: engine.stats()["deduped"] == 3)
+        server.release()
         results = [f.result(timeout=30) for f in futures]
         stats = engine.stats()
     assert server.count_for("dedupe") == 1
@@ -114,11 +138,14 @@ def test_identical_requests_share_one_call(server: MockOpenAIServer) -> None:
 
 
 def test_a_deduplicated_waiter_keeps_its_own_latency_budget(server: MockOpenAIServer) -> None:
-    server.set_latency(0.1)
+    server.set_latency(0.1)  # the call lasts at least 100 ms: far over the strict 1 ms
+    server.hold()  # and it stays in flight until the strict copy has joined it
     relaxed = requests(1, "budget")[0]
     strict = replace(relaxed, max_latency_ms=1)
     with engine_for(server) as engine:
         first, second = engine.submit_many([relaxed, strict])
+        wait_until(lambda: engine.stats()["deduped"] == 1)
+        server.release()
         assert not first.result(timeout=30).latency_exceeded
         assert second.result(timeout=30).latency_exceeded
     assert server.count_for("budget") == 1
@@ -128,18 +155,13 @@ def test_cancel_all_resolves_everything_quickly(server: MockOpenAIServer) -> Non
     server.add_fault("500", match="waiting-retry", delay=0)
     with engine_for(server, concurrency=4, retry=RetryPolicy(delays_s=(30.0,))) as engine:
         retrying = engine.submit(requests(1, "waiting-retry")[0])
-        deadline = time.monotonic() + 5
-        while engine.stats()["retries"] < 1 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: engine.stats()["retries"] >= 1)
         server.set_latency(30.0)
         futures = engine.submit_many(requests(20, "cancel-me"))
-        while engine.stats()["in_flight"] < 4 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        start = time.perf_counter()
+        wait_until(lambda: engine.stats()["in_flight"] >= 4)
         engine.cancel_all()
-        elapsed = time.perf_counter() - start
-        assert elapsed < 2.0
-        results = [f.result(timeout=0.5) for f in [retrying, *futures]]
+        # Cancelled, not answered: neither the 30 s retry wait nor the 30 s calls ran out.
+        results = [f.result(timeout=60) for f in [retrying, *futures]]
         assert all(r.error_code == "cancelled" and r.text is None for r in results)
         in_flight = [r for r in results if r.attempts and r.attempts[-1].error_code == "cancelled"]
         assert len(in_flight) >= 1
@@ -148,18 +170,17 @@ def test_cancel_all_resolves_everything_quickly(server: MockOpenAIServer) -> Non
         assert engine.stats()["cancelled"] == 21
         # The engine stays usable after a cancel.
         server.set_latency(0.0)
-        assert engine.submit(requests(1, "after-cancel")[0]).result(timeout=10).ok
+        assert engine.submit(requests(1, "after-cancel")[0]).result(timeout=60).ok
 
 
 def test_close_cancels_and_is_idempotent(server: MockOpenAIServer) -> None:
     server.set_latency(30.0)
     engine = engine_for(server, concurrency=2)
     futures = engine.submit_many(requests(5, "closing"))
-    start = time.perf_counter()
     engine.close()
     engine.close()
-    assert time.perf_counter() - start < 5.0
-    assert all(f.result(timeout=0.5).error_code == "cancelled" for f in futures)
+    # Cancelled, not answered: close did not wait for the 30 s calls.
+    assert all(f.result(timeout=60).error_code == "cancelled" for f in futures)
     with pytest.raises(RuntimeError):
         engine.submit(requests(1)[0])
 
@@ -170,7 +191,9 @@ def test_rpm_limit_spaces_requests(server: MockOpenAIServer) -> None:
         start = time.perf_counter()
         assert all(f.result(timeout=30).ok for f in engine.submit_many(requests(40, "rpm")))
         elapsed = time.perf_counter() - start
-    assert 0.8 <= elapsed < 5.0
+    # A lower bound only: load can lengthen a run, never shorten it. (The bucket's exact
+    # schedule, and so that it does not over-throttle, is tested with a fake clock.)
+    assert elapsed >= 0.8
 
 
 def test_rpm_is_shared_among_processes(server: MockOpenAIServer) -> None:
@@ -179,7 +202,7 @@ def test_rpm_is_shared_among_processes(server: MockOpenAIServer) -> None:
         start = time.perf_counter()
         assert all(f.result(timeout=30).ok for f in engine.submit_many(requests(40, "rpm2")))
         elapsed = time.perf_counter() - start
-    assert 0.8 <= elapsed < 5.0
+    assert elapsed >= 0.8  # a lower bound only, as above
 
 
 def test_tpm_limit_slows_the_run(server: MockOpenAIServer) -> None:
@@ -197,7 +220,7 @@ def test_tpm_limit_slows_the_run(server: MockOpenAIServer) -> None:
         start = time.perf_counter()
         assert all(f.result(timeout=30).ok for f in engine.submit_many(batch))
         elapsed = time.perf_counter() - start
-    assert 0.35 <= elapsed < 5.0
+    assert elapsed >= 0.35  # a lower bound only, as above
 
 
 def test_429_storm_shrinks_concurrency_and_every_record_succeeds(
@@ -218,7 +241,7 @@ def test_429_storm_shrinks_concurrency_and_every_record_succeeds(
 @pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
 def test_connection_pool_is_not_the_bottleneck(server: MockOpenAIServer, transport: str) -> None:
     # Raw httpx and aiohttp default to 100 connections; the engine sizes the pool to its limit.
-    server.set_latency(0.3)
+    server.hold(until_in_flight=150)
     with engine_for(server, concurrency=150, transport=transport) as engine:
         assert all(f.result(timeout=30).ok for f in engine.submit_many(requests(150, "pool")))
     assert server.stats()["peak_in_flight"] == 150

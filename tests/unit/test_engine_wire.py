@@ -46,7 +46,7 @@ def _run_all(server: MockOpenAIServer, transport: str) -> dict[str, object]:
     server.add_fault("400", match="case-400")
     server.add_fault("500", match="case-500", times=1)
     server.add_fault("429", match="case-429", times=1, retry_after=0.001)
-    server.add_fault("hang", match="case-hang", times=1, hang_seconds=5)
+    server.add_fault("hang", match="case-hang", times=1, hang_seconds=600)
     server.add_fault("reset", match="case-reset", times=1)
     server.add_fault("malformed", match="case-malformed", times=1)
     server.add_fault("content_filter", match="case-filter$", times=1)
@@ -60,7 +60,9 @@ def _run_all(server: MockOpenAIServer, transport: str) -> dict[str, object]:
         base_url=server.base_url,
         cache_path=None,
         retry=RetryPolicy.scaled(0.001),
-        request_timeout_s=1.0,
+        # Short enough for the hang case, long enough that no other call times out on a
+        # loaded machine.
+        request_timeout_s=3.0,
         transport=transport,
         api_key_env="LEGALEVAL_WIRE_KEY",
     )

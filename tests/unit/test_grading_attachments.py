@@ -96,7 +96,7 @@ def test_a_fifo_is_refused_without_blocking(data: Path) -> None:
         daemon=True,
     )
     worker.start()
-    worker.join(10)
+    worker.join(60)  # a hang guard
     assert results, "reading the FIFO attachment blocked"
     errors, texts = results[0]  # type: ignore[misc]
     assert "FIFO" in errors[0].message and texts[0].text == ""

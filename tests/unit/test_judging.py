@@ -47,7 +47,7 @@ def _engine(server: MockOpenAIServer, tmp_path: Path | None = None, **extra: Any
         "base_url": server.base_url,
         "cache_path": str(tmp_path / "cache.sqlite") if tmp_path else None,
         "retry": RetryPolicy.scaled(0.001),
-        "request_timeout_s": 5.0,
+        "request_timeout_s": 60.0,  # a hang guard: no call here should time out
         "judge_concurrency": 50,
     }
     options.update(extra)
@@ -182,12 +182,20 @@ def test_rubric_with_a_penalty_scores_by_weight(server: MockOpenAIServer) -> Non
 
 
 def test_a_rubric_is_judged_concurrently(server: MockOpenAIServer) -> None:
-    # long enough that all 20 calls are in flight together even on a loaded machine
-    server.set_latency(0.5)
     server.add_reply("CRITERION", json.dumps({"met": True, "rationale": "ok"}))
     with _engine(server) as engine:
-        outcome = _judge(engine, _rubric(20, negative=False))
+        panel = JudgePanel(engine, (JUDGE,), reasks=2)
+
+        def judge(record: Record) -> JudgeOutcome:
+            future = engine.run_coroutine(panel.judge(record, "An answer.", BOOK.get("default")))
+            return future.result(timeout=60)
+
+        judge(_rubric(1, negative=False))  # the panel's one-off structured-output probe
+        server.reset()
+        server.hold(until_in_flight=20)  # nothing is answered before all 20 are in flight
+        outcome = judge(_rubric(20, negative=False))
     assert outcome.score == 1.0
+    assert server.stats()["requests"] == 20
     assert server.stats()["peak_in_flight"] == 20
 
 

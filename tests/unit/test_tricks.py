@@ -24,11 +24,11 @@ def _in_thread(entered: threading.Event, leave: threading.Event) -> threading.Th
     def body() -> None:
         with collector_paused():
             entered.set()
-            leave.wait(10)
+            leave.wait(60)  # a hang guard: the test sets it
 
     thread = threading.Thread(target=body)
     thread.start()
-    assert entered.wait(10)
+    assert entered.wait(60)
     return thread
 
 
@@ -39,7 +39,7 @@ def test_the_collector_returns_when_the_last_overlapping_block_ends(collector_on
         assert not gc.isenabled()
     assert not gc.isenabled(), "the other thread's block is still running"
     leave.set()
-    thread.join(10)
+    thread.join(60)
     assert gc.isenabled()
 
 
@@ -50,7 +50,7 @@ def test_a_block_that_outlives_the_first_one_keeps_the_collector_off(collector_o
         assert not gc.isenabled()
     assert not gc.isenabled()
     leave.set()
-    thread.join(10)
+    thread.join(60)
     assert gc.isenabled()
 
 

@@ -137,6 +137,7 @@ class HostileOpenAIServer(MockOpenAIServer):
     async def _perform(self, writer: asyncio.StreamWriter, outcome: Outcome, keep: bool) -> bool:
         settled = False
         try:
+            await self._pass_hold(outcome)
             if outcome.action == "hang":
                 await asyncio.sleep(outcome.hang_seconds)
                 settled = self._settle(outcome, delivered=True)

@@ -6,6 +6,7 @@ import asyncio
 import socket
 import struct
 import threading
+import time
 from typing import Any, Self
 
 from aiohttp import web
@@ -68,6 +69,7 @@ class MockOpenAIServer(ServerHandle):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listener: asyncio.Server | None = None
         self._web: web.Server | None = None
+        self._hold: _Hold | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -198,6 +200,53 @@ class MockOpenAIServer(ServerHandle):
         """Whether the server is serving."""
         return self._thread is not None
 
+    def hold(self, until_in_flight: int | None = None, *, timeout: float = 120.0) -> None:
+        """Answer no chat completion request until the hold is over.
+
+        Makes "the client kept N calls open together" an event instead of a race with the
+        latency: with ``until_in_flight=N`` nothing is answered before the N-th request
+        arrives, so ``peak_in_flight`` reaches N whenever the client can hold N calls, however
+        slow the machine. Without it the hold lasts until :meth:`release`. Once over, it is
+        over for good (later requests are not held). After ``timeout`` seconds it ends
+        anyway, so a client that never opens N calls gets its answers (and a lower
+        ``peak_in_flight``) instead of hanging.
+
+        Args:
+            until_in_flight: End the hold when this many requests are in flight at once.
+            timeout: Seconds from this call after which the hold ends regardless.
+
+        """
+        if (until_in_flight is not None and until_in_flight < 1) or timeout <= 0:
+            raise ValueError("hold needs until_in_flight >= 1 (or None) and timeout > 0")
+        self._hold = _Hold(until_in_flight, time.monotonic() + timeout)
+
+    def release(self) -> None:
+        """End the current :meth:`hold` now: the requests it holds are answered."""
+        hold, loop = self._hold, self._loop
+        if hold is None:
+            return
+        hold.released = True
+        if loop is not None and hold.over is not None:
+            loop.call_soon_threadsafe(hold.over.set)
+
+    async def _pass_hold(self, outcome: Outcome) -> None:
+        """Wait, on the server's loop, until the :meth:`hold` is over."""
+        hold = self._hold
+        if hold is None or not outcome.counts:
+            return
+        if hold.over is None:
+            hold.over = asyncio.Event()  # made here: it belongs to the server's loop
+        with self._core.lock:
+            in_flight = self._core.in_flight
+        if hold.released or (hold.in_flight is not None and in_flight >= hold.in_flight):
+            hold.over.set()
+        if hold.over.is_set():
+            return
+        try:
+            await asyncio.wait_for(hold.over.wait(), max(hold.deadline - time.monotonic(), 0.0))
+        except TimeoutError:
+            hold.over.set()
+
     # -- HTTP -------------------------------------------------------------------------------
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -216,6 +265,7 @@ class MockOpenAIServer(ServerHandle):
         outcome = core.route(request.method, request.path_qs, request.headers, body)
         settled = False
         try:
+            await self._pass_hold(outcome)
             if outcome.action == "hang":
                 await asyncio.sleep(outcome.hang_seconds)
                 # The hang ran its course; it was not cut short by the client.
@@ -243,6 +293,16 @@ class MockOpenAIServer(ServerHandle):
         if outcome.counts:
             self._core.finished(outcome, delivered=delivered)
         return True
+
+
+class _Hold:
+    """The state of one :meth:`MockOpenAIServer.hold`."""
+
+    def __init__(self, in_flight: int | None, deadline: float) -> None:
+        self.in_flight = in_flight
+        self.deadline = deadline
+        self.released = False
+        self.over: asyncio.Event | None = None
 
 
 def _drop(request: web.BaseRequest, *, reset: bool) -> None:
