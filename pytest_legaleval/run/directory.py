@@ -14,7 +14,7 @@ import json
 import os
 import stat
 import tempfile
-import time
+import threading
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -107,12 +107,14 @@ def verify_checksums(path: str | Path) -> list[str]:
 class RunDirectory:
     """``<run-dir>/<run_id>/``: created exclusively, never overwritten.
 
-    JSONL files are appended line by line and handed to the OS at least every
-    :data:`FLUSH_INTERVAL_S` (and whenever a JSON file is written, and at the end), so a
-    crash keeps all but the last fraction of a second — an item whose line was lost is
-    evaluated again from the response cache, never paid twice; a line per system call
-    cost more than the rest of writing it. JSON files are written to a temporary file and
-    renamed into place. ``finalize`` writes ``SHA256SUMS`` and makes every file read-only.
+    JSONL files are appended line by line and handed to the OS within
+    :data:`FLUSH_INTERVAL_S` of being written (and whenever a JSON file is written, and at
+    the end), so a crash keeps all but the last fraction of a second — an item whose line
+    was lost is evaluated again from the response cache, never paid twice; a line per
+    system call cost more than the rest of writing it. The deadline holds while the run
+    waits: a timer flushes the lines of a run that writes nothing more (one stuck on a slow
+    call), not the next append. JSON files are written to a temporary file and renamed into
+    place. ``finalize`` writes ``SHA256SUMS`` and makes every file read-only.
     """
 
     def __init__(self, path: Path, redact: Callable[[Any], Any] | None = None) -> None:
@@ -120,7 +122,11 @@ class RunDirectory:
         self._redact = redact
         self._handles: dict[str, IO[str]] = {}
         self._finalized = False
-        self._flushed_at = time.monotonic()
+        # The handles are written by the caller's thread and flushed by a timer's: one lock.
+        # Re-entrant, as a signal handler may flush between two statements of an append.
+        self._lock = threading.RLock()
+        self._timer: threading.Timer | None = None
+        self._flush_error: OSError | None = None
 
     @classmethod
     def create(
@@ -163,24 +169,46 @@ class RunDirectory:
         buffered, for a batch that ends with :meth:`flush`.
         """
         line = self._serialize(name, obj, dump_json_line)
-        handle = self._handles.get(name)
-        if handle is None:
-            handle = (self.path / name).open("a", encoding="utf-8")
-            self._handles[name] = handle
-        handle.write(line)
-        if flush and time.monotonic() - self._flushed_at >= FLUSH_INTERVAL_S:
-            self.flush()
+        with self._lock:
+            self._raise_flush_error()
+            handle = self._handles.get(name)
+            if handle is None:
+                handle = (self.path / name).open("a", encoding="utf-8")
+                self._handles[name] = handle
+            handle.write(line)
+            if flush and self._timer is None:
+                timer = threading.Timer(FLUSH_INTERVAL_S, self._flush_due)
+                timer.daemon = True
+                self._timer = timer
+                timer.start()
+
+    def _flush_due(self) -> None:
+        """The timer's flush; its error is raised by the next append or flush."""
+        with self._lock:
+            self._timer = None
+            try:
+                for handle in self._handles.values():
+                    handle.flush()
+            except OSError as exc:  # disk full: the caller learns it on its next write
+                self._flush_error = exc
+
+    def _raise_flush_error(self) -> None:
+        error, self._flush_error = self._flush_error, None
+        if error is not None:
+            raise error
 
     def flush(self) -> None:
         """Flush every JSONL file to the OS."""
-        for handle in self._handles.values():
-            handle.flush()
-        self._flushed_at = time.monotonic()
+        with self._lock:
+            self._raise_flush_error()
+            for handle in self._handles.values():
+                handle.flush()
 
     def touch(self, name: str) -> None:
         """Make sure a JSONL file exists even when it gets no line."""
-        if name not in self._handles:
-            self._handles[name] = (self.path / name).open("a", encoding="utf-8")
+        with self._lock:
+            if name not in self._handles:
+                self._handles[name] = (self.path / name).open("a", encoding="utf-8")
 
     def _atomic(self, name: str, write: Callable[[IO[str]], None]) -> None:
         if self._finalized:
@@ -229,9 +257,16 @@ class RunDirectory:
 
     def close(self) -> None:
         """Flush and close the JSONL files."""
-        for handle in self._handles.values():
-            handle.close()
-        self._handles.clear()
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            try:
+                self._raise_flush_error()
+            finally:
+                for handle in self._handles.values():
+                    handle.close()
+                self._handles.clear()
 
     def finalize(self) -> None:
         """Close, write ``SHA256SUMS`` over every file, and make all of them read-only."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,23 +46,98 @@ def test_streamed_json_handles_empty_heads_and_arrays(tmp_path: Path) -> None:
     assert json.loads((directory.path / "f.json").read_text()) == {"a": 1, "items": [1, 2]}
 
 
+class _Timers:
+    """threading.Timer stand-in: the test fires a timer when it chooses."""
+
+    def __init__(self) -> None:
+        self.armed: list[_Timer] = []
+
+    def __call__(self, interval: float, function: Callable[[], None]) -> _Timer:
+        timer = _Timer(interval, function)
+        self.armed.append(timer)
+        return timer
+
+
+class _Timer:
+    def __init__(self, interval: float, function: Callable[[], None]) -> None:
+        self.interval, self.function = interval, function
+        self.daemon = False
+        self.started = self.cancelled = False
+
+    def start(self) -> None:
+        self.started = True
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def fire(self) -> None:
+        assert self.started and not self.cancelled
+        self.function()
+
+
 def test_jsonl_lines_reach_the_os_within_the_flush_interval(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pytest_legaleval.run import directory as module
 
-    clock = [100.0]
-    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
+    timers = _Timers()
+    monkeypatch.setattr(module.threading, "Timer", timers)
     directory = RunDirectory.create(tmp_path, "r")
     lines = directory.path / "p.jsonl"
     directory.append("p.jsonl", {"n": 1})
     assert lines.read_text() == ""  # buffered: not a system call per line
-    clock[0] += module.FLUSH_INTERVAL_S
     directory.append("p.jsonl", {"n": 2})
+    assert len(timers.armed) == 1  # one deadline for the lines written since the last flush
+    (timer,) = timers.armed
+    assert timer.interval == module.FLUSH_INTERVAL_S and timer.daemon
+    timer.fire()  # no further append needed: a run stuck on a slow call still flushes
     assert lines.read_text() == '{"n":1}\n{"n":2}\n'  # on disk: a crash keeps them
     directory.append("p.jsonl", {"n": 3})
+    assert len(timers.armed) == 2  # the next line arms the next deadline
     directory.write_json("m.json", {"state": "running"})  # never ahead of the lines
     assert lines.read_text().count("\n") == 3
+    directory.append("p.jsonl", {"n": 4}, flush=False)  # a batch ends with flush()
+    assert len(timers.armed) == 2
+    directory.close()
+    assert timers.armed[1].cancelled  # no timer outlives the files it would flush
+    assert lines.read_text().count("\n") == 4
+
+
+def test_a_flush_the_timer_could_not_make_fails_the_next_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_legaleval.run import directory as module
+
+    timers = _Timers()
+    monkeypatch.setattr(module.threading, "Timer", timers)
+    directory = RunDirectory.create(tmp_path, "r")
+    directory.append("p.jsonl", {"n": 1})
+    handle = directory._handles["p.jsonl"]
+    real_flush = handle.flush
+
+    def full() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(handle, "flush", full)
+    timers.armed[0].fire()  # the timer's thread must not die with the error, nor lose it
+    monkeypatch.setattr(handle, "flush", real_flush)
+    with pytest.raises(OSError, match="No space left"):
+        directory.append("p.jsonl", {"n": 2})
+    directory.append("p.jsonl", {"n": 3})  # the error is reported once
+    directory.close()
+    assert (directory.path / "p.jsonl").read_text() == '{"n":1}\n{"n":3}\n'
+
+
+def test_a_real_timer_flushes_a_run_that_writes_nothing_more(tmp_path: Path) -> None:
+    directory = RunDirectory.create(tmp_path, "r")
+    lines = directory.path / "p.jsonl"
+    directory.append("p.jsonl", {"n": 1})
+    pause = threading.Event()
+    for _ in range(6000):  # a hang guard of 60 s, not a stopwatch: the timer's 0.2 s is an event
+        if lines.read_text():
+            break
+        pause.wait(0.01)
+    assert lines.read_text() == '{"n":1}\n'
     directory.close()
 
 
