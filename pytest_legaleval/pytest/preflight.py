@@ -3,7 +3,8 @@
 Configuration errors found here stop the session as usage errors that name the fix, before
 any worker starts or any call is paid for: under xdist the workers that would meet them
 later could only end the session with an INTERNALERROR. Also the session's SIGTERM
-handling, set up at configure and undone at unconfigure.
+handling, set up at configure and undone at unconfigure, and the one section an interrupt
+waits for: the recording of an item (:func:`recording_whole`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,9 @@ from pytest_legaleval.pipeline.settings import Settings
 __all__ = [
     "check_plan",
     "check_settings",
+    "deferring_sigint",
     "interrupt_on_sigterm",
+    "recording_whole",
     "restore_sigterm",
     "warn_below_one_call_per_worker",
 ]
@@ -209,7 +214,7 @@ def interrupt_on_sigterm(config: pytest.Config) -> None:
 
     def interrupt(signum: int, frame: object) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the next one kills
-        raise KeyboardInterrupt("SIGTERM")
+        _interrupt("SIGTERM")
 
     signal.signal(signal.SIGTERM, interrupt)
     config.stash[_SIGTERM_KEY] = interrupt
@@ -220,3 +225,64 @@ def restore_sigterm(config: pytest.Config) -> None:
     handler = config.stash.get(_SIGTERM_KEY, None)
     if handler is not None and signal.getsignal(signal.SIGTERM) is handler:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+class _Recording:
+    """How deep the main thread is in :func:`recording_whole`, and what arrived meanwhile."""
+
+    depth = 0
+    pending: tuple[str, ...] | None = None
+
+
+def _interrupt(*why: str) -> None:
+    """Raise ``KeyboardInterrupt`` now, or at the end of the item being recorded."""
+    if _Recording.depth:
+        _Recording.pending = why
+        return
+    raise KeyboardInterrupt(*why)
+
+
+@contextmanager
+def recording_whole() -> Iterator[None]:
+    """Ctrl-C or SIGTERM arriving inside is raised when the block ends.
+
+    An item's lines are written whole or not at all: an interrupt between marking the
+    item recorded and writing its prediction line lost the line (the item was neither
+    written nor recorded ``cancelled``). Recording an item takes well under a
+    millisecond, so the interrupt waits no longer than that; a second SIGTERM still kills
+    at once.
+    """
+    _Recording.depth += 1
+    try:
+        yield
+    finally:
+        _Recording.depth -= 1
+        if not _Recording.depth and _Recording.pending is not None:
+            why, _Recording.pending = _Recording.pending, None
+            raise KeyboardInterrupt(*why)
+
+
+@contextmanager
+def deferring_sigint() -> Iterator[None]:
+    """Ctrl-C in the recording process waits for the item being recorded.
+
+    It raises ``KeyboardInterrupt`` as Python's own handler does, at the end of
+    :func:`recording_whole` when it lands inside. Installed only on the main thread over
+    Python's default handler; restored after.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def on_sigint(signum: int, frame: object) -> None:
+        _interrupt()
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is on_sigint:
+            signal.signal(signal.SIGINT, signal.default_int_handler)

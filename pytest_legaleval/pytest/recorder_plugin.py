@@ -25,6 +25,7 @@ from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.carrier import Carried, carried
 from pytest_legaleval.pytest.collection import nothing_to_run
+from pytest_legaleval.pytest.preflight import deferring_sigint, recording_whole
 from pytest_legaleval.pytest.state import RUNNER_KEY
 from pytest_legaleval.records import EvalResult
 from pytest_legaleval.run.console import benchmark_lines, printable, summary_lines
@@ -108,7 +109,8 @@ class RecorderPlugin:
             self._collected = [item.nodeid for item in session.items]
         interrupted = no_items = False
         try:
-            return (yield)
+            with deferring_sigint():
+                return (yield)
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM: the answers that arrived are kept, the rest is cancelled.
             interrupted = True
@@ -189,20 +191,21 @@ class RecorderPlugin:
 
     def _record_invalid(self, rejection: Mapping[str, Any], nodeid: str) -> None:
         """An invalid record's item (``ItemSpec.rejection()``)."""
-        self.recorder.record_invalid(rejection, nodeid)
-        self.invalid.append(
-            {
-                "dataset": rejection["dataset"],
-                "record_id": rejection["record_id"],
-                "model": rejection["model"],
-            }
-        )
-        if self._junit:
-            # No verdict: no score and no pass flag, as for every error (never a 0 or False).
-            self._junit_pending[nodeid] = [
-                ("score", ""), ("passed", ""), ("model", rejection["model"]),
-                ("run_id", self.run_id), ("reason", "invalid_record"),
-            ]  # fmt: skip
+        with recording_whole():  # an interrupt waits for the item's lines
+            self.recorder.record_invalid(rejection, nodeid)
+            self.invalid.append(
+                {
+                    "dataset": rejection["dataset"],
+                    "record_id": rejection["record_id"],
+                    "model": rejection["model"],
+                }
+            )
+            if self._junit:
+                # No verdict: no score and no pass flag, as for every error (never a 0 or False).
+                self._junit_pending[nodeid] = [
+                    ("score", ""), ("passed", ""), ("model", rejection["model"]),
+                    ("run_id", self.run_id), ("reason", "invalid_record"),
+                ]  # fmt: skip
 
     def _record(
         self,
@@ -212,13 +215,14 @@ class RecorderPlugin:
         record: Mapping[str, Any] | None,
     ) -> None:
         """One item's result; ``record`` is its ``ItemSpec.provenance()``."""
-        self.recorder.record(result, item_id, test_outcome, record)
-        if self._junit:
-            redact = self.recorder.redactor
-            self._junit_pending[item_id] = [
-                (name, redact.text(value) if isinstance(value, str) else value)
-                for name, value in _junit_properties(self.run_id, result)
-            ]
+        with recording_whole():  # an interrupt waits for the item's lines
+            self.recorder.record(result, item_id, test_outcome, record)
+            if self._junit:
+                redact = self.recorder.redactor
+                self._junit_pending[item_id] = [
+                    (name, redact.text(value) if isinstance(value, str) else value)
+                    for name, value in _junit_properties(self.run_id, result)
+                ]
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """Deselected items (``-k``, ``-m``) are not cancelled by an early stop."""
