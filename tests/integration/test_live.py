@@ -522,12 +522,18 @@ def test_ctrl_c_keeps_what_arrived_cancels_the_rest_and_finalizes(
 
 
 _MARK_FINISHED = """
-import os
 from pathlib import Path
+
+_records = []
+
+
+def pytest_configure(config):
+    # Not $PYTEST_XDIST_WORKER: the controller inherits it when this suite runs under xdist.
+    _records.append(getattr(config, "workerinput", None) is None)
 
 
 def pytest_runtest_logfinish(nodeid):
-    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the process that records the item
+    if _records[0]:  # the process that records the item
         with Path(__file__).with_name("finished.txt").open("a") as out:
             out.write(nodeid + "\\n")
 """
