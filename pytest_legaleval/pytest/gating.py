@@ -115,7 +115,7 @@ class Gatekeeper:
         recorder = plugin.recorder
         directory = plugin.directory
         self.run_path = Path(directory.path)
-        # JSONL lines reach the file every 0.2 s (run.directory): all of them before reading.
+        # JSONL lines reach the file within 0.2 s (run.directory): all of them before reading.
         directory.flush()
         predictions = self.run_path / "predictions.jsonl"
         # The recorder's figures as they stand: the values gated on are the ones
