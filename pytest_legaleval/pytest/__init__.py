@@ -12,8 +12,7 @@ itself (:mod:`.recorder_plugin`), Ctrl-C under xdist (:mod:`.interrupt`), the xd
 scheduler that lets every worker prefetch its items (:mod:`.scheduling`,
 :mod:`.xdist_hooks`), scrubbing what pytest prints (:mod:`.redacting`), the gates' exit
 policy (:mod:`.gating`), the hooks users implement (:mod:`.hookspecs`) and every
-performance trick that touches the user's process (:mod:`.tricks`, off with
-``LEGALEVAL_NO_TRICKS=1``).
+performance trick that touches the user's process (:mod:`.tricks`, public APIs only).
 
 The only package besides ``testing`` that imports pytest; nothing imports ``_pytest``.
 The pure packages never import this one.
