@@ -1,11 +1,13 @@
 """pytest-legaleval: LLM evaluations where every dataset record is a pytest test.
 
 The package face: the values a user's code handles (:class:`Record` and its parts,
-:class:`EvalResult`), the grader interface (:class:`Grader`, :class:`GradeRequest`,
-:class:`Grade`), the pytest-free run (:func:`run_evaluation`, :class:`RunPlan`) and the
-exception tree. Everything but the values loads on first use, so ``import
-pytest_legaleval`` (which pytest does for every session through the plugin entry point)
-stays cheap and never loads pytest, the engine or the grading code.
+:class:`EvalResult`), the ``evaluation`` fixture's type (:class:`Evaluation`), the grader
+interface (:class:`Grader`, :class:`GradeRequest`, :class:`Grade`), the pytest-free run
+(:func:`run_evaluation`, :class:`RunPlan`) and the exception tree. Everything but the
+values and the errors loads on first use, so ``import pytest_legaleval`` (which pytest
+does for every session through the plugin entry point) stays cheap and never loads pytest,
+the engine or the grading code; only :class:`Evaluation`, a pytest fixture's value, loads
+pytest when it is first named.
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers; loaded lazily a
     from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
     from pytest_legaleval.pipeline.driver import run_evaluation
     from pytest_legaleval.pipeline.plan import RunPlan
+    from pytest_legaleval.pytest.fixtures import Evaluation
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "Evaluation": "pytest_legaleval.pytest.fixtures",
     "Grade": "pytest_legaleval.grading.base",
     "GradeRequest": "pytest_legaleval.grading.base",
     "Grader": "pytest_legaleval.grading.base",
@@ -54,6 +58,7 @@ __all__ = [
     "Criterion",
     "DatasetRejected",
     "EvalResult",
+    "Evaluation",
     "Grade",
     "GradeRequest",
     "Grader",

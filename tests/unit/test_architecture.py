@@ -81,11 +81,12 @@ def test_the_package_face_exports_the_public_names_lazily_and_without_pytest() -
     code = (
         "import sys, pytest_legaleval as p\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('pytest_legaleval'))\n"
-        "names = {n: getattr(p, n) for n in p.__all__}\n"
+        "names = {n: getattr(p, n) for n in p.__all__ if n != 'Evaluation'}\n"
         "print(loaded)\n"
         "print(sorted(n for n, v in names.items() if v is None))\n"
         "print(names['Grader'].__module__, names['run_evaluation'].__module__)\n"
         "print('pytest' in sys.modules, '_pytest' in sys.modules)\n"
+        "print(p.Evaluation.__module__, 'pytest' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -95,8 +96,10 @@ def test_the_package_face_exports_the_public_names_lazily_and_without_pytest() -
     # ... every public name resolves, the heavy ones from their own modules ...
     assert out[1] == "[]"
     assert out[2] == "pytest_legaleval.grading.base pytest_legaleval.pipeline.driver"
-    # ... and none of it needs pytest.
+    # ... and none of it needs pytest ...
     assert out[3] == "False False"
+    # ... but the evaluation fixture's type, a value of a pytest session, named last.
+    assert out[4] == "pytest_legaleval.pytest.fixtures True"
 
 
 def test_an_unknown_name_on_the_package_is_an_attribute_error() -> None:
