@@ -8,7 +8,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -417,13 +418,41 @@ def test_no_engine_import_on_workers_that_call_no_model(
     assert server.stats()["requests"] == 0
 
 
-def _spawn(pytester: pytest.Pytester, args: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+@contextmanager
+def _pytest_process(
+    pytester: pytest.Pytester, args: list[str]
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``pytest ARGS`` in ``pytester.path`` as its own process group, killed if left running."""
+    proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=pytester.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        start_new_session=True,  # a signal to the group reaches xdist's workers too
     )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _wait_for(
+    proc: subprocess.Popen[bytes], ready: Callable[[], bool], state: Callable[[], object]
+) -> None:
+    """Poll ``ready`` (an event: counts, files) while ``proc`` runs; 120 s is a hang guard.
+
+    ``state`` says what was reached when the wait fails.
+    """
+    deadline = time.monotonic() + 120
+    while not ready():
+        if proc.poll() is not None:
+            output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            pytest.fail(f"pytest ended ({proc.returncode}) first: {state()}\n{output}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"hang guard: not ready after 120 s: {state()}")
+        time.sleep(0.05)
 
 
 @pytest.mark.slow
@@ -437,13 +466,15 @@ def test_sigkill_then_rerun_repeats_no_finished_call(
     server.add_reply(r"Question q0[1-5]\d ", {"content": "Answer: B", "delay": 600})
     server.add_reply(r"\[ans=B\]", "Answer: B")
     data = _dataset(pytester.path / "d.jsonl", 60)
-    proc = _spawn(pytester, _args(server, data, "--concurrency", "4"))
-    deadline = time.monotonic() + 120  # a hang guard
-    while server.stats()["in_flight"] < 4 or _cached_rows(pytester.path / "cache.sqlite") < 10:
-        assert proc.poll() is None and time.monotonic() < deadline, server.stats()
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    cache = pytester.path / "cache.sqlite"
+    with _pytest_process(pytester, _args(server, data, "--concurrency", "4")) as proc:
+        _wait_for(
+            proc,
+            lambda: server.stats()["in_flight"] >= 4 and _cached_rows(cache) >= 10,
+            server.stats,
+        )
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     answered = {f"q{i:03d}" for i in range(10)}
     (first,) = run_dirs(pytester.path / "runs")
     lines = first / "predictions.jsonl"  # none yet if the kill came before the first item
@@ -485,29 +516,20 @@ def test_ctrl_c_keeps_what_arrived_cancels_the_rest_and_finalizes(
         server.add_reply(r"\[ans=B\]", "Answer: B")
         data = _dataset(pytester.path / "d.jsonl", 20)
         args = _args(server, data, "--concurrency", "20", *workers)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-            cwd=pytester.path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
+        cache = pytester.path / "cache.sqlite"
+        with _pytest_process(pytester, args) as proc:
             # Counted, not timed: every call sent, and the 9 answers in the client's cache
             # (written before the client hands an answer on).
-            cache = pytester.path / "cache.sqlite"
-            while server.stats()["in_flight"] < 11 or _cached_rows(cache) < 9:
-                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-                time.sleep(0.05)
+            _wait_for(
+                proc,
+                lambda: server.stats()["in_flight"] >= 11 and _cached_rows(cache) >= 9,
+                server.stats,
+            )
             # From the cache's commit to the item's future is a thread switch on the
             # writer thread (microseconds); no event outside the process marks its end.
             time.sleep(1.0)
             os.killpg(proc.pid, signal.SIGINT)
             assert proc.wait(timeout=60) == pytest.ExitCode.INTERRUPTED
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
     (run,) = run_dirs(pytester.path / "runs")
     manifest = json.loads((run / "run_manifest.json").read_text())
     assert manifest["status"] == "cancelled"
@@ -559,24 +581,14 @@ def test_sigterm_cancels_and_finalizes_like_ctrl_c(
     server.add_reply(r"\[ans=B\]", "Answer: B")
     data = _dataset(pytester.path / "d.jsonl", 80)
     args = _args(server, data, "--concurrency", "2", *workers)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=pytester.path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120  # a hang guard
-        while len(_finished_items(pytester.path)) < 10:
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
+    with _pytest_process(pytester, args) as proc:
+        _wait_for(
+            proc,
+            lambda: len(_finished_items(pytester.path)) >= 10,
+            lambda: sorted(_finished_items(pytester.path)),
+        )
         os.killpg(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=120) == pytest.ExitCode.INTERRUPTED
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     (run,) = run_dirs(pytester.path / "runs")
     manifest = json.loads((run / "run_manifest.json").read_text())
     assert manifest["status"] == "cancelled"
