@@ -30,6 +30,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from engine_throughput import timed_process
 from transport import start_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,17 +87,7 @@ def _run(work: Path, base_url: str, n: int, workers: int) -> dict[str, float | i
         "--run-dir", str(work / "runs"), "--rootdir", str(work), "--tb=no", "--no-header",
         "--slice-by", "metadata.jurisdiction", *xdist,
     ]  # fmt: skip
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    assert proc.stdout is not None
-    output = proc.stdout.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise SystemExit(f"pytest exited {code}:\n{output[-3000:]}")
+    wall, usage, _ = timed_process(args, work, env)
     runs = sorted((work / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
     summary = json.loads((runs[-1] / "metrics_summary.json").read_text())
     assert summary["total_records"] == n, summary["total_records"]

@@ -31,24 +31,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from engine_throughput import _dataset, _reset, load_row
+from engine_throughput import ENV, _dataset, _reset, cpu_seconds, load_row, timed_process
 from transport import start_server
 
 from pytest_legaleval.grading.prompts import build_messages
 from pytest_legaleval.testing.mock_openai import default_reply, prompt_text
 
 REPO = Path(__file__).resolve().parents[1]
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 BARE = """
 import pytest
 
@@ -59,22 +55,8 @@ def test_trivial(i):
 
 
 def _timed(cmd: list[str], cwd: Path) -> tuple[float, float, str]:
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**ENV, "PYTEST_DEBUG_TEMPROOT": str(cwd)},
-    )
-    assert proc.stdout is not None
-    output = proc.stdout.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise SystemExit(f"{cmd[:4]} exited {code}:\n{output[-3000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, output
+    wall, usage, output = timed_process(cmd, cwd, {**ENV, "PYTEST_DEBUG_TEMPROOT": str(cwd)})
+    return wall, cpu_seconds(usage), output
 
 
 def _pytest(*args: str) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -80,51 +81,55 @@ def load_row(row: dict) -> Record:
     )
 
 
-def _pytest(args: list[str], cwd: Path) -> tuple[float, float, str]:
+def timed_process(
+    cmd: list[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    ok: tuple[int, ...] = (0, 1),
+) -> tuple[float, resource.struct_rusage, str]:
+    """Run ``cmd`` to its exit: wall seconds (spawn to exit), its process tree's resource
+    usage (the OS's own accounting) and its output; an exit status not in ``ok`` ends the
+    benchmark with the output's tail (pytest exits 1 when records fail: a measured run)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        # pytest's temporary directories under the benchmark's own root: xdist makes the
-        # controller create one, and at exit pytest deletes its older siblings, which after
-        # a test-suite run is a large tree that has nothing to do with the run measured.
-        env={**ENV, "PYTEST_DEBUG_TEMPROOT": str(cwd)},
-    )
+        cmd, cwd=cwd, env=ENV if env is None else env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
     assert proc.stdout is not None
     output = proc.stdout.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise SystemExit(f"pytest exited {code}:\n{output[-3000:]}")
+    if code not in ok:
+        raise SystemExit(f"{' '.join(cmd[:4])} exited {code}:\n{output[-3000:]}")
+    return wall, usage, output
+
+
+def cpu_seconds(usage: resource.struct_rusage) -> float:
+    """User + system CPU seconds of a finished process tree."""
+    return usage.ru_utime + usage.ru_stime
+
+
+def _pytest(args: list[str], cwd: Path) -> tuple[float, float, str]:
+    wall, usage, output = timed_process(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd,
+        # pytest's temporary directories under the benchmark's own root: xdist makes the
+        # controller create one, and at exit pytest deletes its older siblings, which after
+        # a test-suite run is a large tree that has nothing to do with the run measured.
+        {**ENV, "PYTEST_DEBUG_TEMPROOT": str(cwd)},
+    )
     summary = [line for line in output.splitlines() if " in " in line and "passed" in line]
-    return wall, usage.ru_utime + usage.ru_stime, summary[-1] if summary else ""
+    return wall, cpu_seconds(usage), summary[-1] if summary else ""
 
 
 def _raw_process(base_url: str, n: int, c: int, tag: str) -> tuple[float, float, int]:
     """The raw client as its own process, timed like a pytest run (spawn to exit)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(Path(__file__).with_name("raw_client.py")),
-            base_url,
-            str(n),
-            str(c),
-            tag,
-        ],
-        stdout=subprocess.PIPE,
-        env=ENV,
+    script = str(Path(__file__).with_name("raw_client.py"))
+    wall, usage, output = timed_process(
+        [sys.executable, script, base_url, str(n), str(c), tag], ok=(0,)
     )
-    assert proc.stdout is not None
-    output = proc.stdout.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"raw client failed: {output[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, int(output.strip())
+    return wall, cpu_seconds(usage), int(output.strip().splitlines()[-1])
 
 
 Row = tuple[str, float, float | None, int, str]
