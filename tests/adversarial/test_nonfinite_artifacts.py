@@ -16,7 +16,6 @@ import re
 import stat
 import warnings
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,6 +23,7 @@ from pytest_legaleval.errors import NonFiniteWarning
 from pytest_legaleval.report.texts import script_json
 from pytest_legaleval.run.directory import RunDirectory
 
+from ..integration.conftest import mcq_row
 from ..service_harness import call, document, record, service_app
 from ..strict_json import assert_strict_run_dir, strict_jsonl, strict_loads
 
@@ -100,18 +100,6 @@ def pytest_legaleval_register_graders(registry, config):
 """
 
 
-def _mcq(record_id: str) -> dict[str, Any]:
-    return {
-        "schema_version": "legal_eval_v1",
-        "id": record_id,
-        "dataset": "t",
-        "task_type": "mcq",
-        "prompt": f"Question {record_id}?",
-        "choices": [{"id": c, "text": f"option {c}"} for c in "AB"],
-        "correct_choice_ids": ["B"],
-    }
-
-
 @pytest.mark.parametrize("workers", [None, "2"])
 def test_a_graders_nan_is_null_in_every_artifact_and_the_report(
     pytester: pytest.Pytester, workers: str | None
@@ -119,7 +107,7 @@ def test_a_graders_nan_is_null_in_every_artifact_and_the_report(
     pytester.makepyfile(test_suite=SUITE)
     pytester.makeconftest(GRADER)
     data = pytester.path / "d.jsonl"
-    data.write_text("".join(json.dumps(_mcq(f"q{i}")) + "\n" for i in range(3)), "utf-8")
+    data.write_text("".join(json.dumps(mcq_row(f"q{i}")) + "\n" for i in range(3)), "utf-8")
     responses = pytester.path / "r.jsonl"
     responses.write_text(
         "".join(json.dumps({"record_id": f"q{i}", "response": "B"}) + "\n" for i in range(3)),

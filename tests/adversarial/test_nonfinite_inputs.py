@@ -28,24 +28,12 @@ from pytest_legaleval.grading.verdicts import read_verdicts
 from pytest_legaleval.records import Criterion, Record
 from pytest_legaleval.validation import ERROR_CODES
 
+from ..integration.conftest import mcq_row
 from ..service_harness import call, document, record, service_app
 from ..strict_json import strict_loads
 
 TOKENS = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"]
 SUITE = "def test_record(record, evaluation):\n    evaluation.check()\n"
-
-
-def _mcq(record_id: str, **metadata: Any) -> dict[str, Any]:
-    return {
-        "schema_version": "legal_eval_v1",
-        "id": record_id,
-        "dataset": "t",
-        "task_type": "mcq",
-        "prompt": f"Question {record_id}?",
-        "choices": [{"id": c, "text": f"option {c}"} for c in "AB"],
-        "correct_choice_ids": ["B"],
-        "metadata": metadata,
-    }
 
 
 def _with_token(row: dict[str, Any], token: str) -> str:
@@ -58,10 +46,10 @@ def test_a_jsonl_record_with_a_non_finite_number_is_a_record_error(
 ) -> None:
     path = tmp_path / "d.jsonl"
     lines = [
-        json.dumps(_mcq("good1")),
-        _with_token(_mcq("bad", weight="__TOKEN__"), token),
-        _with_token({**_mcq("bad2"), "rubric_weight": "__TOKEN__"}, token),
-        json.dumps(_mcq("good2")),
+        json.dumps(mcq_row("good1")),
+        _with_token(mcq_row("bad", metadata={"weight": "__TOKEN__"}), token),
+        _with_token({**mcq_row("bad2"), "rubric_weight": "__TOKEN__"}, token),
+        json.dumps(mcq_row("good2")),
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     loaded = load_dataset([path])
@@ -118,7 +106,7 @@ def test_a_responses_row_with_a_non_finite_number_stops_the_session_cleanly(
 ) -> None:
     pytester.makepyfile(test_suite=SUITE)
     data = pytester.path / "d.jsonl"
-    data.write_text(json.dumps(_mcq("q1")) + "\n", encoding="utf-8")
+    data.write_text(json.dumps(mcq_row("q1")) + "\n", encoding="utf-8")
     responses = pytester.path / "r.jsonl"
     responses.write_text(
         f'{{"record_id": "q1", "response": "Answer: B", "usage": {{"prompt_tokens": {token}}}}}\n',
@@ -200,7 +188,7 @@ def test_a_legaleval_yaml_model_setting_of_nan_is_a_usage_error_before_any_call(
 ) -> None:
     pytester.makepyfile(test_suite=SUITE)
     data = pytester.path / "d.jsonl"
-    data.write_text(json.dumps(_mcq("q1")) + "\n", encoding="utf-8")
+    data.write_text(json.dumps(mcq_row("q1")) + "\n", encoding="utf-8")
     (pytester.path / "legaleval.yaml").write_text(
         "models:\n  openai/m:\n    base_url: http://127.0.0.1:9/v1\n    temperature: .nan\n",
         encoding="utf-8",
