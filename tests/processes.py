@@ -1,4 +1,4 @@
-"""Process helpers shared by the local-model tests (unit and integration)."""
+"""Process helpers shared by the tests: is a process alive, wait for an event."""
 
 from __future__ import annotations
 

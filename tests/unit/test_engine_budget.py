@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,8 @@ from pytest_legaleval.engine.budget import Budget
 from pytest_legaleval.engine.ratelimit import estimate_prompt_tokens
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
+
+from ..processes import wait_until
 
 MODEL = "openai/mock-model"
 PRICE = (1000.0, 1000.0)  # USD per million tokens: $0.001 per token, either way
@@ -87,10 +88,10 @@ def test_in_flight_calls_count_against_the_cap(server: MockOpenAIServer) -> None
         futures = engine.submit_many(batch)
         # Three calls held at the endpoint and the other 27 kept back by the engine: the cap,
         # not the latency, decides how many go out at once.
-        deadline = time.monotonic() + 60  # a hang guard
-        while not (server.stats()["in_flight"] == 3 and engine.stats()["queued"] == 27):
-            assert time.monotonic() < deadline, (server.stats(), engine.stats())
-            time.sleep(0.01)
+        assert wait_until(
+            lambda: server.stats()["in_flight"] == 3 and engine.stats()["queued"] == 27,
+            within_s=60,  # a hang guard
+        ), (server.stats(), engine.stats())
         server.release()
         results = [f.result(60) for f in futures]
     assert server.stats()["peak_in_flight"] == 3

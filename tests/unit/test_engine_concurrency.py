@@ -19,6 +19,8 @@ from pytest_legaleval.engine import (
 )
 from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
 
+from .. import processes
+
 
 @pytest.fixture
 def server() -> Iterator[MockOpenAIServer]:
@@ -50,10 +52,7 @@ def requests(n: int, tag: str = "item", **kw: Any) -> list[GenerationRequest]:
 
 def wait_until(predicate: Any) -> None:
     """Poll until ``predicate()`` holds; the minute only guards against a hang."""
-    deadline = time.monotonic() + 60
-    while not predicate():
-        assert time.monotonic() < deadline, "waited a minute"
-        time.sleep(0.01)
+    assert processes.wait_until(predicate, within_s=60), "waited a minute"
 
 
 def hold_at_the_limit(

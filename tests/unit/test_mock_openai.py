@@ -31,6 +31,8 @@ from pytest_legaleval.testing.mock_openai import (
     prompt_text,
 )
 
+from .. import processes
+
 # The plugin registers these for users' suites; this module must not depend on that wiring.
 mock_openai = _fixtures.mock_openai
 mock_openai_factory = _fixtures.mock_openai_factory
@@ -60,14 +62,9 @@ def client(mock_openai: MockOpenAIServer) -> Iterator[openai.OpenAI]:
         yield c
 
 
-def wait_until(predicate: Any, timeout: float = 60.0) -> bool:
-    """Poll until ``predicate()`` holds; the timeout only guards against a hang."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())
+def wait_until(predicate: Any) -> bool:
+    """Whether ``predicate()`` came to hold; the minute only guards against a hang."""
+    return processes.wait_until(predicate, within_s=60)
 
 
 # ------------------------------------------------------------------------------------------
