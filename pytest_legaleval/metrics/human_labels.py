@@ -33,8 +33,9 @@ from pytest_legaleval.formats.base import UTF8_BOM, display_name
 from pytest_legaleval.formats.legal_eval_v1 import parse_json_line
 from pytest_legaleval.formats.turing import detect_kind, read_turing_file
 from pytest_legaleval.validation import MAX_PAYLOAD_BYTES, MAX_RECORD_BYTES, RecordError
-from pytest_legaleval.validation.checks import Issue, format_path, scan_values, show, usable_id
+from pytest_legaleval.validation.checks import Issue, scan_values, show, usable_id
 from pytest_legaleval.validation.duplicates import colon_count, duplicate_key_issues
+from pytest_legaleval.validation.record_error import issues_to_errors
 from pytest_legaleval.validation.schemas import schema_issues
 
 __all__ = [
@@ -95,21 +96,6 @@ class LabelFile:
     """Rows left out for their errors."""
 
 
-def _errors_of(
-    issues: Iterable[Issue], index: int, record_id: str | None, base: str, where: str
-) -> list[RecordError]:
-    return [
-        RecordError(
-            index,
-            record_id,
-            issue.code,
-            f"{format_path('', issue.parts) or 'row'} {issue.text} ({where})",
-            format_path(base, issue.parts),
-        )
-        for issue in issues
-    ]
-
-
 def _label_row(
     row: object, index: int, name: str, where: str, out: LabelFile, raw: bytes | None = None
 ) -> HumanLabel | None:
@@ -122,12 +108,13 @@ def _label_row(
     if not isinstance(row, dict):
         out.rejected += 1
         out.errors.extend(
-            _errors_of(
+            issues_to_errors(
                 [Issue("invalid_field_type", (), f"must be an object, got {show(row)}")],
                 index,
                 None,
-                base,
                 where,
+                base=base,
+                whole="row",
             )
         )
         return None
@@ -138,7 +125,7 @@ def _label_row(
         issues.append(Issue("missing_required_field", ("passed",), "or score is required"))
     if issues:
         out.rejected += 1
-        out.errors.extend(_errors_of(issues, index, record_id, base, where))
+        out.errors.extend(issues_to_errors(issues, index, record_id, where, base=base, whole="row"))
         return None
     score = row.get("score")
     return HumanLabel(

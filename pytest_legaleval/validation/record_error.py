@@ -104,18 +104,26 @@ class AllRecordsRejected(DatasetRejected):
 
 
 def issues_to_errors(
-    issues: Iterable[Issue], index: int, record_id: str | None, where: str = ""
+    issues: Iterable[Issue],
+    index: int,
+    record_id: str | None,
+    where: str = "",
+    *,
+    base: str | None = None,
+    whole: str = "record",
 ) -> list[RecordError]:
     """Turn a record's issues into contract ``RecordError`` entries for ``records[index]``.
 
     The message starts with the field path relative to the record (``choices[1].id``),
     so it reads on its own; ``where`` (``"lexam.jsonl line 4"``) is appended in brackets.
+    Another input's rows name their own array (``base``, e.g. ``labels[3]``) and what an
+    issue of the whole row is called (``whole``, e.g. ``row``).
     """
-    base = f"records[{index}]"
+    base = f"records[{index}]" if base is None else base
     suffix = f" ({where})" if where else ""
     errors = []
     for issue in dedupe_issues(list(issues)):
-        subject = format_path("", issue.parts) or "record"
+        subject = format_path("", issue.parts) or whole
         errors.append(
             RecordError(
                 index=index,

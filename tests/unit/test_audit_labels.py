@@ -78,6 +78,8 @@ def test_bad_rows_are_record_errors(tmp_path: Path, row: Any, code: str, path: s
     good = {"record_id": "ok", "passed": True}
     found = read_human_labels(_write(tmp_path / "l.jsonl", [row, good]))
     assert (code, path) in _codes(found.errors)
+    pairs = _codes(found.errors)
+    assert len(pairs) == len(set(pairs))  # one problem, one error (1e400: schema and scan)
     assert [label.record_id for label in found.labels] == ["ok"]  # the next row still reads
     assert found.rejected == 1 and found.rows == 2
     assert all(e.code in ERROR_CODES and "l.jsonl line 1" in e.message for e in found.errors)
