@@ -170,3 +170,19 @@ def test_the_layers_contract_catches_an_arrow_pointing_up(
     assert status == 1
     assert "fakepkg.metrics is not allowed to import fakepkg.run" in out
     assert "fakepkg.metrics.compare -> fakepkg.run.console" in out
+
+
+def test_no_library_function_has_a_name_pytest_collects() -> None:
+    # A test module that imports such a function runs it as a test; only the default
+    # suite's test_record is meant to be collected.
+    offenders = []
+    for name, path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+                "test"
+            ):
+                offenders.append(f"{name}:{node.name}")
+            elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+                offenders.append(f"{name}:{node.name}")
+    assert offenders == ["pytest/default_suite.py:test_record"]
