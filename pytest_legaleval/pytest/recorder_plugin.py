@@ -26,7 +26,7 @@ from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.carrier import Carried, carried
 from pytest_legaleval.pytest.collection import nothing_to_run
 from pytest_legaleval.pytest.preflight import deferring_sigint, recording_whole
-from pytest_legaleval.pytest.state import RUNNER_KEY
+from pytest_legaleval.pytest.state import RUNNER_KEY, distributing
 from pytest_legaleval.records import EvalResult
 from pytest_legaleval.run.console import benchmark_lines, printable, summary_lines
 from pytest_legaleval.run.directory import RunDirectory
@@ -98,14 +98,14 @@ class RecorderPlugin:
             return
         self._open_tried = True
         self.session.open()
-        if self.config.pluginmanager.has_plugin("dsession"):
+        if distributing(self.config):
             # An xdist controller runs no test code: what exists now (modules, plugins,
             # configuration, the open run directory) lives until it ends.
             tricks.freeze()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        if not self.config.pluginmanager.has_plugin("dsession"):
+        if not distributing(self.config):
             self._collected = [item.nodeid for item in session.items]
         interrupted = no_items = False
         try:
@@ -143,7 +143,7 @@ class RecorderPlugin:
         self._ensure_open()
         if self.directory is None:
             return
-        if self.config.pluginmanager.has_plugin("dsession"):
+        if distributing(self.config):
             from pytest_legaleval.pytest.interrupt import collect_spooled
             from pytest_legaleval.pytest.xdist_hooks import scheduler_of
 

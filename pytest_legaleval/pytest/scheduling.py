@@ -154,9 +154,10 @@ class RoundRobinScheduling:
 
     def _replacement_coming(self) -> bool:
         """Whether xdist will start a node for the one that just went down with an error."""
-        from xdist.dsession import get_default_max_worker_restart
-
-        limit = get_default_max_worker_restart(self.config)
+        # xdist's documented default for --max-worker-restart: 4 x the workers of -n.
+        given = self.config.option.maxworkerrestart
+        workers = self.config.option.numprocesses
+        limit = int(given) if given is not None else workers * 4 if workers else None
         return limit is None or self.crashes <= limit
 
     def reserve_orphans(self, node: Any) -> list[int]:

@@ -18,7 +18,7 @@ import pytest
 from pytest_legaleval.errors import ConfigError, DatasetRejected, ResponsesError
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest import tricks
-from pytest_legaleval.pytest.state import STATE_KEY
+from pytest_legaleval.pytest.state import STATE_KEY, distributing
 from pytest_legaleval.records import Record
 from pytest_legaleval.run.console import printable
 
@@ -161,7 +161,7 @@ def _estimate(config: pytest.Config, state: RunPlan) -> None:
 
 def _streams(config: pytest.Config) -> bool:
     """An xdist controller reads the dataset as a stream: it never holds it."""
-    return config.pluginmanager.get_plugin("dsession") is not None
+    return distributing(config)
 
 
 def _check_response_rows(

@@ -18,7 +18,15 @@ if TYPE_CHECKING:
     from pytest_legaleval.pytest.gating import Gatekeeper
     from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin
 
-__all__ = ["GATES_KEY", "RECORDER_KEY", "RUNNER_KEY", "STATE_KEY", "marker_name"]
+__all__ = [
+    "GATES_KEY",
+    "RECORDER_KEY",
+    "RUNNER_KEY",
+    "SCHEDULER_KEY",
+    "STATE_KEY",
+    "distributing",
+    "marker_name",
+]
 
 STATE_KEY = pytest.StashKey[RunPlan]()
 """The session's :class:`~pytest_legaleval.pipeline.plan.RunPlan` (absent when inactive)."""
@@ -36,3 +44,20 @@ def marker_name(prefix: str, value: str) -> str:
     """A valid marker name for a tag (``tag_contract_law``)."""
     cleaned = _MARKER_CHARS.sub("_", value).strip("_").lower()
     return f"{prefix}{cleaned or 'x'}"
+
+
+SCHEDULER_KEY = pytest.StashKey[object]()
+"""Our xdist scheduler, stashed by the ``pytest_xdist_make_scheduler`` hook that makes it."""
+
+
+def distributing(config: pytest.Config) -> bool:
+    """Whether this process is the controller of an xdist run (it runs no test itself).
+
+    Read from xdist's public options, as xdist decides to start workers: a distribution
+    mode (``--dist``, set by ``-n N``), execution environments (``--tx``, set by ``-n N``),
+    not ``--collect-only``, and not a worker (``config.workerinput``). ``-p no:xdist``
+    leaves neither option.
+    """
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return False
+    return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None))

@@ -12,16 +12,20 @@ import pytest
 
 from pytest_legaleval.pytest import collection
 from pytest_legaleval.pytest.session import LOCAL_KEY, LOCAL_URLS
+from pytest_legaleval.pytest.state import SCHEDULER_KEY
 
 __all__ = ["XdistHooks", "scheduler_of"]
 
 
 def scheduler_of(config: pytest.Config) -> Any:
-    """Our xdist scheduler, once the controller's session has one."""
+    """Our xdist scheduler, once the controller's session has made one.
+
+    :meth:`XdistHooks.pytest_xdist_make_scheduler` (xdist's public hook) stashes it: xdist's
+    own session object and its ``sched`` attribute are never reached.
+    """
     from pytest_legaleval.pytest.scheduling import RoundRobinScheduling
 
-    dsession = config.pluginmanager.get_plugin("dsession")
-    scheduler = getattr(dsession, "sched", None)
+    scheduler = config.stash.get(SCHEDULER_KEY, None)
     return scheduler if isinstance(scheduler, RoundRobinScheduling) else None
 
 
@@ -71,4 +75,6 @@ class XdistHooks:
         """Our round-robin scheduler, so that every worker can prefetch its items."""
         from pytest_legaleval.pytest.scheduling import RoundRobinScheduling
 
-        return RoundRobinScheduling(config, log)
+        scheduler = RoundRobinScheduling(config, log)
+        config.stash[SCHEDULER_KEY] = scheduler
+        return scheduler
