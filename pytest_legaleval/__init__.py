@@ -78,7 +78,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'pytest_legaleval' has no attribute {name!r}")
+        raise AttributeError(f"module 'pytest_legaleval' has no attribute {name!r}")  # PEP 562
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -23,6 +23,10 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     ├── DatasetRejected(ValueError)                the contract's 400/413 dataset failure
     │   └── validation.record_error: AllRecordsRejected
     ├── NonFiniteNumber(ValueError)                NaN/Infinity where JSON allows none
+    ├── InvalidValue(ValueError)                   an argument or value a function cannot use
+    ├── InvalidType(TypeError)                     an argument of a type a function cannot use
+    ├── UnknownName(KeyError)                      a name no table holds (a schema, a key)
+    ├── InvalidState(RuntimeError)                 a call out of order (a closed engine)
     ├── util.paths: PathRefused(ValueError)        a path outside its allowed folder
     ├── importers.base: RowError(ValueError)       one source row that cannot be a record
     ├── grading.official.legalbench: OfficialScoringError(ValueError)
@@ -53,11 +57,15 @@ from typing import Any
 __all__ = [
     "ConfigError",
     "DatasetRejected",
+    "InvalidState",
+    "InvalidType",
+    "InvalidValue",
     "LegalEvalError",
     "LegalEvalWarning",
     "NonFiniteNumber",
     "NonFiniteWarning",
     "ResponsesError",
+    "UnknownName",
 ]
 
 
@@ -78,6 +86,29 @@ class NonFiniteNumber(LegalEvalError, ValueError):
 
     Standard JSON has no such number: a judge reply, a responses row or a verdict file
     that holds one is refused with this (see ``util.strict_json``).
+    """
+
+
+class InvalidValue(LegalEvalError, ValueError):
+    """An argument or value a function cannot use (a programming or data error).
+
+    A ``ValueError`` too, so callers that catch the builtin (``argparse`` type converters,
+    ``except ValueError``) keep working.
+    """
+
+
+class InvalidType(LegalEvalError, TypeError):
+    """An argument of a type a function cannot use (a ``TypeError`` too)."""
+
+
+class UnknownName(LegalEvalError, KeyError):
+    """A name no table holds: a schema, a column, a key (a ``KeyError`` too)."""
+
+
+class InvalidState(LegalEvalError, RuntimeError):
+    """A call out of order: a closed engine, a finalized run directory, a server not started.
+
+    A ``RuntimeError`` too.
     """
 
 

@@ -136,7 +136,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")  # PEP 562
     # Not cached in this module's namespace: a name always comes from the submodule that
     # is in sys.modules now (pytester's in-process runs drop and re-import submodules).
     return getattr(importlib.import_module(module), name)

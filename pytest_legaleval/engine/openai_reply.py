@@ -9,6 +9,7 @@ import urllib.parse
 from pytest_legaleval.engine.retry import ProviderError
 from pytest_legaleval.engine.sanitize import token_count
 from pytest_legaleval.engine.types import RawCompletion
+from pytest_legaleval.errors import InvalidValue
 
 __all__ = ["DUMMY_KEY", "parse_completion", "scrub_key"]
 
@@ -25,16 +26,16 @@ def parse_completion(body: bytes) -> RawCompletion:
     try:
         data = json.loads(body)
     except RecursionError:
-        raise ValueError("response body is nested too deeply") from None
+        raise InvalidValue("response body is nested too deeply") from None
     if not isinstance(data, dict):
-        raise ValueError("response body is not a JSON object")
+        raise InvalidValue("response body is not a JSON object")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ValueError("response has no choices")
+        raise InvalidValue("response has no choices")
     choice = choices[0]
     message = choice.get("message")
     if not isinstance(message, dict):
-        raise ValueError("response choice has no message")
+        raise InvalidValue("response choice has no message")
     finish_reason = choice.get("finish_reason")
     if finish_reason == "content_filter":
         raise ProviderError("content_filter", "response withheld by the content filter")
@@ -42,7 +43,7 @@ def parse_completion(body: bytes) -> RawCompletion:
     if content is None:
         content = message.get("refusal") or ""
     if not isinstance(content, str):
-        raise ValueError("response message content is not a string")
+        raise InvalidValue("response message content is not a string")
     usage = data.get("usage")
     warnings: list[str] = []
     input_tokens = output_tokens = None

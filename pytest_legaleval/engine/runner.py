@@ -34,7 +34,7 @@ from pytest_legaleval.engine.types import (
     GenerationResult,
     RawCompletion,
 )
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, InvalidState
 
 __all__ = ["PURPOSES", "Engine"]
 
@@ -89,7 +89,7 @@ class Engine:
         """Open the cache and start the loop thread; idempotent."""
         with self._lock:
             if self._closed:
-                raise RuntimeError("Engine is closed")
+                raise InvalidState("Engine is closed")
             if self._thread is not None:
                 return
             if self.settings.cache_path is not None:
@@ -215,7 +215,7 @@ class Engine:
         new_jobs: list[Job] = []
         with self._lock:
             if self._closed:
-                raise RuntimeError("Engine is closed")
+                raise InvalidState("Engine is closed")
             for request, key, provider in prepared:
                 future: Future[GenerationResult] = Future()
                 futures.append(future)

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Final
 
 from pytest_legaleval.engine.types import RawCompletion
+from pytest_legaleval.errors import InvalidValue
 
 __all__ = ["MAX_TOKEN_COUNT", "checked_completion", "clean_text", "token_count"]
 
@@ -82,7 +83,7 @@ def checked_completion(raw: RawCompletion) -> RawCompletion:
 
     """
     if not isinstance(raw.text, str):
-        raise ValueError(f"reply text is {type(raw.text).__name__}, not a string")
+        raise InvalidValue(f"reply text is {type(raw.text).__name__}, not a string")
     warnings = list(raw.warnings)
     text, repaired = clean_text(raw.text)
     if repaired:

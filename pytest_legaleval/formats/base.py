@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from pytest_legaleval.errors import DatasetRejected
+from pytest_legaleval.errors import DatasetRejected, InvalidValue
 from pytest_legaleval.records import Record, SourceRef
 from pytest_legaleval.validation import AllRecordsRejected, RecordError
 from pytest_legaleval.validation.duplicates import reject_duplicate_keys
@@ -38,7 +38,7 @@ JSON_WHITESPACE = b" \t\r\n"
 
 
 def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON value")
+    raise InvalidValue(f"{name} is not a JSON value")
 
 
 JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.grading.base import Grade, GradeRequest
 from pytest_legaleval.records import Record
 
@@ -101,7 +102,7 @@ class JudgeGrader:
         assert request.judges is not None
         kind = judge_kind(request.record)
         if kind is None:
-            raise ValueError(f"{request.record.task_type} records are not judged")
+            raise InvalidValue(f"{request.record.task_type} records are not judged")
         if kind == "reference" and request.policy.judge.reference_format == "lexam":
             from pytest_legaleval.grading.official.lexam_judge import judge_open_question
 

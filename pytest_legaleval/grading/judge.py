@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any
 
-from pytest_legaleval.errors import NonFiniteNumber
+from pytest_legaleval.errors import InvalidValue, NonFiniteNumber
 from pytest_legaleval.grading.judge_schemas import (
     RATIONALE_MAX,
     criterion_grade,
@@ -292,7 +292,7 @@ def rubric_score(results: Sequence[tuple[float, float]]) -> float:
 def criteria_score(ratings: Sequence[int | float], low: int, high: int) -> float:
     """Mean rating normalized to [0, 1]."""
     if not ratings:
-        raise ValueError("criteria_score needs at least one rating")
+        raise InvalidValue("criteria_score needs at least one rating")
     return sum((r - low) / (high - low) for r in ratings) / len(ratings)
 
 

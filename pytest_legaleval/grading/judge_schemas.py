@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.grading.policies import Policy
 from pytest_legaleval.records import Record
 
@@ -145,7 +146,7 @@ def criterion_grade(value: Mapping[str, Any]) -> tuple[float, str]:
             flag = value[key]
             grade = 1.0 if (flag is True or (not isinstance(flag, bool) and flag >= 0.5)) else 0.0
             return grade, str(value.get(why, value.get("rationale", "")))
-    raise ValueError("not a criterion reply: no met, criteria_met, result or grade")
+    raise InvalidValue("not a criterion reply: no met, criteria_met, result or grade")
 
 
 def mcq_answer_schema(record: Record, contract: str = "json") -> dict[str, Any]:

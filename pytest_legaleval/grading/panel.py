@@ -23,6 +23,7 @@ from typing import Any
 
 from pytest_legaleval.engine import Attempt, Engine, GenerationParams, GenerationRequest
 from pytest_legaleval.engine.capabilities import StructuredOutput, structured_params
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.grading.base import Grade
 from pytest_legaleval.grading.judge import (
     JudgeTask,
@@ -225,7 +226,7 @@ class JudgePanel:
     ) -> JudgeOutcome:
         kind = judge_kind(record)
         if kind is None:
-            raise ValueError(f"{record.task_type} records are not judged")
+            raise InvalidValue(f"{record.task_type} records are not judged")
         tasks = build_tasks(record, answer, policy)
         template_sha = judge_template_sha256(policy, kind)
         asked = await asyncio.gather(
@@ -388,7 +389,7 @@ class JudgePanel:
                 criteria=rated,
                 **common,
             )
-        raise AssertionError(f"unexpected judge kind {kind!r}")
+        raise AssertionError(f"unexpected judge kind {kind!r}")  # unreachable: kinds checked
 
     @staticmethod
     def _rubric_verdict(

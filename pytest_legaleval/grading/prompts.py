@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from string import Template
 
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.grading.attachments import record_attachments
 from pytest_legaleval.grading.policies import Policy, PolicyBook
 from pytest_legaleval.records import Record
@@ -134,7 +135,7 @@ def _template_lines(template: str) -> tuple[Line, ...]:
                 continue
             name = match.group("named") or match.group("braced")
             if name is None:  # policies are checked when loaded; a caller's template may not be
-                raise ValueError(f"invalid placeholder in template line {line!r}")
+                raise InvalidValue(f"invalid placeholder in template line {line!r}")
             names.append(name)
             texts.append("")
         texts[-1] += line[pos:]

@@ -52,6 +52,7 @@ from __future__ import annotations
 import importlib
 import math
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -203,7 +204,7 @@ class Tally(Protocol):
         """Read one prediction line graded under the protocol (``record``: when at hand)."""
 
 
-class BenchmarkProtocol:
+class BenchmarkProtocol(ABC):
     """One benchmark's official protocol: everything that makes it that benchmark.
 
     Class attributes (set them in the subclass): ``id``, ``benchmark``, ``title``,
@@ -224,17 +225,17 @@ class BenchmarkProtocol:
     source: ClassVar[str | None] = None
     """The import source that assigns it by default (``legaleval import SOURCE``), or None."""
 
+    @abstractmethod
     def tally(self) -> Tally:
         """A fresh tally for one model's items in one epoch."""
-        raise NotImplementedError  # an abstract method: every protocol defines it
 
+    @abstractmethod
     def figures(self, tallies: Sequence[Any]) -> dict[str, Any]:
         """One model's figures from its epochs' tallies (at least one), JSON-ready.
 
         Each figure is the mean of its per-epoch values; ``not_scored`` counts the items
         without an official verdict. Never raises on malformed facts: they are skipped.
         """
-        raise NotImplementedError  # an abstract method: every protocol defines it
 
     def terminal_line(self, figures: Mapping[str, Any]) -> str:
         """The figures of one model as one terminal line's text (after the label)."""

@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_legaleval.errors import InvalidValue
+
 __all__ = [
     "PARTIAL_FAILURE_MODES",
     "SCORINGS",
@@ -59,9 +61,9 @@ Grades = Sequence[tuple[float, float]]
 def _check(grades: Grades) -> None:
     for weight, grade in grades:
         if isinstance(weight, bool) or not math.isfinite(weight):
-            raise ValueError(f"a criterion weight must be a finite number, got {weight!r}")
+            raise InvalidValue(f"a criterion weight must be a finite number, got {weight!r}")
         if isinstance(grade, bool) or not (math.isfinite(grade) and 0.0 <= grade <= 1.0):
-            raise ValueError(f"a criterion grade must be a number in [0, 1], got {grade!r}")
+            raise InvalidValue(f"a criterion grade must be a number in [0, 1], got {grade!r}")
 
 
 def minmax_score(grades: Grades) -> float:
@@ -159,7 +161,7 @@ def scoring_rule(name: str) -> ScoringRule:
     """
     rule = _RULES.get(name)
     if rule is None:
-        raise ValueError(f"unknown scoring {name!r}; known: {', '.join(SCORINGS)}")
+        raise InvalidValue(f"unknown scoring {name!r}; known: {', '.join(SCORINGS)}")
     return rule
 
 
@@ -237,7 +239,7 @@ def score_rubric(
     """
     rule = scoring_rule(scoring)
     if on_partial_judge_failure not in PARTIAL_FAILURE_MODES:
-        raise ValueError(
+        raise InvalidValue(
             f"unknown on_partial_judge_failure {on_partial_judge_failure!r}; "
             f"known: {', '.join(PARTIAL_FAILURE_MODES)}"
         )

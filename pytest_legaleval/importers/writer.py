@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, InvalidValue
 from pytest_legaleval.importers.base import SourceRow
 from pytest_legaleval.validation import check_legal_eval_row
 
@@ -237,7 +237,7 @@ def _nfc(value: Any) -> Any:
         normalized = {_nfc(k): _nfc(v) for k, v in value.items()}
         if len(normalized) < len(value):
             # Two keys that differ only in normalization would merge into one: a loss.
-            raise ValueError("two keys of one object are the same text once in NFC")
+            raise InvalidValue("two keys of one object are the same text once in NFC")
         return normalized
     if isinstance(value, list):
         return [_nfc(v) for v in value]

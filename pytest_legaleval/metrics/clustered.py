@@ -44,6 +44,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_legaleval.errors import InvalidValue
+
 __all__ = [
     "CI95_Z",
     "Uncertainty",
@@ -120,7 +122,7 @@ def _centred_sums(
     if clusters is None:
         return mean, squares, squares, n, 0
     if len(clusters) != n:
-        raise ValueError(f"{len(clusters)} cluster labels for {n} values")
+        raise InvalidValue(f"{len(clusters)} cluster labels for {n} values")
     totals: dict[Hashable, list[float]] = {}
     unclustered = 0
     for index, (r, label) in enumerate(zip(residuals, clusters, strict=True)):

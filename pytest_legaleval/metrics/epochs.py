@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, InvalidValue
 from pytest_legaleval.metrics.items import failure_type
 
 __all__ = [
@@ -184,7 +184,7 @@ def reduce_verdict(
 
 def _check(n: int, c: int, k: int) -> None:
     if not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+        raise InvalidValue(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
 
 
 def pass_at_k(n: int, c: int, k: int) -> Fraction:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.metrics.clustered import cluster_key, cluster_value, clustered_se
 from pytest_legaleval.metrics.epochs import EpochItem
 from pytest_legaleval.metrics.stats import (
@@ -47,7 +48,7 @@ __all__ = [
 def normal_quantile(level: float) -> float:
     """The two-sided normal quantile of a confidence ``level`` (0.95 → 1.95996…)."""
     if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+        raise InvalidValue(f"level must be in (0, 1), got {level!r}")
     return NormalDist().inv_cdf(1.0 - (1.0 - level) / 2.0)
 
 

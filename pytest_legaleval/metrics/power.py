@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.metrics.clustered import cluster_key, cluster_value
 from pytest_legaleval.metrics.epochs import group_items
 
@@ -175,7 +176,7 @@ def difference_se(
 ) -> float:
     """Standard error of the mean paired difference: √([Var_b·DE + Var_w / K] / n)."""
     if n < 1 or epochs < 1:
-        raise ValueError(f"need n >= 1 and epochs >= 1, got n={n}, epochs={epochs}")
+        raise InvalidValue(f"need n >= 1 and epochs >= 1, got n={n}, epochs={epochs}")
     return math.sqrt((between_difference * deff + within_sum / epochs) / n)
 
 
@@ -203,7 +204,7 @@ def records_for(
 ) -> int:
     """The fewest records whose MDE is at most ``target`` (clusters of the same sizes)."""
     if target <= 0.0:
-        raise ValueError(f"target difference must be > 0, got {target!r}")
+        raise InvalidValue(f"target difference must be > 0, got {target!r}")
     variance = model.between_difference * deff + model.within_sum / epochs
     need = ((_z(1.0 - alpha / 2.0) + _z(power)) / target) ** 2 * variance
     return max(1, math.ceil(need - 1e-9))
@@ -402,13 +403,13 @@ def plan(
 
     """
     if not records:
-        raise ValueError("no records to plan for")
+        raise InvalidValue("no records to plan for")
     if epochs < 1:
-        raise ValueError(f"epochs must be >= 1, got {epochs}")
+        raise InvalidValue(f"epochs must be >= 1, got {epochs}")
     if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
-        raise ValueError(f"alpha and power must be in (0, 1), got {alpha!r} and {power!r}")
+        raise InvalidValue(f"alpha and power must be in (0, 1), got {alpha!r} and {power!r}")
     if correlation is not None and not -1.0 <= correlation <= 1.0:
-        raise ValueError(f"correlation must be in [-1, 1], got {correlation!r}")
+        raise InvalidValue(f"correlation must be in [-1, 1], got {correlation!r}")
     sizes = cluster_sizes(records, cluster_by)
     if baseline_rows is not None:
         model = estimate_model(baseline_rows, cluster_by, correlation)

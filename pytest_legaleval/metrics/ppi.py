@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from pytest_legaleval.errors import InvalidValue
+
 __all__ = [
     "MeanInterval",
     "classical_mean",
@@ -66,7 +68,7 @@ def _pop_std(values: Sequence[float]) -> float:
 
 def _z(alpha: float) -> float:
     if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        raise InvalidValue(f"alpha must be in (0, 1), got {alpha!r}")
     return NormalDist().inv_cdf(1.0 - alpha / 2.0)
 
 
@@ -131,9 +133,9 @@ def ppi_mean(
     """
     n, big_n = len(y), len(yhat_unlabelled)
     if n == 0:
-        raise ValueError("PPI needs at least one labelled item")
+        raise InvalidValue("PPI needs at least one labelled item")
     if len(yhat) != n:
-        raise ValueError(f"y has {n} values but yhat has {len(yhat)}")
+        raise InvalidValue(f"y has {n} values but yhat has {len(yhat)}")
     z = _z(alpha)
     if lam is None:
         lam = ppi_lambda(y, yhat, yhat_unlabelled)
@@ -175,9 +177,9 @@ def ppi_half_width(
     classical interval of the labels alone.
     """
     if labelled <= 0:
-        raise ValueError(f"labelled must be positive, got {labelled}")
+        raise InvalidValue(f"labelled must be positive, got {labelled}")
     if not 0.0 <= pass_rate <= 1.0 or not -1.0 <= correlation <= 1.0:
-        raise ValueError("pass_rate must be in [0, 1] and correlation in [-1, 1]")
+        raise InvalidValue("pass_rate must be in [0, 1] and correlation in [-1, 1]")
     sigma2 = pass_rate * (1.0 - pass_rate)
     share = 1.0 if unlabelled is None else (unlabelled / (unlabelled + labelled))
     variance = sigma2 / labelled * (1.0 - correlation**2 * share)
@@ -199,7 +201,7 @@ def labels_needed(
     pilot's Cohen's κ); 0 gives the labels-alone count ⌈z²·p(1 − p)/h²⌉.
     """
     if half_width <= 0.0:
-        raise ValueError(f"half_width must be positive, got {half_width!r}")
+        raise InvalidValue(f"half_width must be positive, got {half_width!r}")
 
     def fits(n: int) -> bool:
         width = ppi_half_width(
@@ -211,7 +213,7 @@ def labels_needed(
     while not fits(high):
         high *= 2
         if high > 1 << 40:
-            raise ValueError("no number of labels reaches that half-width")
+            raise InvalidValue("no number of labels reaches that half-width")
     low = high // 2 + 1 if high > 1 else 1
     while low < high:  # the half-width falls as n grows: the first n that fits
         middle = (low + high) // 2

@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_legaleval.errors import InvalidValue
+
 __all__ = [
     "BOOTSTRAP_CONFIDENCE",
     "BOOTSTRAP_RESAMPLES",
@@ -54,7 +56,7 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     if n <= 0:
         return None
     if not 0 <= successes <= n:
-        raise ValueError(f"successes must be in [0, n], got {successes} of {n}")
+        raise InvalidValue(f"successes must be in [0, n], got {successes} of {n}")
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -74,7 +76,7 @@ def quantile(sorted_values: Sequence[float], q: float) -> float | None:
     if n == 0:
         return None
     if not 0.0 <= q <= 1.0:
-        raise ValueError(f"q must be in [0, 1], got {q}")
+        raise InvalidValue(f"q must be in [0, 1], got {q}")
     pos = (n - 1) * q
     low = math.floor(pos)
     high = min(low + 1, n - 1)
@@ -91,7 +93,7 @@ def histogram(
     to ``len(values)``.
     """
     if bins < 1 or not high > low:
-        raise ValueError("histogram needs bins >= 1 and high > low")
+        raise InvalidValue("histogram needs bins >= 1 and high > low")
     width = (high - low) / bins
     counts = [0] * bins
     for value in values:

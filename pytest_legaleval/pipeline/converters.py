@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, InvalidValue
 
 __all__ = [
     "MAX_DELAY_S",
@@ -70,11 +70,11 @@ def number(text: str, kind: type[int] | type[float]) -> float:
     try:
         value = float(text) if kind is float else int(str(text).strip())
     except ValueError:
-        raise ValueError(
+        raise InvalidValue(
             f"expects {'a number' if kind is float else 'a whole number'}, got {text!r}"
         ) from None
     if not math.isfinite(value):
-        raise ValueError(f"expects a finite number, got {text!r}")
+        raise InvalidValue(f"expects a finite number, got {text!r}")
     return value
 
 
@@ -87,7 +87,7 @@ def bounded(
         value = number(text, kind)
         if (value <= low if low_open else value < low) or value > high:
             bracket = "(" if low_open else "["
-            raise ValueError(f"must be in {bracket}{low:g}, {high:g}], got {text}")
+            raise InvalidValue(f"must be in {bracket}{low:g}, {high:g}], got {text}")
         return value
 
     return convert
@@ -97,7 +97,7 @@ def usd(text: str) -> float:
     """A finite amount of USD above zero (``--max-cost``)."""
     value = float(text)
     if not 0 < value < float("inf"):
-        raise ValueError(f"expects a finite amount of USD > 0, got {text!r}")
+        raise InvalidValue(f"expects a finite amount of USD > 0, got {text!r}")
     return value
 
 
@@ -109,12 +109,12 @@ def delays(text: str) -> tuple[float, ...]:
             continue
         value = number(part, float)
         if not 0 <= value <= MAX_DELAY_S:
-            raise ValueError(
+            raise InvalidValue(
                 f"expects comma-separated seconds in [0, {MAX_DELAY_S:g}], got {text!r}"
             )
         values.append(value)
     if not values:
-        raise ValueError(f"expects comma-separated seconds >= 0, got {text!r}")
+        raise InvalidValue(f"expects comma-separated seconds >= 0, got {text!r}")
     return tuple(values)
 
 
@@ -125,7 +125,7 @@ def boolean(text: str) -> bool:
         return True
     if value in ("0", "false", "no", "off", ""):
         return False
-    raise ValueError(f"expects true or false, got {text!r}")
+    raise InvalidValue(f"expects true or false, got {text!r}")
 
 
 def choice(*names: str) -> Callable[[str], str]:
@@ -134,7 +134,7 @@ def choice(*names: str) -> Callable[[str], str]:
     def convert(text: str) -> str:
         value = str(text).strip().lower()
         if value not in names:
-            raise ValueError(f"expects one of {', '.join(names)}, got {text!r}")
+            raise InvalidValue(f"expects one of {', '.join(names)}, got {text!r}")
         return value
 
     return convert
@@ -148,7 +148,7 @@ def dotted_field(text: str) -> str:
     """
     value = str(text).strip()
     if len(value) > _MAX_NAME or not _DOTTED_FIELD_RE.fullmatch(value):
-        raise ValueError(
+        raise InvalidValue(
             "expects a record field such as metadata.exam, metadata.task or dataset (names of "
             f"letters, digits, '_' or '-' joined by single dots), got {text!r}"
         )
@@ -163,7 +163,7 @@ def name_token(text: str) -> str:
     """
     value = str(text).strip()
     if len(value) > _MAX_NAME or not _NAME_TOKEN_RE.fullmatch(value):
-        raise ValueError(
+        raise InvalidValue(
             "expects a name of letters, digits, '_', '.' or '-' (such as "
             f"legalbench_official), got {text!r}"
         )

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_legaleval.engine.sanitize import clean_text, token_count
-from pytest_legaleval.errors import LegalEvalWarning, ResponsesError
+from pytest_legaleval.errors import InvalidValue, LegalEvalWarning, ResponsesError
 from pytest_legaleval.util import strict_json
 from pytest_legaleval.validation.duplicates import (
     colon_count,
@@ -233,7 +233,7 @@ def _epoch(obj: Mapping[str, object]) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10_000:
-        raise ValueError(f"epoch must be an integer in [0, 10000), got {_printable_value(value)}")
+        raise InvalidValue(f"epoch must be an integer in [0, 10000), got {_printable_value(value)}")
     return value
 
 
@@ -243,7 +243,7 @@ def _parse_row(obj: object) -> _Row | None:
     ``model`` is ``None`` when the row names none; ``None`` for a prediction without answer.
     """
     if not isinstance(obj, dict):
-        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+        raise InvalidValue(f"expected a JSON object, got {type(obj).__name__}")
     if "model_response" in obj and "response" not in obj:
         # A line of a run's predictions.jsonl: its answer is the response (an item that
         # never got one has none to give).
@@ -259,16 +259,16 @@ def _parse_row(obj: object) -> _Row | None:
         model = obj.get("candidate_name")
         names = ("example_id", "response_text", "candidate_name")
     else:
-        raise ValueError("expected keys record_id and response (or example_id and response_text)")
+        raise InvalidValue("expected keys record_id and response (or example_id and response_text)")
     if not isinstance(record_id, str) or not record_id:
-        raise ValueError(
+        raise InvalidValue(
             f"{names[0]} must be a non-empty string, got {_printable_value(record_id)}"
         )
     if not isinstance(response, str):
-        raise ValueError(f"{names[1]} must be a string, got {type(response).__name__}")
+        raise InvalidValue(f"{names[1]} must be a string, got {type(response).__name__}")
     epoch = _epoch(obj)
     if model is not None and (not isinstance(model, str) or not model):
-        raise ValueError(
+        raise InvalidValue(
             f"{names[2]} must be a non-empty string when present, got {_printable_value(model)}"
         )
     warnings: list[str] = []
@@ -363,7 +363,7 @@ def load_responses(path: str | Path, flag: str = "--responses") -> ResponseTable
             obj = strict_json.loads(text)
             repeated = _repeated_keys(text, obj)
             if repeated is not None:
-                raise ValueError(repeated)
+                raise InvalidValue(repeated)
             parsed = _parse_row(obj)
         except (ValueError, RecursionError) as exc:
             problems.append(f"line {number}: {exc}")

@@ -239,7 +239,7 @@ def _interrupt(*why: str) -> None:
     if _Recording.depth:
         _Recording.pending = why
         return
-    raise KeyboardInterrupt(*why)
+    raise KeyboardInterrupt(*why)  # a deferred Ctrl-C, raised as Python raises it
 
 
 @contextmanager
@@ -259,7 +259,7 @@ def recording_whole() -> Iterator[None]:
         _Recording.depth -= 1
         if not _Recording.depth and _Recording.pending is not None:
             why, _Recording.pending = _Recording.pending, None
-            raise KeyboardInterrupt(*why)
+            raise KeyboardInterrupt(*why)  # a deferred Ctrl-C, raised as Python raises it
 
 
 @contextmanager

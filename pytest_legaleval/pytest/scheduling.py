@@ -133,7 +133,7 @@ class RoundRobinScheduling:
         self._orphans.append(self.collection.index(item))
 
     def remove_pending_tests_from_node(self, node: Any, indices: Sequence[int]) -> None:
-        raise NotImplementedError
+        raise NotImplementedError  # xdist's scheduler protocol: only work stealing calls it
 
     def remove_node(self, node: Any) -> str | None:
         pending = self.node2pending.pop(node)

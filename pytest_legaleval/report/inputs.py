@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from pytest_legaleval.errors import LegalEvalError
+from pytest_legaleval.errors import InvalidValue, LegalEvalError
 from pytest_legaleval.report.texts import text
 
 __all__ = ["InputRecords", "RecordTexts", "iter_json_records", "record_texts"]
@@ -59,7 +59,7 @@ class _Stream:
         """Consume ``expected`` (a structural character) or raise ``ValueError``."""
         found = self.peek()
         if found != expected:
-            raise ValueError(f"expected {expected!r}, found {found or 'the end'!r}")
+            raise InvalidValue(f"expected {expected!r}, found {found or 'the end'!r}")
         self._pos += 1
 
     def value(self) -> Any:

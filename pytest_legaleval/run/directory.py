@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_legaleval.errors import ConfigError, NonFiniteWarning
+from pytest_legaleval.errors import ConfigError, InvalidState, NonFiniteWarning
 from pytest_legaleval.run.names import CHECKSUMS
 from pytest_legaleval.util.strict_json import without_non_finite
 
@@ -148,13 +148,13 @@ class RunDirectory:
     def _prepare(self, obj: Any) -> Any:
         """The single choke point: everything persisted is redacted here first."""
         if self._finalized:
-            raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
+            raise InvalidState(f"{self.path} is finalized; artifacts are write-once")
         return self._redact(obj) if self._redact is not None else obj
 
     def _serialize(self, name: str, obj: Any, dump: Callable[[Any], str]) -> str:
         """``dump(obj)``, redacted: a line the redactor can clear from its text is kept."""
         if self._finalized:
-            raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
+            raise InvalidState(f"{self.path} is finalized; artifacts are write-once")
         text, obj = finite_dump(name, obj, dump)
         clean = getattr(self._redact, "clean_json", None)
         if self._redact is None or (clean is not None and clean(text)):
@@ -212,7 +212,7 @@ class RunDirectory:
 
     def _atomic(self, name: str, write: Callable[[IO[str]], None]) -> None:
         if self._finalized:
-            raise RuntimeError(f"{self.path} is finalized; artifacts are write-once")
+            raise InvalidState(f"{self.path} is finalized; artifacts are write-once")
         self.flush()  # a JSON file (the manifest's state) never runs ahead of the lines
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.path)
         try:

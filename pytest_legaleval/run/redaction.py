@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from pytest_legaleval.errors import InvalidValue
+
 __all__ = [
     "PII_KINDS",
     "PLACEHOLDERS",
@@ -248,7 +250,7 @@ class Redactor:
             kinds = list(PII_KINDS)
         unknown = set(kinds) - set(PII_KINDS)
         if unknown:
-            raise ValueError(f"unknown PII kinds {sorted(unknown)}; known: {sorted(PII_KINDS)}")
+            raise InvalidValue(f"unknown PII kinds {sorted(unknown)}; known: {sorted(PII_KINDS)}")
         self.pii = tuple(kinds)
         patterns: dict[str, str] = {}
         forms = {

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.run.directory import finite_dump
 from pytest_legaleval.run.manifest import TERMINAL_STATES, utc_now
 from pytest_legaleval.service.storage import WORKER_PATIENCE, Patience, connect, with_retries
@@ -384,7 +385,7 @@ class RunStore:
     def completed_before(self, cutoff: str, column: str) -> Iterator[RunRow]:
         """Terminal runs completed before ``cutoff`` whose ``column`` deletion is pending."""
         if column not in ("raw_deleted_at", "summary_deleted_at"):
-            raise ValueError(column)
+            raise InvalidValue(column)
         rows = self._read(
             f"SELECT {_COLUMNS} FROM runs WHERE completed_at IS NOT NULL AND completed_at < ? "
             f"AND {column} IS NULL ORDER BY seq",
@@ -396,7 +397,7 @@ class RunStore:
     def mark_deleted(self, run_id: str, column: str) -> None:
         """Note that the run's raw artifacts (or its summaries) were deleted."""
         if column not in ("raw_deleted_at", "summary_deleted_at"):
-            raise ValueError(column)
+            raise InvalidValue(column)
         self._write(
             lambda conn: conn.execute(
                 f"UPDATE runs SET {column} = ? WHERE run_id = ?", (utc_now(), run_id)

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
 
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.testing.reply_strategies import (
     completion_bodies,
     hostile_bodies,
@@ -138,7 +139,7 @@ def legal_eval_rows(draw: st.DrawFn, task_type: str | None = None) -> dict[str, 
     for a file.
     """
     if task_type is not None and task_type not in LEGAL_EVAL_TASK_TYPES:
-        raise ValueError(f"task_type must be one of {LEGAL_EVAL_TASK_TYPES}, got {task_type!r}")
+        raise InvalidValue(f"task_type must be one of {LEGAL_EVAL_TASK_TYPES}, got {task_type!r}")
     kind = task_type or draw(st.sampled_from(LEGAL_EVAL_TASK_TYPES))
     row: dict[str, Any] = {
         "schema_version": "legal_eval_v1",

@@ -172,7 +172,8 @@ def read_confined(path: Path, limit: int) -> tuple[bytes, int]:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{path} is a {_kind(info.st_mode)}, not a regular file")
+            # An OSError, as os.open's own refusals: callers handle the one builtin.
+            raise OSError(f"{path} is a {_kind(info.st_mode)}, not a regular file")  # reason above
         chunks = []
         remaining = limit
         while remaining > 0:

@@ -20,6 +20,7 @@ from typing import Any
 
 import jsonschema_rs
 
+from pytest_legaleval.errors import InvalidValue, UnknownName
 from pytest_legaleval.validation.checks import NON_FINITE, Issue, PathParts, json_type, show
 
 __all__ = ["load_schema", "schema_issues", "schema_names", "schema_validator"]
@@ -42,10 +43,10 @@ def _raw_schema(name: str) -> dict[str, Any]:
     resource = _schema_dir() / f"{name}{_SUFFIX}"
     if not resource.is_file():
         known = ", ".join(schema_names())
-        raise KeyError(f"no schema named {name!r}; known schemas: {known}")
+        raise UnknownName(f"no schema named {name!r}; known schemas: {known}")
     loaded = json.loads(resource.read_text(encoding="utf-8"))
     if not isinstance(loaded, dict):
-        raise ValueError(f"schema {name!r} is not a JSON object")
+        raise InvalidValue(f"schema {name!r} is not a JSON object")
     return loaded
 
 
@@ -72,7 +73,9 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 def _no_remote(uri: str) -> dict[str, Any]:
-    raise ValueError(f"refusing to fetch remote schema {uri}: every $ref must be a shipped schema")
+    raise InvalidValue(
+        f"refusing to fetch remote schema {uri}: every $ref must be a shipped schema"
+    )
 
 
 @functools.cache

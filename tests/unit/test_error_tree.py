@@ -137,3 +137,38 @@ def test_the_documented_tree_names_every_class() -> None:
         if not issubclass(c, PYTEST_OUTCOMES) and not re.search(rf"\b{c.__qualname__}\b", doc)
     ]
     assert missing == []
+
+
+BARE_RAISE = re.compile(r"\braise ([A-Za-z_]+)\b")
+ALLOWED_BARE = 12
+"""Builtins the package still raises itself, each with its reason on the line: PEP 562's
+AttributeError, abstract methods, unreachable asserts, a deferred Ctrl-C, os-like OSError."""
+
+
+def test_library_code_raises_our_errors_and_says_why_when_it_does_not() -> None:
+    bare: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+            found = BARE_RAISE.search(line.split("#")[0])
+            if found and found.group(1) in BUILTIN_EXCEPTIONS:
+                where = f"{path.relative_to(PACKAGE)}:{number}"
+                assert "#" in line, f"{where}: a builtin raised without a reason: {line.strip()}"
+                bare.append(where)
+    assert len(bare) <= ALLOWED_BARE, bare
+
+
+def test_the_general_errors_are_also_the_builtins_they_replace() -> None:
+    from pytest_legaleval.errors import InvalidState, InvalidType, InvalidValue, UnknownName
+
+    for cls, builtin in (
+        (InvalidValue, ValueError),
+        (InvalidType, TypeError),
+        (UnknownName, KeyError),
+        (InvalidState, RuntimeError),
+    ):
+        assert issubclass(cls, LegalEvalError) and issubclass(cls, builtin)
+    from pytest_legaleval.metrics.paired import normal_quantile
+
+    with pytest.raises(ValueError, match="level must be in") as caught:  # old excepts work
+        normal_quantile(1.5)
+    assert isinstance(caught.value, LegalEvalError)

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_legaleval.errors import LegalEvalError
+from pytest_legaleval.errors import InvalidValue, LegalEvalError
 from pytest_legaleval.grading.official.legalbench_tasks import metric_of
 from pytest_legaleval.grading.official.numeric import numpy_mean
 from pytest_legaleval.grading.official.porter import porter_stem
@@ -176,7 +176,7 @@ def balanced_accuracy(pairs: Sequence[tuple[str, str]]) -> float:
     predicted label that is no gold label only lowers the recall of the gold it missed.
     """
     if not pairs:
-        raise ValueError("balanced accuracy needs at least one item")
+        raise InvalidValue("balanced accuracy needs at least one item")
     totals: dict[str, int] = {}
     hits: dict[str, int] = {}
     for gold, prediction in pairs:
@@ -194,7 +194,7 @@ def task_score(metric: str, facts: Sequence[Mapping[str, Any]]) -> float:
 
     """
     if not facts:
-        raise ValueError("a task figure needs at least one item")
+        raise InvalidValue("a task figure needs at least one item")
     if metric == "balanced_accuracy":
         return balanced_accuracy([(str(f["gold"]), str(f["prediction"])) for f in facts])
     if metric in ("sara_numeric", "citation_open", "definition_extraction"):
@@ -205,7 +205,7 @@ def task_score(metric: str, facts: Sequence[Mapping[str, Any]]) -> float:
         fp = sum(int(f["fp"]) for f in facts)
         fn = sum(int(f["fn"]) for f in facts)
         return _f1(tp, fp, fn)
-    raise ValueError(f"no task figure for metric {metric!r}")
+    raise InvalidValue(f"no task figure for metric {metric!r}")
 
 
 def evaluate(task: str, generations: Sequence[str], answers: Sequence[str]) -> float:
@@ -217,8 +217,8 @@ def evaluate(task: str, generations: Sequence[str], answers: Sequence[str]) -> f
 
     """
     if len(generations) != len(answers):
-        raise ValueError("generations and answers differ in length")
+        raise InvalidValue("generations and answers differ in length")
     verdicts = [item_verdict(task, g, a) for g, a in zip(generations, answers, strict=True)]
     if not verdicts:
-        raise ValueError("a task figure needs at least one item")
+        raise InvalidValue("a task figure needs at least one item")
     return task_score(verdicts[0].metric, [v.facts for v in verdicts])

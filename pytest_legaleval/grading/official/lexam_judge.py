@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_legaleval.engine import Attempt, GenerationParams, GenerationRequest, GenerationResult
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.grading.base import Grade, GradeRequest
 from pytest_legaleval.grading.official import lexam as lx
 from pytest_legaleval.grading.official.lexam_prompts import JUDGE_PROMPT, JUDGE_SYSTEM, question_of
@@ -76,7 +77,7 @@ async def judge_open_question(request: GradeRequest, details: Mapping[str, Any])
     """
     panel = request.judges
     if panel is None:
-        raise ValueError("LEXam's judge needs the session's judge panel")
+        raise InvalidValue("LEXam's judge needs the session's judge panel")
     record = request.record
     course = record.metadata.get("course")
     question = question_of(record.prompt, course if isinstance(course, str) else "")

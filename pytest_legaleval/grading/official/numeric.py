@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pytest_legaleval.errors import InvalidValue
+
 __all__ = ["numpy_mean", "pairwise_sum"]
 
 _BLOCK = 128
@@ -58,5 +60,5 @@ def numpy_mean(values: Sequence[float]) -> float:
 
     """
     if not values:
-        raise ValueError("numpy_mean needs at least one value")
+        raise InvalidValue("numpy_mean needs at least one value")
     return pairwise_sum([float(v) for v in values]) / len(values)

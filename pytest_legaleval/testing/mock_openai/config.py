@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.testing.mock_openai.faults import FaultRule
 from pytest_legaleval.testing.mock_openai.hostile import HostileRule
 from pytest_legaleval.testing.mock_openai.rules import ReplyRule
@@ -70,9 +71,9 @@ class MockConfig:
     def __post_init__(self) -> None:
         check_latency(self.latency)
         if not self.models:
-            raise ValueError("models must name at least one model")
+            raise InvalidValue("models must name at least one model")
         if self.max_recorded_requests < 0:
-            raise ValueError("max_recorded_requests must be >= 0")
+            raise InvalidValue("max_recorded_requests must be >= 0")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MockConfig:
@@ -95,7 +96,7 @@ class MockConfig:
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - fields
         if unknown:
-            raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(fields)}")
+            raise InvalidValue(f"unknown config keys {sorted(unknown)}; known: {sorted(fields)}")
         kwargs: dict[str, Any] = dict(data)
         if isinstance(kwargs.get("latency"), list):
             kwargs["latency"] = tuple(kwargs["latency"])
@@ -132,7 +133,7 @@ class MockConfig:
         if isinstance(data, list):
             data = {"replies": data}
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping or a list of replies")
+            raise InvalidValue(f"{path}: expected a mapping or a list of replies")
         return cls.from_dict(data)
 
 
@@ -143,7 +144,7 @@ def _rule_from(rule_type: type[_R], item: object) -> _R:
     if isinstance(item, rule_type):
         return dataclasses.replace(item)
     if not isinstance(item, Mapping):
-        raise ValueError(f"a {rule_type.__name__} must be a mapping, got {item!r}")
+        raise InvalidValue(f"a {rule_type.__name__} must be a mapping, got {item!r}")
     data = dict(item)
     if rule_type is FaultRule and isinstance(data.get("calls"), list):
         data["calls"] = frozenset(data["calls"])
@@ -154,9 +155,9 @@ def check_latency(latency: Latency) -> None:
     """Raise ``ValueError`` unless ``latency`` is >= 0 or a ``(min, max)`` range."""
     if isinstance(latency, tuple):
         if len(latency) != 2 or not 0 <= latency[0] <= latency[1]:
-            raise ValueError(f"latency range must be (min, max) with 0 <= min <= max: {latency}")
+            raise InvalidValue(f"latency range must be (min, max) with 0 <= min <= max: {latency}")
     elif latency < 0:
-        raise ValueError(f"latency must be >= 0, got {latency}")
+        raise InvalidValue(f"latency must be >= 0, got {latency}")
 
 
 def copy_config(config: MockConfig) -> MockConfig:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_legaleval.errors import InvalidState
 from pytest_legaleval.testing.mock_openai.config import MockConfig
 from pytest_legaleval.testing.mock_openai.faults import FaultRule
 from pytest_legaleval.testing.mock_openai.hostile import HostileRule, render_hostile
@@ -110,7 +111,7 @@ class Core:
         """Requests whose prompt contains ``substring`` (see ``MockOpenAIServer``)."""
         with self.lock:
             if self.prompt_index_overflow:
-                raise RuntimeError(
+                raise InvalidState(
                     "count_for is unavailable: the distinct prompts exceeded "
                     f"MockConfig.prompt_index_chars ({self.config.prompt_index_chars}); "
                     "raise it or use stats()['per_prompt']"

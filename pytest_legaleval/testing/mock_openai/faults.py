@@ -7,6 +7,7 @@ import re
 from collections.abc import Collection
 from typing import Final, Literal, cast, get_args
 
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.testing.mock_openai.rules import compile_pattern
 
 __all__ = ["FAULT_KINDS", "FaultKind", "FaultRule"]
@@ -75,16 +76,16 @@ class FaultRule:
     def __post_init__(self) -> None:
         kind = str(self.kind)
         if kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {self.kind!r}; known: {', '.join(FAULT_KINDS)}")
+            raise InvalidValue(f"unknown fault kind {self.kind!r}; known: {', '.join(FAULT_KINDS)}")
         self.kind = cast(FaultKind, kind)
         if self.rate is not None and not 0.0 <= self.rate <= 1.0:
-            raise ValueError(f"rate must be within 0..1, got {self.rate}")
+            raise InvalidValue(f"rate must be within 0..1, got {self.rate}")
         if self.times is not None and self.times < 0:
-            raise ValueError(f"times must be >= 0, got {self.times}")
+            raise InvalidValue(f"times must be >= 0, got {self.times}")
         if self.calls is not None:
             calls = (self.calls,) if isinstance(self.calls, int) else tuple(self.calls)
             if any(not isinstance(n, int) or n < 1 for n in calls):
-                raise ValueError(f"calls are 1-based call numbers, got {self.calls!r}")
+                raise InvalidValue(f"calls are 1-based call numbers, got {self.calls!r}")
             self._calls = frozenset(calls)
         self._pattern = compile_pattern(self.match)
 

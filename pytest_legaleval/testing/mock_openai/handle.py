@@ -7,6 +7,7 @@ import dataclasses
 import random
 from typing import Any, cast
 
+from pytest_legaleval.errors import InvalidState, InvalidType
 from pytest_legaleval.testing.mock_openai.config import (
     Latency,
     MockConfig,
@@ -50,7 +51,7 @@ class ServerHandle:
     @property
     def running(self) -> bool:
         """Whether the server is serving."""
-        raise NotImplementedError
+        raise NotImplementedError  # abstract: each server class defines it
 
     # -- addresses --------------------------------------------------------------------------
 
@@ -63,7 +64,7 @@ class ServerHandle:
     def port(self) -> int:
         """The bound port (known once started)."""
         if self._port is None:
-            raise RuntimeError("the mock server has not been started")
+            raise InvalidState("the mock server has not been started")
         return self._port
 
     @property
@@ -147,7 +148,7 @@ class ServerHandle:
             rule = ReplyRule(None, match, times)
         else:
             if reply is None:
-                raise TypeError("add_reply(pattern, reply): the reply is missing")
+                raise InvalidType("add_reply(pattern, reply): the reply is missing")
             rule = ReplyRule(match, reply, times)
         with self._core.lock:
             self._core.config.replies.append(rule)

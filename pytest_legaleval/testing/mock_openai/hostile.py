@@ -34,6 +34,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal, get_args
 
+from pytest_legaleval.errors import InvalidValue
 from pytest_legaleval.testing.mock_openai.rules import compile_pattern
 
 __all__ = ["HOSTILE_KINDS", "HostileKind", "HostileRule", "echo_text", "render_hostile"]
@@ -110,15 +111,15 @@ class HostileRule:
 
     def __post_init__(self) -> None:
         if self.kind not in HOSTILE_KINDS:
-            raise ValueError(
+            raise InvalidValue(
                 f"unknown hostile kind {self.kind!r}; known: {', '.join(HOSTILE_KINDS)}"
             )
         if self.times is not None and self.times < 0:
-            raise ValueError(f"times must be >= 0, got {self.times}")
+            raise InvalidValue(f"times must be >= 0, got {self.times}")
         if self.size < 0 or self.hold < 0 or (self.cut_at is not None and self.cut_at < 0):
-            raise ValueError("size, hold and cut_at must be >= 0")
+            raise InvalidValue("size, hold and cut_at must be >= 0")
         if not 100 <= self.status <= 999:
-            raise ValueError(f"status must be a 3-digit HTTP status, got {self.status}")
+            raise InvalidValue(f"status must be a 3-digit HTTP status, got {self.status}")
         self._pattern = compile_pattern(self.match)
 
     def matches(self, prompt: str) -> bool:

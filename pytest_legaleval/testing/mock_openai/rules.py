@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from pytest_legaleval.errors import InvalidType, InvalidValue
+
 __all__ = [
     "ReplyFunction",
     "ReplyRule",
@@ -145,7 +147,7 @@ def compile_pattern(pattern: str | None) -> re.Pattern[str] | None:
     try:
         return re.compile(pattern)
     except re.error as exc:  # re.error is no ValueError; config errors should all be
-        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
+        raise InvalidValue(f"invalid regular expression {pattern!r}: {exc}") from exc
 
 
 @dataclasses.dataclass
@@ -177,15 +179,15 @@ class ReplyRule:
 
     def __post_init__(self) -> None:
         if self.times is not None and self.times < 0:
-            raise ValueError(f"times must be >= 0, got {self.times}")
+            raise InvalidValue(f"times must be >= 0, got {self.times}")
         if isinstance(self.reply, Mapping):
             unknown = set(self.reply) - REPLY_KEYS
             if unknown:
-                raise ValueError(
+                raise InvalidValue(
                     f"unknown reply keys {sorted(unknown)}; known: {sorted(REPLY_KEYS)}"
                 )
         elif not isinstance(self.reply, str) and not callable(self.reply):
-            raise TypeError(f"reply must be a str, a dict or a callable, got {self.reply!r}")
+            raise InvalidType(f"reply must be a str, a dict or a callable, got {self.reply!r}")
         self._pattern = compile_pattern(self.match)
 
 
@@ -194,6 +196,6 @@ def check_reply(value: object) -> None:
     if isinstance(value, Mapping):
         unknown = set(value) - REPLY_KEYS
         if unknown:
-            raise ValueError(f"unknown reply keys {sorted(unknown)}")
+            raise InvalidValue(f"unknown reply keys {sorted(unknown)}")
     elif not isinstance(value, str):
-        raise TypeError(f"a reply callable must return str, dict or None, not {value!r}")
+        raise InvalidType(f"a reply callable must return str, dict or None, not {value!r}")

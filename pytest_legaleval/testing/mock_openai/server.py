@@ -11,6 +11,7 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from pytest_legaleval.errors import InvalidState, InvalidValue
 from pytest_legaleval.testing.mock_openai.config import MockConfig
 from pytest_legaleval.testing.mock_openai.handle import ServerHandle
 from pytest_legaleval.testing.mock_openai.outcome import Outcome
@@ -61,7 +62,7 @@ class MockOpenAIServer(ServerHandle):
     ) -> None:
         super().__init__(config, host, port, overrides)
         if self._core.config.hostile and not self._hostile_capable:
-            raise ValueError(
+            raise InvalidValue(
                 "hostile rules need HostileOpenAIServer: an HTTP library cannot send them"
             )
         self._state_lock = threading.Lock()
@@ -89,7 +90,7 @@ class MockOpenAIServer(ServerHandle):
         """
         with self._state_lock:
             if self._thread is not None:
-                raise RuntimeError("the mock server is already running")
+                raise InvalidState("the mock server is already running")
             ready = threading.Event()
             failure: list[BaseException] = []
             loop = asyncio.new_event_loop()
@@ -104,7 +105,7 @@ class MockOpenAIServer(ServerHandle):
                     loop.call_soon_threadsafe(loop.stop)
                 thread.join(timeout)
                 cause = failure[0] if failure else None
-                raise RuntimeError(f"the mock server did not start: {cause}") from cause
+                raise InvalidState(f"the mock server did not start: {cause}") from cause
             self._loop, self._thread = loop, thread
             return self
 
@@ -217,7 +218,7 @@ class MockOpenAIServer(ServerHandle):
 
         """
         if (until_in_flight is not None and until_in_flight < 1) or timeout <= 0:
-            raise ValueError("hold needs until_in_flight >= 1 (or None) and timeout > 0")
+            raise InvalidValue("hold needs until_in_flight >= 1 (or None) and timeout > 0")
         self._hold = _Hold(until_in_flight, time.monotonic() + timeout)
 
     def release(self) -> None:
