@@ -8,7 +8,7 @@ Every input format is an adapter to ``Record``; every grader's work ends in one
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -22,6 +22,7 @@ __all__ = [
     "JudgeVerdict",
     "Message",
     "Outcome",
+    "Provenance",
     "Record",
     "SourceRef",
     "TaskType",
@@ -167,6 +168,59 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return value
+
+
+_PROVENANCE_KEYS = ("index", "dataset_version", "tags", "metadata", "source_index")
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance(Mapping[str, Any]):
+    """What the run recorder (and a user's result hook) know of a result's record.
+
+    It travels with the result (on an xdist report, in the interrupt spool), so the
+    recorder needs no copy of the dataset. Read it by attribute; it is also a read-only
+    mapping of the same names (``record["tags"]``), as the dict it replaces was.
+    """
+
+    index: int
+    """The item's index in the run's selection (one bit per item in the recorder)."""
+    dataset_version: str | None
+    tags: tuple[str, ...]
+    metadata: Mapping[str, Any]
+    source_index: int
+    """The record's index in its dataset file."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _PROVENANCE_KEYS:
+            raise KeyError(key)  # the Mapping protocol's own error for a missing key
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_PROVENANCE_KEYS)
+
+    def __len__(self) -> int:
+        return len(_PROVENANCE_KEYS)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (the carrier's and the interrupt spool's ``record``)."""
+        return {
+            "index": self.index,
+            "dataset_version": self.dataset_version,
+            "tags": list(self.tags),
+            "metadata": dict(self.metadata),
+            "source_index": self.source_index,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Provenance:
+        """Read :meth:`to_dict`'s form back."""
+        return cls(
+            index=int(data["index"]),
+            dataset_version=data.get("dataset_version"),
+            tags=tuple(data.get("tags") or ()),
+            metadata=dict(data.get("metadata") or {}),
+            source_index=int(data.get("source_index", 0)),
+        )
 
 
 @dataclass(frozen=True, slots=True)

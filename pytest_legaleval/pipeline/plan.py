@@ -32,7 +32,7 @@ from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
 from pytest_legaleval.pipeline.selection import entry_key, in_shard, select, selected_count
 from pytest_legaleval.pipeline.settings import Settings, Shard, generation_settings
 from pytest_legaleval.pipeline.sources import dataset_paths
-from pytest_legaleval.records import Record
+from pytest_legaleval.records import Provenance, Record
 from pytest_legaleval.run.ids import new_request_id
 
 # The run directory's pieces and the verdict reader are imported where they are used: an
@@ -58,7 +58,7 @@ class ItemSpec:
     index: int
     """Position in :attr:`DatasetPlan.items` (the same in every process)."""
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> Provenance:
         """What the run recorder needs to know about a result's record, besides the result.
 
         It travels on the test report, so the recorder (on an xdist controller, which never
@@ -66,13 +66,13 @@ class ItemSpec:
         """
         entry = self.entry
         assert isinstance(entry, Record)
-        return {
-            "index": self.index,
-            "dataset_version": entry.dataset_version,
-            "tags": list(entry.tags),
-            "metadata": dict(entry.metadata),
-            "source_index": entry.source.index,
-        }
+        return Provenance(
+            index=self.index,
+            dataset_version=entry.dataset_version,
+            tags=tuple(entry.tags),
+            metadata=dict(entry.metadata),
+            source_index=entry.source.index,
+        )
 
     def rejection(self) -> dict[str, Any]:
         """What the run recorder and the gates need to know about an invalid record's item."""

@@ -5,7 +5,8 @@ In a single process the item's ``EvalResult`` itself is handed to the recorder p
 attributes must be JSON-safe, and a string costs execnet nothing to walk), which the
 controller reads back once (:func:`carried`) and then drops from the report. Every record
 item's report is marked ``legaleval_item`` (a bool), so other hooks can tell it from an
-ordinary test's without the payload.
+ordinary test's without the payload. :func:`encode` / :func:`decode` are the one format:
+the Ctrl-C spool of an interrupted worker (``interrupt``) writes its lines with them too.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.pytest.state import RECORDER_KEY
-from pytest_legaleval.records import EvalResult
+from pytest_legaleval.records import EvalResult, Provenance
 
-__all__ = ["MARK", "PAYLOAD", "Carried", "carried", "carry"]
+__all__ = ["MARK", "PAYLOAD", "Carried", "carried", "carry", "decode", "encode"]
 
 MARK = "legaleval_item"
 """The report attribute (``True``) of every record item's report that carries a result."""
@@ -33,7 +34,7 @@ PAYLOAD = "legaleval"
 class Carried:
     """What one report says about its record item."""
 
-    provenance: Mapping[str, Any]
+    provenance: Provenance | Mapping[str, Any]
     """``ItemSpec.provenance()``, or ``ItemSpec.rejection()`` for an invalid record."""
     result: EvalResult | None = None
     """The item's result; ``None`` for an invalid record."""
@@ -46,10 +47,35 @@ def carry(item: pytest.Item, report: pytest.TestReport, found: Carried) -> None:
     if recorder is not None:
         recorder.pending[report.nodeid] = found
         return
-    payload: dict[str, Any] = {"record": dict(found.provenance)}
+    setattr(report, PAYLOAD, json.dumps(encode(found), ensure_ascii=False, separators=(",", ":")))
+
+
+def encode(found: Carried) -> dict[str, Any]:
+    """``found`` as JSON-ready data: the one format of an xdist report and the Ctrl-C spool.
+
+    ``{"record": provenance (or an invalid record's rejection), "result": the result}``.
+    """
+    record = found.provenance
+    payload: dict[str, Any] = {
+        "record": record.to_dict() if isinstance(record, Provenance) else dict(record)
+    }
     if found.result is not None:
         payload["result"] = found.result.to_dict()
-    setattr(report, PAYLOAD, json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+    return payload
+
+
+def decode(payload: Mapping[str, Any]) -> Carried:
+    """:func:`encode`'s data read back.
+
+    Raises:
+        KeyError, TypeError, ValueError: ``payload`` is not :func:`encode`'s (a cut line).
+
+    """
+    record = payload["record"]
+    result = payload.get("result")
+    # An invalid record's rejection names its errors; a result's record is its provenance.
+    provenance = dict(record) if "errors" in record else Provenance.from_dict(record)
+    return Carried(provenance, EvalResult.from_dict(result) if result else None)
 
 
 def carried(pending: dict[str, Carried], report: pytest.TestReport) -> Carried | None:
@@ -61,6 +87,4 @@ def carried(pending: dict[str, Carried], report: pytest.TestReport) -> Carried |
     if not isinstance(text, str):
         return None
     delattr(report, PAYLOAD)  # read once; pytest keeps the report until the session ends
-    payload = json.loads(text)
-    result = payload.get("result")
-    return Carried(payload["record"], EvalResult.from_dict(result) if result else None)
+    return decode(json.loads(text))

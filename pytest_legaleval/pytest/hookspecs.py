@@ -23,14 +23,13 @@ Implement them in a ``conftest.py`` (or a plugin) of the project that runs the s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
     from pytest_legaleval.grading.registry import GraderRegistry
-    from pytest_legaleval.records import EvalResult
+    from pytest_legaleval.records import EvalResult, Provenance
 
 __all__ = ["pytest_legaleval_register_graders", "pytest_legaleval_result"]
 
@@ -48,12 +47,13 @@ def pytest_legaleval_register_graders(registry: GraderRegistry, config: pytest.C
 
 
 def pytest_legaleval_result(
-    result: EvalResult, record: Mapping[str, Any] | None, run_id: str, config: pytest.Config
+    result: EvalResult, record: Provenance | None, run_id: str, config: pytest.Config
 ) -> None:
     """See every finished result, once it is written to ``predictions.jsonl``.
 
     Called only in the process that writes the run directory (the xdist controller, or
-    the single process), once per item, in the order results arrive. ``record`` holds the
-    record's provenance (``tags``, ``metadata``, ``dataset_version``), or ``None``.
+    the single process), once per item, in the order results arrive. ``record`` is the
+    record's :class:`~pytest_legaleval.records.Provenance` (``tags``, ``metadata``,
+    ``dataset_version``; a frozen dataclass that also reads as a mapping), or ``None``.
     Exceptions raised here end the session like any plugin's: catch your own.
     """

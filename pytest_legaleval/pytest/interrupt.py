@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.pipeline.runner import ItemRunner
+from pytest_legaleval.pytest.carrier import Carried, decode, encode
 from pytest_legaleval.records import EvalResult
 
 __all__ = ["SPOOL", "WAIT_S", "collect_spooled", "spool_finished", "spool_folder"]
@@ -59,7 +60,7 @@ def _lines(session: pytest.Session, runner: ItemRunner) -> Iterator[str]:
     for spec, result in runner.finished():
         nodeid = nodeids.get(spec.item_id)
         if nodeid is not None:
-            line = {"nodeid": nodeid, "record": spec.provenance(), "result": result.to_dict()}
+            line = {"nodeid": nodeid, **encode(Carried(spec.provenance(), result))}
             yield json.dumps(line, ensure_ascii=False) + "\n"
 
 
@@ -124,7 +125,9 @@ def collect_spooled(config: pytest.Config, workers: int) -> list[tuple[str, Any,
         for text in file.read_text(encoding="utf-8").splitlines():
             try:
                 line = json.loads(text)
-                found.append((line["nodeid"], line["record"], EvalResult.from_dict(line["result"])))
+                item = decode(line)
+                if item.result is not None:
+                    found.append((str(line["nodeid"]), item.provenance, item.result))
             except (ValueError, KeyError, TypeError):
                 continue  # a worker killed mid-line: its item is recorded cancelled
     return found

@@ -27,7 +27,7 @@ from pytest_legaleval.pytest.carrier import Carried, carried
 from pytest_legaleval.pytest.collection import nothing_to_run
 from pytest_legaleval.pytest.preflight import deferring_sigint, recording_whole
 from pytest_legaleval.pytest.state import RUNNER_KEY, distributing
-from pytest_legaleval.records import EvalResult
+from pytest_legaleval.records import EvalResult, Provenance
 from pytest_legaleval.run.console import benchmark_lines, printable, summary_lines
 from pytest_legaleval.run.directory import RunDirectory
 
@@ -79,7 +79,7 @@ class RecorderPlugin:
         """The terminal status, once finalized."""
         return self.recorder.status
 
-    def _call_result_hook(self, result: EvalResult, record: Mapping[str, Any] | None) -> None:
+    def _call_result_hook(self, result: EvalResult, record: Provenance | None) -> None:
         hook = self.config.hook.pytest_legaleval_result
         if hook.get_hookimpls():  # nobody listens: nothing to call
             hook(result=result, record=record, run_id=self.run_id, config=self.config)
@@ -215,6 +215,8 @@ class RecorderPlugin:
         record: Mapping[str, Any] | None,
     ) -> None:
         """One item's result; ``record`` is its ``ItemSpec.provenance()``."""
+        if record is not None and not isinstance(record, Provenance):
+            record = Provenance.from_dict(record)
         with recording_whole():  # an interrupt waits for the item's lines
             self.recorder.record(result, item_id, test_outcome, record)
             if self._junit:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_legaleval.formats import DatasetInfo, RejectedRecord
 from pytest_legaleval.metrics.summary import failure_type
-from pytest_legaleval.records import EvalResult, Record
+from pytest_legaleval.records import EvalResult, Provenance, Record
 from pytest_legaleval.run.names import ARTIFACTS, EXTRA_ARTIFACTS
 
 __all__ = [
@@ -202,7 +202,7 @@ def prediction_line(
     result: Mapping[str, Any],
     test_outcome: str,
     *,
-    record: Mapping[str, Any] | None,
+    record: Provenance | None,
     generation_settings: Mapping[str, Any],
     version: str,
 ) -> dict[str, Any]:
@@ -223,9 +223,9 @@ def prediction_line(
     line.update(
         {
             "dataset_id": result.get("dataset"),
-            "dataset_version": record.get("dataset_version") if record else None,
-            "tags": list(record.get("tags") or ()) if record else [],
-            "metadata": dict(record.get("metadata") or {}) if record else {},
+            "dataset_version": record.dataset_version if record else None,
+            "tags": list(record.tags) if record else [],
+            "metadata": dict(record.metadata) if record else {},
             "evaluator_scores": _evaluator_scores(result),
             "evaluator": {
                 "grader": result.get("grader"),

@@ -26,7 +26,7 @@ from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
-from pytest_legaleval.records import EvalResult, Record
+from pytest_legaleval.records import EvalResult, Provenance, Record
 from pytest_legaleval.run import artifacts
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import (
@@ -54,7 +54,7 @@ DENOMINATORS = ("total_records", "valid_records", "evaluated_records", "failed_r
                 "skipped_records", "invalid_records", "cancelled_records")  # fmt: skip
 """The manifest's copy of the metrics' denominators."""
 
-ResultListener = Callable[[EvalResult, Mapping[str, Any] | None], None]
+ResultListener = Callable[[EvalResult, Provenance | None], None]
 """Called with every recorded result and its record's provenance (users' sinks)."""
 
 TRANSCRIPTS = artifacts.EXTRA_ARTIFACTS[0]
@@ -242,7 +242,7 @@ class RunRecorder:
         result: EvalResult,
         item_id: str,
         test_outcome: str,
-        record: Mapping[str, Any] | None,
+        record: Provenance | None,
     ) -> None:
         """One item's result; ``record`` is its provenance (``ItemSpec.provenance()``).
 
@@ -250,7 +250,7 @@ class RunRecorder:
         reduced result is what the counts and the failures read.
         """
         if record is not None:
-            self.mark_recorded(record["index"])
+            self.mark_recorded(record.index)
         self._figures = None
         generation_settings = self.config.generation_settings.get(result.model, {})
         item_line: dict[str, Any] | None = None
@@ -281,7 +281,7 @@ class RunRecorder:
                 version=self._version,
             )  # fmt: skip
         failure = artifacts.failure_line(
-            self.run_id, item_id, item_line, record["source_index"] if record else None
+            self.run_id, item_id, item_line, record.source_index if record else None
         )
         if failure is not None:
             self._write("failures.jsonl", failure)
@@ -291,8 +291,8 @@ class RunRecorder:
             self._reads_lines = True  # the benchmarks block, or a judge panel's agreement
         self._tally.add_item(
             item_line,
-            tags=record["tags"] if record else (),
-            metadata=record["metadata"] if record else None,
+            tags=record.tags if record else (),
+            metadata=record.metadata if record else None,
         )
         for listener in self.listeners:
             listener(result, record)
