@@ -11,7 +11,7 @@ import inspect
 import warnings
 from typing import Any
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, InvalidState
 from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
 from pytest_legaleval.records import TASK_TYPES, Record
 
@@ -53,6 +53,20 @@ class GraderRegistry:
         self._by_task: dict[str, Grader] = {}
         self._by_policy: dict[str, Grader] = {}
         self._by_pair: dict[tuple[str, str], Grader] = {}
+        self._frozen = False
+
+    def copy(self, *, frozen: bool = False) -> GraderRegistry:
+        """A registry with the same graders; ``frozen``: one that refuses :meth:`register`.
+
+        A run plan keeps a frozen copy, so the caller's registry is never changed by the
+        plan and the plan's never changes after it is built.
+        """
+        other = GraderRegistry()
+        other._by_task = dict(self._by_task)
+        other._by_policy = dict(self._by_policy)
+        other._by_pair = dict(self._by_pair)
+        other._frozen = frozen
+        return other
 
     def register(
         self, grader: Grader, *, task_type: str | None = None, policy_id: str | None = None
@@ -68,6 +82,8 @@ class GraderRegistry:
                 ``Grader``.
 
         """
+        if self._frozen:
+            raise InvalidState("this registry belongs to a built run plan: register before build")
         if task_type is None and policy_id is None:
             raise ConfigError("register a grader for task_type=, policy_id= or both")
         if not isinstance(grader, Grader):

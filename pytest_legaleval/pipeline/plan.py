@@ -309,8 +309,9 @@ class RunPlan:
     ) -> RunPlan:
         """The plan of ``settings``: responses read, policies loaded, graders registered.
 
-        ``graders``: the registry the users' hooks filled (default: the built-in graders);
-        ``--judgments`` adds its replay grader to it. ``warn_policies``: warn about unknown
+        ``graders``: the registry the users' hooks filled (default: the built-in graders),
+        copied, never changed; ``--judgments`` adds its replay grader to the plan's copy,
+        which is frozen once built. ``warn_policies``: warn about unknown
         policy ids (one xdist worker does, not every one).
 
         Raises:
@@ -324,8 +325,9 @@ class RunPlan:
             if settings.conversation_from
             else None
         )
-        registry = graders if graders is not None else default_registry()
-        grading = GradingPlan(PolicyBook(settings.policy_dir), registry)
+        # A copy: the caller's registry is never changed (--judgments adds its replay
+        # grader to the plan's own), and the plan's is frozen once built.
+        registry = (graders if graders is not None else default_registry()).copy()
         if settings.judgments:
             from pytest_legaleval.grading.replay import ReplayGrader
 
@@ -333,6 +335,7 @@ class RunPlan:
             replay = ReplayGrader(lambda: plan.read_judgments(), path)
             for task_type in ("reference_qa", "rubric_qa", "criteria"):
                 registry.register(replay, task_type=task_type)
+        grading = GradingPlan(PolicyBook(settings.policy_dir), registry.copy(frozen=True))
         models = (responses.models or ("prefilled",)) if responses is not None else settings.model
         plan = cls(
             settings,
