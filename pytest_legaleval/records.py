@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 __all__ = [
     "TASK_TYPES",
@@ -22,6 +22,7 @@ __all__ = [
     "JudgeVerdict",
     "Message",
     "Outcome",
+    "PredictionLine",
     "Provenance",
     "Record",
     "SourceRef",
@@ -471,3 +472,57 @@ class EvalResult:
 
 
 _RESULT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(EvalResult))
+
+
+class PredictionLine(TypedDict, total=False):
+    """One ``predictions.jsonl`` line, typed.
+
+    What the writer (``run.artifacts``) builds and the recorder, the metrics and the gates
+    read. The keys are those of ``schemas/prediction.schema.json`` (a test holds the two and the
+    writer together). ``total=False``: a version-1 line (an older run directory) lacks the
+    version-2 keys, and readers use ``.get`` for what a hand-edited file may lack.
+    """
+
+    artifact_version: int
+    run_id: str
+    item_id: str
+    record_id: str
+    dataset: str
+    dataset_id: str
+    dataset_version: str | None
+    record_sha256: str
+    task_type: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    model: str
+    source: str
+    model_response: str | None
+    outcome: str
+    passed: bool | None
+    score: float | None
+    reason: str
+    explanation: str
+    grader: str
+    evaluator_scores: dict[str, Any]
+    evaluator: dict[str, Any]
+    generation_settings: dict[str, Any]
+    details: dict[str, Any]
+    judge: dict[str, Any] | None
+    policy_id: str | None
+    policy_sha256: str | None
+    policy_version: int | None
+    scoring: str | None
+    scoring_version: int | None
+    latency_ms: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    total_tokens: int | None
+    first_attempt_at: str | None
+    last_attempt_at: str | None
+    attempts: list[dict[str, Any]]
+    attempt_count: int
+    failure_type: str | None
+    test_outcome: str
+    epoch: int
+    """With ``--epochs K > 1``: which sample of the item the line is (0-based)."""
+

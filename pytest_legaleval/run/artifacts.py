@@ -9,11 +9,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_legaleval.formats import DatasetInfo, RejectedRecord
 from pytest_legaleval.metrics.summary import failure_type
-from pytest_legaleval.records import EvalResult, Provenance, Record
+from pytest_legaleval.records import EvalResult, PredictionLine, Provenance, Record
 from pytest_legaleval.run.names import ARTIFACTS, EXTRA_ARTIFACTS
 
 __all__ = [
@@ -205,7 +205,7 @@ def prediction_line(
     record: Provenance | None,
     generation_settings: Mapping[str, Any],
     version: str,
-) -> dict[str, Any]:
+) -> PredictionLine:
     """One ``predictions.jsonl`` line: the item's result under the contract's names.
 
     ``record`` is the item's ``ItemSpec.provenance()`` (dataset version, tags, metadata).
@@ -242,7 +242,7 @@ def prediction_line(
             "test_outcome": test_outcome,
         }
     )
-    return line
+    return cast(PredictionLine, line)  # its keys: the result's fields and the ones above
 
 
 _NOT_ON_THE_LINE = frozenset(("epochs", "transcript"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.artifacts import artifacts
@@ -25,6 +25,7 @@ from pytest_legaleval.metrics.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
 )
+from pytest_legaleval.records import PredictionLine
 from pytest_legaleval.run.artifacts import EXTRA_ARTIFACTS
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import EvaluatorLog, utc_now
@@ -266,11 +267,14 @@ def merge_runs(
             record = ("invalid", dataset, key[1])  # one record for all its models
             tally.add_invalid(record, dataset=dataset, model=key[2])
             continue
+        # The shards' lines, as their writer typed them (older versions lack keys: total=False).
         for row in rows:
-            tally.add_epoch(row)
+            tally.add_epoch(cast(PredictionLine, row))
         (item,) = group_items(rows, reducer).values()
-        line = item.line()
-        tally.add_item(line, tags=line.get("tags") or (), metadata=line.get("metadata") or {})
+        reduced = cast(PredictionLine, item.line())
+        tally.add_item(
+            reduced, tags=reduced.get("tags") or (), metadata=reduced.get("metadata") or {}
+        )
 
     def retag(row: Mapping[str, Any]) -> dict[str, Any]:
         return {**row, "run_id": merged_id}

@@ -26,7 +26,7 @@ from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from pytest_legaleval.metrics.summary import MetricsAccumulator
-from pytest_legaleval.records import EvalResult, Provenance, Record
+from pytest_legaleval.records import EvalResult, PredictionLine, Provenance, Record
 from pytest_legaleval.run import artifacts
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import (
@@ -253,7 +253,7 @@ class RunRecorder:
             self.mark_recorded(record.index)
         self._figures = None
         generation_settings = self.config.generation_settings.get(result.model, {})
-        item_line: dict[str, Any] | None = None
+        item_line: PredictionLine | None = None
         for epoch in result.epochs or (result,):
             data = epoch.to_dict()
             attempts = data["attempts"]
@@ -268,7 +268,7 @@ class RunRecorder:
                 generation_settings=generation_settings,
                 version=self._version,
             )  # fmt: skip
-            self._write("predictions.jsonl", item_line)
+            self._write("predictions.jsonl", dict(item_line))
             if epoch.transcript is not None:
                 self._write(TRANSCRIPTS, artifacts.transcript_line(self.run_id, item_id, epoch))
             self._tally.add_epoch(item_line)

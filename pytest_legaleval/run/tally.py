@@ -17,6 +17,7 @@ from pytest_legaleval.metrics.epoch_summary import EpochSummary
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.records import PredictionLine
 from pytest_legaleval.run.manifest import EvaluatorLog
 
 if TYPE_CHECKING:
@@ -57,13 +58,13 @@ class RunTally:
         self.epochs = EpochSummary(epochs=epochs, reducer=reducer, cluster_by=cluster_by)
         self.evaluators = EvaluatorLog()
 
-    def add_epoch(self, line: Mapping[str, Any]) -> None:
+    def add_epoch(self, line: PredictionLine) -> None:
         """One epoch's prediction line (the epoch figures read every one)."""
         self.epochs.add(line)
 
     def add_item(
         self,
-        line: Mapping[str, Any],
+        line: PredictionLine,
         *,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,

@@ -49,3 +49,21 @@ def test_a_result_and_a_rejection_survive_the_one_json_form() -> None:
     assert invalid.provenance == rejection and invalid.result is None
     with pytest.raises(KeyError):
         decode({"result": RESULT.to_dict()})  # a line cut before its record
+
+
+def test_the_prediction_line_type_the_schema_and_the_writer_name_the_same_fields() -> None:
+    from pathlib import Path
+
+    from pytest_legaleval.records import PredictionLine
+    from pytest_legaleval.run.artifacts import prediction_line
+
+    schema = json.loads(
+        (Path(__file__).parents[2] / "schemas" / "prediction.schema.json").read_text("utf-8")
+    )
+    typed = set(PredictionLine.__annotations__)
+    assert set(schema["properties"]) | {"epoch"} == typed  # epoch: the --epochs K lines
+    written = prediction_line(
+        "run", "item", RESULT.to_dict(), "passed",
+        record=PROVENANCE, generation_settings={}, version="0",
+    )  # fmt: skip
+    assert set(written) <= typed and set(schema["required"]) <= set(written)
