@@ -336,7 +336,7 @@ def run_evaluation(
     session = RunSession(plan, run_id)
     recorder = session.recorder
     if history:
-        recorder.transitions = [{"state": step["state"], "at": step["at"]} for step in history]
+        recorder.resume_history(history)
     run = _Driven(session, on_state, on_progress, len(history))
     run.announce()
     try:
@@ -384,7 +384,7 @@ def run_evaluation(
         raise
     except Exception as exc:
         _log.exception("run %s failed", run_id)
-        recorder.run_error = f"{type(exc).__name__}: {exc}"
+        recorder.fail(f"{type(exc).__name__}: {exc}")
     finally:
         finished.set()
         if interrupted:

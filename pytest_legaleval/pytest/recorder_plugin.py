@@ -125,7 +125,7 @@ class RecorderPlugin:
             # An xdist controller's check that the workers collected a record item: no run.
             no_items = isinstance(exc, pytest.UsageError) and nothing_to_run(self.config)
             if not no_items:
-                self.recorder.run_error = f"{type(exc).__name__}: {exc}"
+                self.recorder.fail(f"{type(exc).__name__}: {exc}")
             raise
         finally:
             if not (no_items and self.directory is None):

@@ -153,6 +153,14 @@ class RunRecorder:
         """Note a state of §3 (``validating``, ``running``, …) with its time."""
         self.transitions.append({"state": state, "at": utc_now()})
 
+    def resume_history(self, history: Sequence[Mapping[str, str]]) -> None:
+        """Start from an earlier attempt's states (a service run resumed after a restart)."""
+        self.transitions = [{"state": step["state"], "at": step["at"]} for step in history]
+
+    def fail(self, reason: str) -> None:
+        """The run failed outside any item (``reason`` goes to the manifest; the first wins)."""
+        self.run_error = self.run_error or reason
+
     # -- open ------------------------------------------------------------------------------
 
     def open(self, source: Callable[[], DatasetSource]) -> bool:
