@@ -10,13 +10,35 @@ criteria records. Policies (``policies.py`` and ``policies/*.yaml``) carry the p
 judge templates, scoring and pass threshold. ``verdicts.py`` re-scores recorded judge
 verdicts without a call.
 
+The benchmark protocols' registry (``protocols.py``; LegalBench and LEXam in
+``official/``): a benchmark is one :class:`BenchmarkProtocol`, added with
+:func:`register_protocol`.
+
 Never imports pytest, the pipeline or the run directory: grading is pure but for the
-judge panel's calls through the engine.
+judge panel's calls through the engine. The public face is ``__all__`` (README "Python
+API").
 """
 
 from __future__ import annotations
 
 from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
+from pytest_legaleval.grading.protocols import BenchmarkProtocol, Card, Cell, Row, Table, Upstream
+from pytest_legaleval.grading.protocols import protocols as benchmark_protocols
+from pytest_legaleval.grading.protocols import register as register_protocol
 from pytest_legaleval.grading.registry import GraderRegistry, default_registry
 
-__all__ = ["Grade", "GradeRequest", "Grader", "GraderRegistry", "default_registry"]
+__all__ = [
+    "BenchmarkProtocol",
+    "Card",
+    "Cell",
+    "Grade",
+    "GradeRequest",
+    "Grader",
+    "GraderRegistry",
+    "Row",
+    "Table",
+    "Upstream",
+    "benchmark_protocols",
+    "default_registry",
+    "register_protocol",
+]

@@ -18,4 +18,58 @@ of the summary by its dotted path. The judge audit: :mod:`.human_labels` reads
 :mod:`.judge_consistency` measures re-judging flips and judge panels.
 
 Never imports pytest, the pipeline, the engine or the service.
+
+The public face (README "Python API"): the names below, each loaded on first use so that
+``import pytest_legaleval.metrics`` stays cheap; everything else is internal.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - names for type checkers; loaded lazily at run time
+    from pytest_legaleval.metrics.artifacts import Artifact, register_artifact
+    from pytest_legaleval.metrics.benchmarks import benchmark_figures
+    from pytest_legaleval.metrics.compare import comparison
+    from pytest_legaleval.metrics.gates import Gate, GateResult, evaluate_gates, parse_gates
+    from pytest_legaleval.metrics.runfiles import RunData, load_run
+
+_LAZY = {
+    "Artifact": "pytest_legaleval.metrics.artifacts",
+    "Gate": "pytest_legaleval.metrics.gates",
+    "GateResult": "pytest_legaleval.metrics.gates",
+    "RunData": "pytest_legaleval.metrics.runfiles",
+    "benchmark_figures": "pytest_legaleval.metrics.benchmarks",
+    "comparison": "pytest_legaleval.metrics.compare",
+    "evaluate_gates": "pytest_legaleval.metrics.gates",
+    "load_run": "pytest_legaleval.metrics.runfiles",
+    "parse_gates": "pytest_legaleval.metrics.gates",
+    "register_artifact": "pytest_legaleval.metrics.artifacts",
+}
+
+__all__ = [
+    "Artifact",
+    "Gate",
+    "GateResult",
+    "RunData",
+    "benchmark_figures",
+    "comparison",
+    "evaluate_gates",
+    "load_run",
+    "parse_gates",
+    "register_artifact",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")  # PEP 562
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

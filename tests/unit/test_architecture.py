@@ -186,3 +186,30 @@ def test_no_library_function_has_a_name_pytest_collects() -> None:
             elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
                 offenders.append(f"{name}:{node.name}")
     assert offenders == ["pytest/default_suite.py:test_record"]
+
+
+FACES = ("pytest_legaleval", "pytest_legaleval.grading", "pytest_legaleval.metrics",
+         "pytest_legaleval.testing")  # fmt: skip
+
+
+def _readme_api() -> dict[str, set[str]]:
+    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
+    found: dict[str, set[str]] = {}
+    for entry in re.split(r"\n- ", "\n" + section)[1:]:
+        face, _, names = entry.partition(":")
+        found[face.strip("` \n")] = set(re.findall(r"`([A-Za-z_]+)`", names.split(" — ")[0]))
+    return found
+
+
+@pytest.mark.skipif(not (PACKAGE.parent / "README.md").exists(), reason="an installed wheel")
+def test_the_faces_export_exactly_the_readmes_api() -> None:
+    import importlib
+
+    listed = _readme_api()
+    assert set(listed) == set(FACES)
+    for face in FACES:
+        module = importlib.import_module(face)
+        assert set(module.__all__) == listed[face], face
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{face}.{name}"
