@@ -103,9 +103,12 @@ class JudgeGrader:
         kind = judge_kind(request.record)
         if kind is None:
             raise InvalidValue(f"{request.record.task_type} records are not judged")
-        if kind == "reference" and request.policy.judge.reference_format == "lexam":
-            from pytest_legaleval.grading.official.lexam_judge import judge_open_question
+        if kind == "reference":
+            # A benchmark protocol's own judge, when the policy names its format.
+            from pytest_legaleval.grading.protocols import reference_judge
 
-            return await judge_open_question(request, details)
+            protocol_judge = reference_judge(request.policy.judge.reference_format)
+            if protocol_judge is not None:
+                return await protocol_judge(request, details)
         outcome = await request.judges.judge(request.record, request.answer, request.policy)
         return judged_grade(outcome, request.policy, details)

@@ -44,6 +44,7 @@ from pytest_legaleval.grading.policy_format import (
     threshold,
     version,
 )
+from pytest_legaleval.grading.protocols import reference_formats
 from pytest_legaleval.grading.scoring import PARTIAL_FAILURE_MODES, SCORINGS, scoring_rule
 from pytest_legaleval.records import Record
 from pytest_legaleval.util.safe_yaml import load_yaml
@@ -89,7 +90,7 @@ class JudgeSettings:
     empty_answer: str = "(empty answer)"
     """What the judge is shown in place of an empty answer (LBR: the empty text)."""
     reference_format: str = "verdict"
-    """``verdict`` or ``score_pass`` (see ``REFERENCE_FORMATS``)."""
+    """``verdict``, ``score_pass`` or a protocol's own (``grading.protocols.reference_formats``)."""
     reference_system_prompt: str | None = None
     """The judge's system prompt for reference records; ``None``: the panel's own."""
     criterion_system_prompt: str | None = None
@@ -181,7 +182,7 @@ def _judge_settings(data: Mapping[str, Any], base: Policy | None, source: str) -
         values[name] = optional_text(values.get(name), f"{source}: judge.{name}")
     judge = JudgeSettings(**values)
     one_of(judge.criterion_format, CRITERION_FORMATS, f"{source}: judge.criterion_format")
-    one_of(judge.reference_format, REFERENCE_FORMATS, f"{source}: judge.reference_format")
+    one_of(judge.reference_format, reference_formats(), f"{source}: judge.reference_format")
     if not (isinstance(judge.scale_min, int) and isinstance(judge.scale_max, int)) or (
         judge.scale_min >= judge.scale_max
     ):

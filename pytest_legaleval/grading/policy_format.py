@@ -31,12 +31,12 @@ CRITERION_FORMATS: tuple[str, ...] = ("met", "result", "grade", "criteria_met")
 """How a criterion verdict is asked for: ``{"met": bool, "rationale"}``, ``{"result": 0|1,
 "reason"}``, ``{"grade": 0|1, "reasoning", "criterion_id"}`` (LBR) or ``{"explanation",
 "criteria_met": bool}`` (PRBench)."""
-REFERENCE_FORMATS: tuple[str, ...] = ("verdict", "score_pass", "lexam")
-"""How a reference verdict is asked for: ``{"score", "verdict", "rationale"}`` or
+REFERENCE_FORMATS: tuple[str, ...] = ("verdict", "score_pass")
+"""How our judge asks for a reference verdict: ``{"score", "verdict", "rationale"}`` or
 ``{"score", "pass", "rationale", "criteria"}`` (LBR; the judge's ``pass`` is not used: an
-item passes when its score reaches the policy's threshold), or ``lexam``: LEXam's own judge
-prompt and free-text reply ending in ``[[0.x]]`` (``grading.official.lexam_judge``; the
-policy's reference template is not used)."""
+item passes when its score reaches the policy's threshold). A benchmark protocol adds its
+own judge by name (``grading.protocols.reference_formats``: LEXam's ``lexam``, its judge
+prompt and free-text ``[[0.x]]`` reply; the policy's reference template is then unused)."""
 ANSWER_CONTRACTS: tuple[str, ...] = ("letters", "json", "json_single")
 """MCQ answers: an ``Answer: B`` line, ``{"answer": ["B"]}``, or ``{"answer": "B",
 "reasoning": "…"}`` (LBR)."""

@@ -53,7 +53,7 @@ import importlib
 import math
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -61,7 +61,7 @@ from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.records import Record
 
 if TYPE_CHECKING:
-    from pytest_legaleval.grading.base import Grader
+    from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
 
 __all__ = [
     "BUILTIN_MODULES",
@@ -69,6 +69,7 @@ __all__ = [
     "BenchmarkProtocol",
     "Card",
     "Cell",
+    "ReferenceJudge",
     "Row",
     "Table",
     "Tally",
@@ -78,6 +79,8 @@ __all__ = [
     "protocol_for_benchmark",
     "protocol_for_policy",
     "protocols",
+    "reference_formats",
+    "reference_judge",
     "register",
     "unregister",
 ]
@@ -197,6 +200,14 @@ class Card:
     help: str = ""
 
 
+ReferenceJudge = Callable[["GradeRequest", Mapping[str, Any]], Awaitable["Grade"]]
+"""A protocol's own judge for reference answers: (request, the judge grader's lexical
+details) → the grade. A policy selects it by name (``judge.reference_format``)."""
+
+BUILTIN_REFERENCE_FORMATS: tuple[str, ...] = ("verdict", "score_pass")
+"""The reference formats of our own judge (``grading.policy_format``); protocols add theirs."""
+
+
 class Tally(Protocol):
     """The official facts of one model's items in one epoch, gathered line by line."""
 
@@ -256,6 +267,13 @@ class BenchmarkProtocol(ABC):
     def graders(self) -> list[tuple[Grader, str | None]]:
         """The graders its records get: (grader, task type or ``None`` for every type)."""
         return []
+
+    def reference_judges(self) -> Mapping[str, ReferenceJudge]:
+        """Its own judges of reference answers, by the policy's ``judge.reference_format``.
+
+        LEXam's is ``lexam``; a policy that names it is judged by the protocol's judge.
+        """
+        return {}
 
     def metadata(self) -> dict[str, Any]:
         """The block's protocol fields: ``protocol``, ``protocol_version``, ``upstream``."""
@@ -335,4 +353,19 @@ def protocol_for_benchmark(name: object) -> BenchmarkProtocol | None:
     for protocol in protocols():
         if protocol.benchmark == name:
             return protocol
+    return None
+
+
+def reference_formats() -> tuple[str, ...]:
+    """Every ``judge.reference_format`` a policy may name: ours, then the protocols'."""
+    found = [name for protocol in protocols() for name in protocol.reference_judges()]
+    return (*BUILTIN_REFERENCE_FORMATS, *found)
+
+
+def reference_judge(name: str) -> ReferenceJudge | None:
+    """The protocol judge that ``judge.reference_format`` ``name`` selects, or ``None``."""
+    for protocol in protocols():
+        judge = protocol.reference_judges().get(name)
+        if judge is not None:
+            return judge
     return None

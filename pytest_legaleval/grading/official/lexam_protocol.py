@@ -24,6 +24,7 @@ from pytest_legaleval.grading.protocols import (
     BenchmarkProtocol,
     Card,
     Cell,
+    ReferenceJudge,
     Row,
     Table,
     Upstream,
@@ -34,7 +35,7 @@ from pytest_legaleval.grading.protocols import (
 from pytest_legaleval.records import Record
 
 if TYPE_CHECKING:
-    from pytest_legaleval.grading.base import Grader
+    from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
 
 __all__ = ["PROTOCOL", "LexamProtocol"]
 
@@ -218,6 +219,17 @@ class LexamProtocol(BenchmarkProtocol):
     def graders(self) -> list[tuple[Grader, str | None]]:
         """The MCQs: the last ``###X###`` (open questions go to the judge, LEXam's format)."""
         return [(LexamMcqOfficialGrader(), "mcq")]
+
+    def reference_judges(self) -> Mapping[str, ReferenceJudge]:
+        """``lexam``: LEXam's judge prompt and its ``[[0.x]]`` grade (``lexam_judge``)."""
+        return {"lexam": _judge_open_question}
+
+
+async def _judge_open_question(request: GradeRequest, details: Mapping[str, Any]) -> Grade:
+    # Imported on first use: the judge needs the engine, the figures do not.
+    from pytest_legaleval.grading.official.lexam_judge import judge_open_question
+
+    return await judge_open_question(request, details)
 
 
 PROTOCOL = register(LexamProtocol())
