@@ -168,3 +168,29 @@ def test_a_toy_protocol_reaches_the_summary_terminal_gates_and_report(
     assert '<table class="official" id="toybench-headline">' in page
     assert 'data-metric="benchmarks.toybench.mean_words"' in page
     assert "<td class=num>4.00</td>" in page
+
+
+def test_the_importers_choices_name_every_registered_protocol_with_a_source() -> None:
+    # An importer only names a protocol (importers and grading never import each other):
+    # the importer's table and the registry must agree.
+    from pytest_legaleval.importers.protocols import PROTOCOLS
+
+    sourced = [p for p in protocols() if p.source is not None]
+    assert {p.benchmark for p in sourced} >= {"legalbench", "lexam"}
+    for protocol in sourced:
+        assert protocol.source is not None
+        choices = PROTOCOLS[protocol.source]
+        assert choices.default == protocol.id and protocol.id in choices.names
+
+
+def test_a_protocol_without_figures_cannot_be_registered() -> None:
+    class Half(BenchmarkProtocol):
+        id = "half"
+        benchmark = "half"
+        title = "Half"
+
+        def tally(self) -> _ToyTally:
+            return _ToyTally()
+
+    with pytest.raises(TypeError, match="abstract"):
+        Half()  # type: ignore[abstract]
