@@ -122,18 +122,25 @@ def default_registry() -> GraderRegistry:
 
     The official protocols add theirs: LegalBench's metrics for every record of
     ``legalbench_official``, LEXam's ``###X###`` extraction for the MCQs of
-    ``lexam_official`` (its open questions go to the judge, in LEXam's reply format).
+    ``lexam_official`` (its open questions go to the judge, in LEXam's reply format),
+    PRBench's and APEX's own judges for ``prbench_official`` and ``apex_official``.
     """
     from pytest_legaleval.grading.graders import JudgeGrader, McqGrader
     from pytest_legaleval.grading.official.graders import (
         LegalbenchOfficialGrader,
         LexamMcqOfficialGrader,
     )
+    from pytest_legaleval.grading.official.judged import (
+        ApexOfficialGrader,
+        PrbenchOfficialGrader,
+    )
 
     registry = GraderRegistry()
     registry.register(McqGrader(), task_type="mcq")
     registry.register(LegalbenchOfficialGrader(), policy_id="legalbench_official")
     registry.register(LexamMcqOfficialGrader(), policy_id="lexam_official", task_type="mcq")
+    registry.register(PrbenchOfficialGrader(), policy_id="prbench_official")
+    registry.register(ApexOfficialGrader(), policy_id="apex_official")
     judge = JudgeGrader()
     for task_type in ("reference_qa", "rubric_qa", "criteria"):
         registry.register(judge, task_type=task_type)

@@ -331,6 +331,10 @@ class RunPlan:
             replay = ReplayGrader(lambda: plan.read_judgments(), path)
             for task_type in ("reference_qa", "rubric_qa", "criteria"):
                 registry.register(replay, task_type=task_type)
+            from pytest_legaleval.grading.official.judged import JUDGED_PROTOCOLS
+
+            for protocol in JUDGED_PROTOCOLS:  # their own judges would otherwise be asked
+                registry.register(replay, policy_id=protocol)
         models = (responses.models or ("prefilled",)) if responses is not None else settings.model
         plan = cls(
             settings,
