@@ -233,13 +233,15 @@ def benchmark_figures(
             task and split come from the record when the line lacks them.
 
     Returns:
-        ``{"legalbench": {...}, "lexam": {...}}`` — only the benchmarks that have an item
+        ``{"legalbench": {...}, "lexam": {...}}`` (and ``prbench``, ``apex``:
+        ``metrics.judged_benchmarks``) — only the benchmarks that have an item
         under their official protocol; each with ``protocol``, ``protocol_version``,
         ``upstream``, ``other_protocols`` (items of the same dataset graded under another
         policy, by policy), ``models`` (per model) and, for a one-model run, the model's
         figures at the top level. Never raises on a malformed line: it is skipped.
 
     """
+    lines = list(lines)
     runs: dict[str, dict[Key, _Run]] = {name: {} for name in BENCHMARK_PROTOCOLS}
     others: dict[str, dict[str, int]] = {name: defaultdict(int) for name in BENCHMARK_PROTOCOLS}
     for line in lines:
@@ -279,4 +281,7 @@ def benchmark_figures(
         block["models"] = models
         block["other_protocols"] = dict(sorted(others[name].items()))
         out[name] = block
+    from pytest_legaleval.metrics.judged_benchmarks import judged_figures
+
+    out.update(judged_figures(lines))
     return out

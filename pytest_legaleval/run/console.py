@@ -166,7 +166,33 @@ def _num(value: Any, digits: int = 4) -> str:
     return "-" if not isinstance(value, int | float) else f"{value:.{digits}f}"
 
 
+def _judged_figures(name: str, figures: Mapping[str, Any]) -> str:
+    beside = (
+        f"judge failures scored not met as upstream does: "
+        f"{figures.get('judge_failed_unmet', 0)}; ours: "
+        f"{(figures.get('ours') or {}).get('judge_errors', 0)} judge errors, never a 0"
+    )
+    if name == "apex":
+        return (
+            f"score {_num(figures.get('score'), 2)} (0-100, mean over "
+            f"{figures.get('n_tasks', 0)} tasks of the median over epochs of percent met; "
+            f"{figures.get('skipped_tasks', 0)} tasks left out; {beside})"
+        )
+    splits = figures.get("splits") or {}
+    shown = ", ".join(
+        f"{split} {_num(block.get('mean_clipped'))} (n={block.get('n', 0)})"
+        for split, block in splits.items()
+        if isinstance(block, Mapping)
+    )
+    return (
+        f"mean_clipped {_num(figures.get('mean_clipped'))} over {figures.get('n', 0)} tasks "
+        f"(mean of Σ w·met / Σ w⁺, unclipped){'; ' + shown if shown else ''}; {beside}"
+    )
+
+
 def _benchmark_figures(name: str, figures: Mapping[str, Any]) -> str:
+    if name in ("prbench", "apex"):
+        return _judged_figures(name, figures)
     if name == "legalbench":
         manual = figures.get("manual") or []
         note = f"; graded by hand upstream, not scored: {', '.join(manual)}" if manual else ""
@@ -198,10 +224,17 @@ def benchmark_lines(benchmarks: Mapping[str, Any]) -> list[str]:
             continue
         label = f"official {name} ({block.get('protocol')})"
         models = block.get("models") or {}
-        if len(models) <= 1 and ("score" in block or "mcq" in block):
+        if len(models) <= 1 and ("score" in block or "mcq" in block or "n" in block):
             lines.append(f"{label}: {_benchmark_figures(name, block)}")
-            continue
-        for model, figures in models.items():
-            if isinstance(figures, Mapping):
-                lines.append(f"{label} [{model}]: {_benchmark_figures(name, figures)}")
+        else:
+            for model, figures in models.items():
+                if isinstance(figures, Mapping):
+                    lines.append(f"{label} [{model}]: {_benchmark_figures(name, figures)}")
+        judge = block.get("judge")
+        if isinstance(judge, Mapping) and judge.get("differs"):
+            used = ", ".join(str(m) for m in judge.get("used") or []) or "unknown"
+            lines.append(
+                f"{label}: judged by {used}, not {judge.get('published')} as published — "
+                "official method, not comparable with the leaderboard"
+            )
     return [printable(line) for line in lines]

@@ -100,7 +100,9 @@ class RunTally:
 
 # -- figures that read every line -------------------------------------------------------------
 
-OFFICIAL_POLICIES = frozenset(("legalbench_official", "lexam_official"))
+OFFICIAL_POLICIES = frozenset(
+    ("legalbench_official", "lexam_official", "prbench_official", "apex_official")
+)
 """The official protocols' policy ids: a run with one of them has a ``benchmarks`` block."""
 HUMAN_LABELS_VALIDATION = "human_labels_validation.jsonl"
 """The artifact listing the ``--human-labels`` rows that were left out, and why."""

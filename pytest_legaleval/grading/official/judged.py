@@ -178,6 +178,9 @@ def _base(record: Record, benchmark: str) -> dict[str, Any]:
         "protocol_version": module.PROTOCOL_VERSION,
         "published_judge": module.PUBLISHED_JUDGE,
         "task": str(record.metadata.get("source_id") or record.id),
+        # The record's place in its file: upstream averages tasks in file order, and a
+        # float sum depends on its order.
+        "order": record.source.index,
     }
     if benchmark == "prbench":
         base["splits"] = _splits(record)
