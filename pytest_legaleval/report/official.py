@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_legaleval.report.fmt import DASH, card, finite, num
+from pytest_legaleval.report.official_judged import judged_cards, judged_section
 from pytest_legaleval.report.page import e
 
 __all__ = ["MAX_TASK_ROWS", "NAMES", "official_cards", "official_section"]
 
-NAMES = {"legalbench": "LegalBench", "lexam": "LEXam"}
+NAMES = {"legalbench": "LegalBench", "lexam": "LEXam", "prbench": "PRBench", "apex": "APEX-v1"}
 """The benchmarks the page knows, by their key in ``benchmarks``."""
 MAX_TASK_ROWS = 1000
 """Task × split rows shown (LegalBench has 162 tasks; a hand-edited file may have more)."""
@@ -273,6 +274,8 @@ def official_section(summary: Mapping[str, Any] | None) -> str:
             parts.append(_legalbench(block))
         elif name == "lexam":
             parts.append(_lexam(block))
+        elif (judged := judged_section(name, block, _protocol_line(name, block))) is not None:
+            parts.append(judged)
         else:
             parts.append(
                 f'<p class="hint" data-benchmark="{e(name)}">metrics_summary.json has figures '
@@ -298,6 +301,7 @@ def official_cards(summary: Mapping[str, Any] | None) -> list[str]:
         if len(models) != 1:
             continue
         figures, protocol = models[0][1], e(_protocol(block))
+        cards += judged_cards(name, block, _protocol)
         if name == "legalbench":
             cards.append(card(
                 "LegalBench score (official)", _value(figures.get("score")),
