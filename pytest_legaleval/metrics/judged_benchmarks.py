@@ -69,7 +69,7 @@ def _prbench_epoch(items: list[Mapping[str, Any]]) -> dict[str, Any]:
         score = _number(official.get("score"))
         if score is None:
             continue
-        normalized = _number(_mapping((official.get("per_judge") or [{}])[0]).get("normalized"))
+        normalized = _number(official.get("normalized"))
         order = official.get("order")
         place = order if isinstance(order, int) and not isinstance(order, bool) else 0
         entry = (place, str(official.get("_record_id")), score, normalized)

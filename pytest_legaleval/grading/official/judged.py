@@ -216,6 +216,9 @@ def official_grade(
                      exchanges)  # fmt: skip
     score = sum(p["score"] for p in per_judge) / len(per_judge)
     official.update(per_judge=per_judge, score=score)
+    for key in ("percent", "normalized", "points"):  # one judge: its own value, unchanged
+        if all(p.get(key) is not None for p in per_judge):
+            official[key] = sum(p[key] for p in per_judge) / len(per_judge)
     details["official"] = official
     name = "PRBench" if benchmark == "prbench" else "APEX"
     shown = f"{score:.4f}" if benchmark == "prbench" else f"{score * 100:.2f}%"

@@ -1,0 +1,157 @@
+"""Runs under PRBench's and APEX's official protocols, judged by the real mock server.
+
+The expected prompts (their sha256) and figures were computed by running the upstream
+code itself on the same files, answers and judge replies (``tests/data/official/
+prbench_expected.json``, ``apex_expected.json``; see ``tests/data/importers/README.md``).
+The judge fails on some criteria (a 500 on every attempt, unreadable replies): the
+official figures count those criteria not met, our own accounting calls the items
+judge errors, and a replay of the verdicts (``--judgments``) makes no call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_legaleval.testing.mock_openai import MockOpenAIServer
+
+from .conftest import DATA, read_jsonl, run_dirs, write_jsonl
+
+PRBENCH = json.loads((DATA / "official" / "prbench_expected.json").read_text("utf-8"))
+APEX = json.loads((DATA / "official" / "apex_expected.json").read_text("utf-8"))
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _judge(server: MockOpenAIServer, replies: dict[str, str | None]) -> None:
+    for token, reply in replies.items():
+        if reply is None:
+            server.add_fault("500", match=token)  # on every attempt: the call fails
+        else:
+            server.add_reply(token, reply)
+
+
+def _run(
+    pytester: pytest.Pytester, dataset: str, responses: Path, run_dir: str, *extra: str
+) -> tuple[pytest.RunResult, list[dict[str, Any]], dict[str, Any]]:
+    result = pytester.runpytest(
+        "--dataset", dataset, "--responses", str(responses), "--run-dir", run_dir,
+        "--no-cache", "-p", "no:randomly", "--retry-delays", "0.001,0.001",
+        "--max-attempts", "2", *extra,
+    )  # fmt: skip
+    assert result.ret in (0, 1), result.stdout.str()[-3000:]
+    (run,) = run_dirs(pytester.path / run_dir)
+    summary = json.loads((run / "metrics_summary.json").read_text("utf-8"))
+    return result, read_jsonl(run / "predictions.jsonl"), summary
+
+
+def _user_messages(server: MockOpenAIServer) -> list[str]:
+    out = []
+    for body in server.requests():
+        messages = body["messages"]
+        assert [m["role"] for m in messages] == ["user"], messages  # no system prompt
+        out.append(messages[0]["content"])
+    return out
+
+
+def test_prbench_official_prompts_scores_and_figures_equal_upstream(
+    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
+    shutil.copytree(DATA / "official" / "prbench", pytester.path / "prbench")
+    answers = [{"record_id": f"prbench:{t}", "response": a} for t, a in PRBENCH["answers"].items()]
+    responses = write_jsonl(pytester.path / "responses.jsonl", answers)
+    splits = PRBENCH["splits"]
+    with MockOpenAIServer() as server:
+        _judge(server, {f"({k})": v for k, v in PRBENCH["replies"].items()})
+        judge = ("--judge-model", "openai/o4-mini", "--judge-base-url", server.base_url)
+        result, lines, summary = _run(
+            pytester, "prbench:prbench", responses, "runs", *judge
+        )
+        sent = {_sha(text) for text in _user_messages(server)}
+        calls = server.stats()["requests"]
+    expected_prompts = {sha for split in splits.values() for sha in split["prompt_sha256"]}
+    assert sent == expected_prompts  # every judge prompt is the official one, filled in
+    assert calls == len(expected_prompts) + 1  # one call each; the failing one twice
+    by_task = {line["record_id"].split(":")[1]: line for line in lines}
+    for split in splits.values():
+        for task, clipped in zip(split["tasks"], split["clipped"], strict=True):
+            official = by_task[task]["details"]["official"]
+            assert official["score"] == clipped and official["protocol"] == "prbench_official"
+    assert by_task["t1"]["outcome"] == "failed" and by_task["t1"]["score"] == 0.4666666666666667
+    # a criterion the judge failed on: not met officially, a judge error in ours
+    assert {t for t, line in by_task.items() if line["reason"] == "judge_error"} == {
+        "t2", "t3", "f1",
+    }  # fmt: skip
+    assert all(line["score"] is None for t, line in by_task.items() if t != "t1")
+    block = summary["benchmarks"]["prbench"]
+    for name, split in splits.items():
+        figures = block["splits"][name]
+        for key in ("mean_clipped", "std_clipped", "mean_normalized", "std_normalized"):
+            assert figures[key] == split[key], (name, key)
+        assert figures["n"] == len(split["tasks"])
+    assert block["splits"]["finance"]["negative_tasks"] == 1
+    assert block["judge_failed_unmet"] == 4 and block["ours"]["judge_errors"] == 3
+    assert block["judge"] == {"used": ["openai/o4-mini"], "published": "o4-mini", "differs": False}
+    result.stdout.fnmatch_lines(["*official prbench (prbench_official): mean_clipped*"])
+    assert "not comparable with the leaderboard" not in result.stdout.str()
+
+    # replay: the recorded verdicts re-scored under the official protocol, no call
+    (run,) = run_dirs(pytester.path / "runs")
+    shutil.copyfile(run / "predictions.jsonl", pytester.path / "verdicts.jsonl")
+    with MockOpenAIServer() as server:
+        _, again, replayed = _run(
+            pytester, "prbench:prbench", responses, "replayed", "--judgments", "verdicts.jsonl"
+        )
+        assert server.stats()["requests"] == 0
+    for name, split in splits.items():
+        assert replayed["benchmarks"]["prbench"]["splits"][name]["mean_clipped"] == split[
+            "mean_clipped"
+        ]
+    assert {line["reason"] for line in again} == {line["reason"] for line in lines}
+    assert replayed["benchmarks"]["prbench"]["judge"]["differs"] is True  # unknown judge
+
+
+def test_apex_official_runs_median_skips_and_judge_failures(
+    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
+    shutil.copyfile(DATA / "official" / "apex" / "tasks.csv", pytester.path / "tasks.csv")
+    answers = [
+        {"record_id": f"apexv1:{task}", "response": answer, "epoch": epoch}
+        for task, runs in APEX["answers"].items()
+        for epoch, answer in enumerate(runs)
+    ]
+    responses = write_jsonl(pytester.path / "responses.jsonl", answers)
+    with MockOpenAIServer() as server:
+        _judge(server, APEX["replies"])
+        result, lines, summary = _run(
+            pytester, "apex:tasks.csv", responses, "runs", "--epochs", "3",
+            "--judge-model", "openai/judge", "--judge-base-url", server.base_url,
+            "--judge-reasks", "1",
+        )  # fmt: skip
+        sent = [_sha(text) for text in _user_messages(server)]
+    assert set(sent) == set(APEX["prompt_sha256"])  # the official prompts, filled in
+    for line in lines:
+        task = line["record_id"].split(":")[1]
+        expected = APEX["percent"][task][line["epoch"]]
+        official = line["details"]["official"]
+        if expected is None:
+            assert line["outcome"] == "skipped" and official["skipped"] is True
+        else:
+            assert official.get("percent") == expected, (task, line["epoch"], line)
+    block = summary["benchmarks"]["apex"]
+    assert block["score"] == APEX["score"]
+    assert block["n_tasks"] == APEX["n_tasks"] and block["skipped_tasks"] == APEX["skipped"]
+    assert block["domains"] == APEX["domains"]
+    assert block["judge"]["differs"] is True and block["judge_failed_unmet"] > 0
+    result.stdout.fnmatch_lines(
+        ["*official apex (apex_official): score*", "*not comparable with the leaderboard*"]
+    )
