@@ -72,9 +72,7 @@ def test_prbench_official_prompts_scores_and_figures_equal_upstream(
     with MockOpenAIServer() as server:
         _judge(server, {f"({k})": v for k, v in PRBENCH["replies"].items()})
         judge = ("--judge-model", "openai/o4-mini", "--judge-base-url", server.base_url)
-        result, lines, summary = _run(
-            pytester, "prbench:prbench", responses, "runs", *judge
-        )
+        result, lines, summary = _run(pytester, "prbench:prbench", responses, "runs", *judge)
         sent = {_sha(text) for text in _user_messages(server)}
         calls = server.stats()["requests"]
     expected_prompts = {sha for split in splits.values() for sha in split["prompt_sha256"]}
@@ -112,9 +110,10 @@ def test_prbench_official_prompts_scores_and_figures_equal_upstream(
         )
         assert server.stats()["requests"] == 0
     for name, split in splits.items():
-        assert replayed["benchmarks"]["prbench"]["splits"][name]["mean_clipped"] == split[
-            "mean_clipped"
-        ]
+        assert (
+            replayed["benchmarks"]["prbench"]["splits"][name]["mean_clipped"]
+            == split["mean_clipped"]
+        )
     assert {line["reason"] for line in again} == {line["reason"] for line in lines}
     assert replayed["benchmarks"]["prbench"]["judge"]["differs"] is True  # unknown judge
 
