@@ -9,7 +9,6 @@ from __future__ import annotations
 from pytest_legaleval.formats.base import DatasetInfo, Entry, LoadResult, RejectedRecord
 from pytest_legaleval.formats.detect import detect_format
 from pytest_legaleval.formats.loader import DatasetStream, dataset_files, load_dataset
-from pytest_legaleval.formats.paths import PathRefused, confined_path
 from pytest_legaleval.formats.registry import FORMATS
 
 __all__ = [
@@ -18,9 +17,7 @@ __all__ = [
     "DatasetStream",
     "Entry",
     "LoadResult",
-    "PathRefused",
     "RejectedRecord",
-    "confined_path",
     "dataset_files",
     "detect_format",
     "load_dataset",

@@ -120,27 +120,19 @@ class GraderRegistry:
 def default_registry() -> GraderRegistry:
     """The built-in graders: MCQ letter extraction, and the LLM judge for the rest.
 
-    The official protocols add theirs: LegalBench's metrics for every record of
-    ``legalbench_official``, LEXam's ``###X###`` extraction for the MCQs of
-    ``lexam_official`` (its open questions go to the judge, in LEXam's reply format),
-    PRBench's and APEX's own judges for ``prbench_official`` and ``apex_official``.
+    Every registered benchmark protocol (``grading.protocols``) adds its graders for the
+    records of its policy id (LegalBench's metrics for every record of
+    ``legalbench_official``; LEXam's ``###X###`` extraction for the MCQs of
+    ``lexam_official``, whose open questions go to the judge in LEXam's reply format).
     """
     from pytest_legaleval.grading.graders import JudgeGrader, McqGrader
-    from pytest_legaleval.grading.official.graders import (
-        LegalbenchOfficialGrader,
-        LexamMcqOfficialGrader,
-    )
-    from pytest_legaleval.grading.official.judged import (
-        ApexOfficialGrader,
-        PrbenchOfficialGrader,
-    )
+    from pytest_legaleval.grading.protocols import protocols
 
     registry = GraderRegistry()
     registry.register(McqGrader(), task_type="mcq")
-    registry.register(LegalbenchOfficialGrader(), policy_id="legalbench_official")
-    registry.register(LexamMcqOfficialGrader(), policy_id="lexam_official", task_type="mcq")
-    registry.register(PrbenchOfficialGrader(), policy_id="prbench_official")
-    registry.register(ApexOfficialGrader(), policy_id="apex_official")
+    for protocol in protocols():
+        for grader, task_type in protocol.graders():
+            registry.register(grader, policy_id=protocol.id, task_type=task_type)
     judge = JudgeGrader()
     for task_type in ("reference_qa", "rubric_qa", "criteria"):
         registry.register(judge, task_type=task_type)

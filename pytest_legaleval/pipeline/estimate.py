@@ -131,7 +131,7 @@ class CostEstimate:
 def _config_pricing(config_file: str | None) -> Any:
     if not config_file:
         return None
-    from pytest_legaleval.formats.safe_yaml import load_yaml
+    from pytest_legaleval.util.safe_yaml import load_yaml
 
     try:
         data = load_yaml(Path(config_file).read_text(encoding="utf-8"), source=config_file)

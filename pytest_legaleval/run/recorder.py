@@ -37,8 +37,8 @@ from pytest_legaleval.run.manifest import (
 from pytest_legaleval.run.redaction import Redactor
 from pytest_legaleval.run.tally import (
     HUMAN_LABELS_VALIDATION,
-    OFFICIAL_POLICIES,
     RunTally,
+    is_official_policy,
     line_figures,
     merge_slice_blocks,
 )
@@ -274,7 +274,7 @@ class RunRecorder:
         )
         if failure is not None:
             self._write("failures.jsonl", failure)
-        if result.policy_id in OFFICIAL_POLICIES or (
+        if is_official_policy(result.policy_id) or (
             result.judge is not None and len(result.judge.models) > 1
         ):
             self._reads_lines = True  # the benchmarks block, or a judge panel's agreement

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.formats import strict_json
 from pytest_legaleval.run.artifacts import ARTIFACTS
 from pytest_legaleval.run.directory import CHECKSUMS, verify_checksums
+from pytest_legaleval.util import strict_json
 from pytest_legaleval.validation.schemas import schema_validator
 
 __all__ = ["ARTIFACT_SCHEMAS", "check_run_directory"]

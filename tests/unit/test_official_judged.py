@@ -20,7 +20,7 @@ from pytest_legaleval.grading.official import apex as ax
 from pytest_legaleval.grading.official import prbench as pr
 from pytest_legaleval.importers.base import ImportOptions
 from pytest_legaleval.importers.registry import get_importer
-from pytest_legaleval.metrics.judged_benchmarks import judged_figures
+from pytest_legaleval.metrics.benchmarks import benchmark_figures
 
 DATA = Path(__file__).parents[1] / "data"
 APEX = json.loads((DATA / "official" / "apex_expected.json").read_text("utf-8"))
@@ -251,20 +251,22 @@ def _apex_line(task: str, epoch: int, percent: float | None, domain: str, model:
             "policy_id": "apex_official", "details": {"official": official}}  # fmt: skip
 
 
-def test_apex_headline_is_the_mean_of_medians_and_skips_across_models() -> None:
+def test_apex_headline_is_the_mean_of_medians_of_the_tasks_not_left_out() -> None:
     runs = {"a": [66.67, 33.33, 100.0], "b": [42.86, 42.86, 50.0], "c": [10.0, 20.0, 30.0],
             "d": [100.0, None, 100.0]}  # fmt: skip
     domains = {"a": "Legal", "b": "Finance", "c": "Legal", "d": "Legal"}
     lines = [_apex_line(t, e, p, domains[t]) for t, ps in runs.items() for e, p in enumerate(ps)]
-    lines += [_apex_line("c", 0, None, "Legal", model="other")]  # skipped for every model
-    block = judged_figures(lines)["apex"]["models"]["m"]
-    medians = [statistics.median(runs[t]) for t in ("a", "b")]  # c and d are left out
+    lines += [_apex_line("c", 0, None, "Legal", model="other")]  # that model's answer only
+    block = benchmark_figures(lines)["apex"]["models"]["m"]
+    medians = [statistics.median(runs[t]) for t in ("a", "b", "c")]  # d is left out
     assert block["score"] == statistics.mean(medians)
-    assert block["n_tasks"] == 2 and block["skipped_tasks"] == 2
-    assert block["domains"]["Legal"] == {"score": 66.67, "n_tasks": 1}
-    judge = judged_figures(lines)["apex"]["judge"]
-    assert judge == {"used": ["gemini/gemini-2.5-flash"], "published": "gemini-2.5-flash",
-                     "differs": False}  # fmt: skip
+    assert block["n_tasks"] == 3 and block["skipped_tasks"] == 1
+    legal = [statistics.median(runs[t]) for t in ("a", "c")]
+    assert block["domains"]["Legal"] == {"score": statistics.mean(legal), "n_tasks": 2}
+    assert block["judge"] == {"used": ["gemini/gemini-2.5-flash"], "published": "gemini-2.5-flash",
+                              "differs": False}  # fmt: skip
+    other = benchmark_figures(lines)["apex"]["models"]["other"]
+    assert (other["n_tasks"], other["skipped_tasks"], other["score"]) == (0, 1, None)
 
 
 def test_prbench_figures_average_tasks_in_file_order_per_split() -> None:
@@ -275,7 +277,7 @@ def test_prbench_figures_average_tasks_in_file_order_per_split() -> None:
                                   "splits": ["legal"] if i % 2 else ["legal", "legal_hard"]}}}
         for i, s in enumerate(scores)
     ]  # fmt: skip
-    block = judged_figures(lines)["prbench"]
+    block = benchmark_figures(lines)["prbench"]
     in_file_order = scores[::-1]
     assert block["mean_clipped"] == float(np.mean(in_file_order))
     assert block["std_normalized"] == float(np.std([s / 2 for s in in_file_order]))

@@ -9,9 +9,13 @@ The official protocols, computed exactly as the upstream evaluation code compute
 - :mod:`.lexam` — LEXam's MCQ extraction and judge grade; :mod:`.lexam_prompts` its prompts,
   verbatim; :mod:`.lexam_judge` its open-question judge, asked through the engine.
 - :mod:`.graders` — the graders the built-in registry gives those protocols' records.
+- :mod:`.legalbench_protocol`, :mod:`.lexam_protocol` — each benchmark as one object on
+  the protocol registry (:mod:`pytest_legaleval.grading.protocols`): its id and version,
+  graders, the figures of ``benchmarks.<name>``, its terminal line, report tables and cards.
 
 Each module cites the upstream commit it follows. The per-task and headline figures of a
-run are :func:`pytest_legaleval.metrics.benchmarks.benchmark_figures`. Pure (but for the
+run are :func:`pytest_legaleval.metrics.benchmarks.benchmark_figures`, which iterates over
+the registry. Pure (but for the
 judge's calls through the engine): never imports pytest, the pipeline or the run directory.
 """
 
