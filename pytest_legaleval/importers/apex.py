@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.formats.judged_benchmarks import apex_generation_prompt
 from pytest_legaleval.importers.base import (
     Importer,
     ImportOptions,
@@ -128,13 +129,11 @@ def record(
         "license": LICENCE,
     }  # fmt: skip
     if official:
-        from pytest_legaleval.grading.official.apex import generation_prompt
-
         raw = row.get("Rubric JSON")
         rubric_json = raw.strip() if isinstance(raw, str) else json.dumps(raw)
         meta["rubric_json"] = rubric_json
         domain, given = row.get("Domain", ""), row.get("Prompt", "")
-        prompt = generation_prompt(
+        prompt = apex_generation_prompt(
             domain if isinstance(domain, str) else "", given if isinstance(given, str) else ""
         )
     out = new_record(f"apexv1:{task_id(row)}", "apexv1", "rubric_qa", prompt, metadata=meta)
@@ -162,7 +161,7 @@ def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
 IMPORTER = Importer(
     name="apex",
     what="APEX-v1-extended tasks: prompt, weighted rubric, attached document",
-    version=1,
+    version=2,
     files=files,
     rows=rows,
     names_files=True,

@@ -92,6 +92,7 @@ def cache_key(
         _digest_file(digest, code)
     # The official protocols' prompts are written by the importers from this module.
     _digest_file(digest, Path(__file__).parents[1] / "grading" / "official" / "lexam_prompts.py")
+    _digest_file(digest, Path(__file__).parents[1] / "formats" / "judged_benchmarks.py")
     for path in inputs:
         try:
             name = path.resolve().relative_to(root.resolve()).as_posix()

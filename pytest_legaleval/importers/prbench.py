@@ -44,6 +44,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.formats.judged_benchmarks import prbench_weight
 from pytest_legaleval.importers.base import (
     Importer,
     ImportOptions,
@@ -168,8 +169,6 @@ def official_rubric(row: Mapping[str, Any]) -> list[dict[str, Any]]:
         RowError: a criterion upstream cannot read (no title text, no weight_class weight).
 
     """
-    from pytest_legaleval.grading.official.prbench import PrbenchScoringError, weight_of
-
     items = row.get("rubric")
     if isinstance(items, str):
         try:
@@ -184,10 +183,10 @@ def official_rubric(row: Mapping[str, Any]) -> list[dict[str, Any]]:
         title = item.get("title") if isinstance(item, dict) else None
         if not isinstance(annotations, dict) or not isinstance(title, str) or not title:
             raise RowError(f"rubric[{position}] has no annotations or no title text")
-        try:
-            weight = weight_of(annotations)
-        except PrbenchScoringError as exc:
-            raise RowError(f"rubric[{position}]: {exc}") from None
+        key, weight = prbench_weight(annotations)
+        if weight is None:
+            why = f"{key} is not a number" if key else "no weight_class"
+            raise RowError(f"rubric[{position}]: {why}")
         criterion: dict[str, Any] = {
             "id": str(item.get("id") or f"criterion_{position + 1}"),
             "title": title,
@@ -339,7 +338,7 @@ def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
 IMPORTER = Importer(
     name="prbench",
     what="PRBench conversations: every turn, reference texts, weighted rubric",
-    version=1,
+    version=2,
     files=files,
     rows=rows,
 )

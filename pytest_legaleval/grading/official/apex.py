@@ -1,4 +1,3 @@
-# ruff: noqa: E501
 """APEX-v1's own protocol (``apex_official``): prompts, reply reader, task and headline scores.
 
 Read from Mercor-Intelligence/apex-evals at commit fc4ca761d291486fca905adb2c4ebd0dfad0caa5
@@ -37,8 +36,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_legaleval.errors import LegalEvalError
+from pytest_legaleval.formats.judged_benchmarks import (
+    APEX_FILES_HEADER as FILES_HEADER,
+)
+from pytest_legaleval.formats.judged_benchmarks import (
+    APEX_RESPONSE_GENERATION_PROMPT as RESPONSE_GENERATION_PROMPT,
+)
+from pytest_legaleval.formats.judged_benchmarks import (
+    apex_generation_prompt as generation_prompt,
+)
 
 __all__ = [
+    "FILES_HEADER",
     "GRADING_PROMPT",
     "PROTOCOL",
     "PROTOCOL_VERSION",
@@ -64,7 +73,6 @@ PROTOCOL = "apex_official"
 PROTOCOL_VERSION = 1
 PUBLISHED_JUDGE = "gemini-2.5-flash"
 """The judge of the published figures (``run_with_hf.py``: ``GRADING_MODEL``)."""
-FILES_HEADER = "==== Attached files content: ===="
 
 GRADING_PROMPT = (
     "You are evaluating a model-generated response\n"
@@ -91,30 +99,6 @@ GRADING_PROMPT = (
     "\n"
     "Keep your explanation brief and focus on the key points that justify your result."
 )
-RESPONSE_GENERATION_PROMPT = (
-    "SYSTEM_PROMPT\n"
-    "You are an AI assistant that produces final, domain-appropriate deliverables from a given task description and (optionally) attached files. You will be given the following inputs:\n"
-    "Inputs\n"
-    '• Task Domain: <Domain>  (e.g., "Operations")\n'
-    "• Task Prompt: <Prompt>\n"
-    "• Attachments:\n"
-    "  ==== Attached files content: ====\n"
-    "  === <File_1> ===\n"
-    "  <File_1_Contents>\n"
-    "  === <File_2> ===\n"
-    "  <File_2_Contents>\n"
-    "  … (repeat as needed)\n"
-    "Ground Rules\n"
-    "1) You must not ask follow-up questions. Interpret the prompt as best you can and produce the best complete answer given the information provided.\n"
-    "2) Use the attachments as primary sources.\n"
-    '3) Treat each "=== <File_Name> === …" block as the full content of that file.\n'
-    "All of the source files that you need have been added to the prompt.\n"
-    "Inputs\n"
-    "• Task Domain: {{Domain}}\n"
-    "• Task Prompt: {{Prompt}}\n"
-    "• Attachments:\n"
-    "\n"
-)
 
 _FENCE_OPEN = re.compile(r"^```(?:json)?\s*\n")
 _FENCE_CLOSE = re.compile(r"\n```\s*$")
@@ -123,15 +107,6 @@ _RESULT = re.compile(r'"result"\s*:\s*([01])')
 
 class ApexReplyError(LegalEvalError, ValueError):
     """A judge reply ``parse_llm_json_response`` cannot read, or a rubric it cannot use."""
-
-
-def generation_prompt(domain: str, prompt: str, files: Sequence[tuple[str, str]] = ()) -> str:
-    """The one user message that asks for an answer (``files``: name and text of each)."""
-    text = RESPONSE_GENERATION_PROMPT.replace("{{Domain}}", domain).replace("{{Prompt}}", prompt)
-    parsed = "\n\n".join(f"=== {name} ===\n{body.strip()}" for name, body in files)
-    if parsed.strip():
-        return f"{text}\n\n{FILES_HEADER}\n\n{parsed}"
-    return text
 
 
 def rubric_criteria(rubric_json: object) -> list[tuple[str, Mapping[str, Any]]]:

@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_legaleval.errors import LegalEvalError
+from pytest_legaleval.formats.judged_benchmarks import prbench_weight
 from pytest_legaleval.grading.official.numeric import numpy_mean, pairwise_sum
 
 __all__ = [
@@ -199,15 +200,11 @@ def weight_of(annotations: Mapping[str, object]) -> float:
         PrbenchScoringError: no ``weight_class``, or no number under the key it names.
 
     """
-    weight_class = annotations.get("weight_class")
-    if not isinstance(weight_class, str):
+    key, value = prbench_weight(annotations)
+    if not key:
         raise PrbenchScoringError("a criterion has no weight_class")
-    key = weight_class.replace(" ", "_") + "_weight"
-    value = annotations.get(key)
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        raise PrbenchScoringError(
-            f"weight_class {weight_class!r} names {key}, which is not a number"
-        )
+    if value is None:
+        raise PrbenchScoringError(f"weight_class names {key}, which is not a number")
     return value
 
 
