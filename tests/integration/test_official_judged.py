@@ -18,12 +18,19 @@ from typing import Any
 
 import pytest
 
+from pytest_legaleval.formats.loader import load_dataset
+from pytest_legaleval.grading.policies import PolicyBook
+from pytest_legaleval.grading.prompts import build_messages
+from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.records import Record
+from pytest_legaleval.report import render_report
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
 from .conftest import DATA, read_jsonl, run_dirs, write_jsonl
 
 PRBENCH = json.loads((DATA / "official" / "prbench_expected.json").read_text("utf-8"))
 APEX = json.loads((DATA / "official" / "apex_expected.json").read_text("utf-8"))
+FINANCE = "benchmarks.prbench.splits.finance.mean_clipped"
 
 
 def _sha(text: str) -> str:
@@ -116,6 +123,41 @@ def test_prbench_official_prompts_scores_and_figures_equal_upstream(
         )
     assert {line["reason"] for line in again} == {line["reason"] for line in lines}
     assert replayed["benchmarks"]["prbench"]["judge"]["differs"] is True  # unknown judge
+
+    gated = pytester.runpytest(
+        "--dataset", "prbench:prbench", "--responses", str(responses), "--run-dir", "gated",
+        "--judgments", "verdicts.jsonl", "--gate", f"{FINANCE}>=0",
+    )  # fmt: skip
+    gated.stdout.fnmatch_lines([f"FAILED gate {FINANCE}>=0*"])
+    page = render_report(load_run(run))
+    assert '<div class="benchmark" data-benchmark="prbench"><h3>PRBench</h3>' in page
+    assert 'data-metric="benchmarks.prbench.mean_clipped"' in page
+    assert '<table class="official" id="prbench-splits">' in page
+
+
+def _records(path: str) -> list[Record]:
+    return [e for e in load_dataset([path]).entries if isinstance(e, Record)]
+
+
+def _generation_sha(record: Record, book: PolicyBook) -> str:
+    messages = build_messages(record, book.get(record.policy_id or ""))
+    return _sha(json.dumps(messages, ensure_ascii=False))
+
+
+def test_the_generation_messages_are_the_official_ones(pytester: pytest.Pytester) -> None:
+    shutil.copytree(DATA / "official" / "prbench", pytester.path / "prbench")
+    book = PolicyBook()
+    sent = {
+        record.id.split(":")[1]: _generation_sha(record, book)
+        for record in _records(f"prbench:{pytester.path / 'prbench'}")
+    }
+    for split in PRBENCH["splits"].values():
+        assert [sent[t] for t in split["tasks"]] == split["gen_sha256"]
+    shutil.copyfile(DATA / "official" / "apex" / "tasks.csv", pytester.path / "tasks.csv")
+    apex = _records(f"apex:{pytester.path / 'tasks.csv'}")
+    messages = [build_messages(r, book.get(r.policy_id or "")) for r in apex]
+    assert all([m["role"] for m in one] == ["user"] for one in messages)
+    assert [_sha(one[0]["content"]) for one in messages] == APEX["generation_sha256"]
 
 
 def test_apex_official_runs_median_skips_and_judge_failures(
