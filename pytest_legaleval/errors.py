@@ -26,6 +26,8 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     ├── util.paths: PathRefused(ValueError)        a path outside its allowed folder
     ├── importers.base: RowError(ValueError)       one source row that cannot be a record
     ├── grading.official.legalbench: OfficialScoringError(ValueError)
+    ├── grading.official.prbench: PrbenchScoringError(ValueError)   a rubric PRBench cannot score
+    ├── grading.official.apex: ApexReplyError(ValueError)   a reply or rubric APEX cannot read
     ├── engine.local_server: LocalModelError(RuntimeError)
     ├── engine.retry: ProviderError                a classified model-endpoint failure
     ├── service.storage: StorageError(OSError)     the data directory cannot be written
