@@ -33,7 +33,9 @@ both with the stripped turns and every reference text, as before.
 
 The Hard subsets repeat tasks of the main splits (the same ``task``, another ``canary``):
 one record per task, ``metadata.splits`` listing every split it belongs to (from the
-canary ``prbench:sample:<split>:<task>``, else the file name, else ``field``).
+canary ``prbench:sample:<split>:<task>``, else the file name, else ``field``) and
+``metadata.split_positions`` its place among each split's rows (PRBench averages a split's
+tasks in its file's order).
 """
 
 from __future__ import annotations
@@ -270,6 +272,7 @@ def record(
     protocol: str = "lbr",
     path: Path | None = None,
     splits: Sequence[str] = (),
+    positions: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The ``rubric_qa`` record of one PRBench conversation under ``protocol``.
 
@@ -293,6 +296,8 @@ def record(
             metadata[key] = row[key]
     if splits:
         metadata["splits"] = list(splits)
+    if positions:
+        metadata["split_positions"] = dict(positions)
     prompt = [m["content"] for m in messages if m["role"] == "user"][-1]
     out = new_record(f"prbench:{source_id}", "prbench", "rubric_qa", prompt, metadata=metadata)
     out["messages"] = messages
@@ -312,7 +317,8 @@ def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
     all its rows (``--split NAME`` keeps the tasks in that split).
     """
     protocol = resolve_protocol("prbench", options.protocol) or OFFICIAL
-    seen: dict[str, tuple[str, Path, Any, list[str]]] = {}
+    seen: dict[str, tuple[str, Path, Any, dict[str, int]]] = {}
+    counters: dict[str, int] = {}
     unread: list[tuple[str, Any]] = []
     for path in files(paths):
         for position, row in enumerate(read_table(path), start=1):
@@ -322,17 +328,23 @@ def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
                 continue
             key = task_id(row)
             if key not in seen:
-                seen[key] = (where, path, row, [])
-            splits = seen[key][3]
-            splits.extend(s for s in splits_of(row, path) if s not in splits)
+                seen[key] = (where, path, row, {})
+            places = seen[key][3]
+            for split in splits_of(row, path):
+                if split not in places:  # its place among its split's rows, files in order
+                    places[split] = counters[split] = counters.get(split, -1) + 1
     for where, row in unread:
         yield SourceRow.built(where, None, record, row)
-    for where, path, row, splits in seen.values():
-        ordered = [s for s in ("finance", "legal", "finance_hard", "legal_hard") if s in splits]
+    for where, path, row, places in seen.values():
+        ordered: list[str] = [
+            s for s in ("finance", "legal", "finance_hard", "legal_hard") if s in places
+        ]
+        ordered += sorted(set(places) - set(ordered))
         if options.split is not None and options.split not in ordered:
             continue
-        split = ordered[0] if ordered else None
-        yield SourceRow.built(where, split, record, row, protocol, path, ordered)
+        first = ordered[0] if ordered else None
+        positions = {s: places[s] for s in ordered}
+        yield SourceRow.built(where, first, record, row, protocol, path, ordered, positions)
 
 
 IMPORTER = Importer(

@@ -173,6 +173,7 @@ def test_prbench_import_keeps_hard_splits_and_upstream_turns(tmp_path: Path) -> 
     files = [folder / "legal.jsonl", folder / "legal_hard.jsonl", folder / "finance.jsonl"]
     rows = list(get_importer("prbench").rows(files, ImportOptions()))
     records = {r.record["id"]: r.record for r in rows if r.record}
+    assert records["prbench:t1"]["metadata"]["split_positions"] == {"legal": 0, "legal_hard": 1}
     assert {k: v["metadata"]["splits"] for k, v in records.items()} == {
         "prbench:t1": ["legal", "legal_hard"], "prbench:t2": ["legal"],
         "prbench:t3": ["legal", "legal_hard"], "prbench:f1": ["finance"],
@@ -185,7 +186,7 @@ def test_prbench_import_keeps_hard_splits_and_upstream_turns(tmp_path: Path) -> 
     lbr = list(get_importer("prbench").rows(files[:1], ImportOptions(protocol="lbr")))
     assert {r.record["metadata"]["policy_id"] for r in lbr if r.record} == {"prbench_v1"}
     hard = list(get_importer("prbench").rows(files, ImportOptions(split="legal_hard")))
-    assert [r.record["id"] for r in hard if r.record] == ["prbench:t1", "prbench:t3"]
+    assert {r.record["id"] for r in hard if r.record} == {"prbench:t1", "prbench:t3"}
 
 
 def test_prbench_parquet_rows_get_no_reference_blocks_as_upstream_reads_them() -> None:
@@ -270,17 +271,25 @@ def test_apex_headline_is_the_mean_of_medians_of_the_tasks_not_left_out() -> Non
 
 
 def test_prbench_figures_average_tasks_in_file_order_per_split() -> None:
-    scores = [0.1, 0.7, 0.2, -0.3]
+    # 0.1 + 0.2 + 0.3 != 0.3 + 0.2 + 0.1 in floating point: the order must be the file's
+    scores = [0.3, 0.7, 0.2, 0.1]
+    hard = {0: 2, 2: 1, 3: 0}  # the Hard file lists t3, t2, t0
     lines = [
         {"record_id": f"prbench:t{i}", "model": "m", "policy_id": "prbench_official",
-         "details": {"official": {"score": s, "normalized": s / 2, "order": 3 - i,
-                                  "splits": ["legal"] if i % 2 else ["legal", "legal_hard"]}}}
+         "details": {"official": {
+             "score": s, "normalized": s / 2, "order": 3 - i,
+             "splits": ["legal", "legal_hard"] if i in hard else ["legal"],
+             "positions": {"legal": 3 - i, **({"legal_hard": hard[i]} if i in hard else {})},
+         }}}
         for i, s in enumerate(scores)
     ]  # fmt: skip
     block = benchmark_figures(lines)["prbench"]
     in_file_order = scores[::-1]
     assert block["mean_clipped"] == float(np.mean(in_file_order))
     assert block["std_normalized"] == float(np.std([s / 2 for s in in_file_order]))
-    assert block["splits"]["legal_hard"]["n"] == 2 and block["splits"]["legal"]["n"] == 4
-    assert block["negative_tasks"] == 1
+    hard_order = [scores[3], scores[2], scores[0]]
+    assert block["splits"]["legal_hard"]["mean_clipped"] == float(np.mean(hard_order))
+    assert float(np.mean(hard_order)) != float(np.mean(hard_order[::-1]))
+    assert block["splits"]["legal_hard"]["n"] == 3 and block["splits"]["legal"]["n"] == 4
+    assert block["negative_tasks"] == 0
     assert block["judge"]["differs"] is True  # no judge recorded: not the published one

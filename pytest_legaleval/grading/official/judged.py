@@ -184,6 +184,13 @@ def _base(record: Record, benchmark: str) -> dict[str, Any]:
     }
     if benchmark == "prbench":
         base["splits"] = _splits(record)
+        positions = record.metadata.get("split_positions")
+        if isinstance(positions, Mapping):
+            base["positions"] = {
+                str(k): v
+                for k, v in positions.items()
+                if isinstance(v, int) and not isinstance(v, bool)
+            }
     else:
         domain = record.metadata.get("domain")
         base["domain"] = domain if isinstance(domain, str) else ""

@@ -70,11 +70,13 @@ def judge_block(tallies: Sequence[JudgedTally], published: str) -> dict[str, Any
 
 
 def beside(tallies: Sequence[JudgedTally]) -> dict[str, Any]:
-    """Our own accounting of the first epoch, beside the official figures."""
-    first = tallies[0]
+    """Our own accounting over every epoch's items, beside the official figures."""
     return {
-        "judge_failed_unmet": first.failed_unmet,
-        "ours": {"graded": first.graded, "judge_errors": first.judge_errors},
+        "judge_failed_unmet": sum(t.failed_unmet for t in tallies),
+        "ours": {
+            "graded": sum(t.graded for t in tallies),
+            "judge_errors": sum(t.judge_errors for t in tallies),
+        },
     }
 
 

@@ -71,10 +71,14 @@ def _epoch(tally: JudgedTally) -> dict[str, dict[str, Any]]:
             continue
         order = official.get("order")
         place = order if isinstance(order, int) and not isinstance(order, bool) else 0
-        entry = (place, record_id, score, number(official.get("normalized")))
-        every.append(entry)
+        normalized = number(official.get("normalized"))
+        every.append((place, record_id, score, normalized))
+        positions = mapping(official.get("positions"))
         for split in official.get("splits") or []:
-            per_split[str(split)].append(entry)
+            # its place in its split's file, where the importer recorded it
+            at = positions.get(str(split))
+            at = at if isinstance(at, int) and not isinstance(at, bool) else place
+            per_split[str(split)].append((at, record_id, score, normalized))
     names = [s for s in pr.SPLITS if s in per_split]
     names += sorted(set(per_split) - set(pr.SPLITS))
     return {
