@@ -91,6 +91,18 @@ def rubric(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     return criteria
 
 
+def _criteria_count(rubric_json: str) -> int:
+    """How many criteria APEX's ``GradingTask`` finds (a list of objects is merged)."""
+    try:
+        parsed = json.loads(rubric_json)
+    except ValueError:
+        return -1
+    if isinstance(parsed, list):
+        keys = {k for entry in parsed if isinstance(entry, dict) for k in entry}
+        return len(keys)
+    return len(parsed) if isinstance(parsed, dict) else -1
+
+
 def attachments(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The task's documents (one relative path a line), as the record's attachments."""
     raw = row.get("File Attachments")
@@ -132,6 +144,9 @@ def record(
         raw = row.get("Rubric JSON")
         rubric_json = raw.strip() if isinstance(raw, str) else json.dumps(raw)
         meta["rubric_json"] = rubric_json
+        if len(criteria) != _criteria_count(rubric_json):
+            # APEX's grader stops on a criterion that is not an object and drops the task
+            raise RowError("a criterion of Rubric JSON is not an object: APEX skips the task")
         domain, given = row.get("Domain", ""), row.get("Prompt", "")
         prompt = apex_generation_prompt(
             domain if isinstance(domain, str) else "", given if isinstance(given, str) else ""

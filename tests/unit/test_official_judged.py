@@ -293,3 +293,17 @@ def test_prbench_figures_average_tasks_in_file_order_per_split() -> None:
     assert block["splits"]["legal_hard"]["n"] == 3 and block["splits"]["legal"]["n"] == 4
     assert block["negative_tasks"] == 0
     assert block["judge"]["differs"] is True  # no judge recorded: not the published one
+
+
+def test_rows_the_official_code_cannot_score_are_refused_with_the_reason() -> None:
+    from pytest_legaleval.importers import apex, prbench
+    from pytest_legaleval.importers.base import RowError
+
+    rubric = json.dumps({"a": {"description": "d"}, "b": "not an object"})
+    with pytest.raises(RowError, match="APEX skips the task"):
+        apex.record({"Task ID": "x", "Prompt": "P", "Rubric JSON": rubric}, None, "apex_official")
+    criterion = {"id": "c", "title": "T", "annotations": {"weight_class": "important"}}
+    no_weight = {"task": "p", "prompt_0": "Q?", "rubric": [criterion]}
+    with pytest.raises(RowError, match="important_weight is not a number"):
+        prbench.record(no_weight, "prbench_official")
+    assert prbench.record(no_weight, "lbr")["rubric"][0]["id"] == "c"  # LBR's reading keeps it
