@@ -198,3 +198,31 @@ def test_apex_official_runs_median_skips_and_judge_failures(
     result.stdout.fnmatch_lines(
         ["*official apex (apex_official): score*not comparable with the leaderboard*"]
     )
+
+
+def test_apex_attached_files_follow_the_prompt_as_upstream_lays_them_out(
+    pytester: pytest.Pytester,
+) -> None:
+    import csv
+
+    (pytester.path / "docs").mkdir()
+    (pytester.path / "docs" / "lease.txt").write_text("\n  Rent: EUR 900.  \n", "utf-8")
+    (pytester.path / "docs" / "notice.txt").write_text("Notice given.", "utf-8")
+    with (pytester.path / "train.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["Task ID", "Domain", "Prompt", "Rubric JSON", "File Attachments"])
+        writer.writerow(["t", "Legal", "Review the lease.", '{"c": {"description": "d"}}',
+                         "docs/lease.txt\ndocs/notice.txt"])  # fmt: skip
+    (record,) = _records(f"apex:{pytester.path / 'train.csv'}")
+    (message,) = build_messages(record, PolicyBook().get("apex_official"))
+    from pytest_legaleval.grading.official.apex import generation_prompt
+
+    expected = generation_prompt(
+        "Legal", "Review the lease.", [("lease.txt", "\n  Rent: EUR 900.  \n"),
+                                       ("notice.txt", "Notice given.")]
+    )  # fmt: skip
+    assert message == {"role": "user", "content": expected}
+    assert expected.endswith(
+        "\n\n==== Attached files content: ====\n\n=== lease.txt ===\nRent: EUR 900.\n\n"
+        "=== notice.txt ===\nNotice given."
+    )
