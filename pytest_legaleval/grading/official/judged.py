@@ -325,9 +325,12 @@ async def _judge_all(
         verdicts=verdicts,
     )
     if any(a.cancelled for a in asked):
+        # An interrupted judging is no verdict at all, not a judge failure: upstream would
+        # have finished asking, so the item is in no official figure.
+        official = {**grade.details.get("official", {}), "score": None, "percent": None}
+        details = {**grade.details, "official": official}
         why = "the run was cancelled while the judge was being asked"
-        return Grade("error", None, None, "cancelled", why, grader, grade.details, summary,
-                     exchanges)  # fmt: skip
+        return Grade("error", None, None, "cancelled", why, grader, details, summary, exchanges)
     return dataclasses.replace(grade, judge=summary, exchanges=exchanges)
 
 
