@@ -198,6 +198,19 @@ def test_apex_official_runs_median_skips_and_judge_failures(
     result.stdout.fnmatch_lines(
         ["*official apex (apex_official): score*not comparable with the leaderboard*"]
     )
+    (run,) = run_dirs(pytester.path / "runs")
+    shutil.copyfile(run / "predictions.jsonl", pytester.path / "verdicts.jsonl")
+    with MockOpenAIServer() as server:
+        _, _, replayed = _run(
+            pytester, "apex:tasks.csv", responses, "replayed", "--epochs", "3",
+            "--judgments", "verdicts.jsonl",
+        )  # fmt: skip
+        assert server.stats()["requests"] == 0
+    again = replayed["benchmarks"]["apex"]
+    assert (again["score"], again["domains"], again["skipped_tasks"]) == (
+        APEX["score"], APEX["domains"], APEX["skipped"],
+    )  # fmt: skip
+    assert again["judge_failed_unmet"] == 11
 
 
 def test_apex_attached_files_follow_the_prompt_as_upstream_lays_them_out(
