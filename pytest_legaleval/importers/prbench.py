@@ -23,11 +23,12 @@ byte for byte as PRBench's ``evals.py`` builds its conversation (turns not strip
 turn counts when it has text other than blanks), each criterion's ``title`` as given and
 its weight where ``weight_class`` names it (a row without one is refused: upstream cannot
 score it). Reference texts reach a turn exactly when upstream's code would prepend them:
-``process_reference_texts`` prepends a *list* cell, which is what pandas gives for JSON
-Lines — the layout ``evals.py`` reads — while pandas hands a Parquet list column over as
-an array, which that code passes by; so rows from the Hub's Parquet files get no
-reference blocks under this protocol, rows from JSON or JSON Lines get them (a list cell
-beside a turn with no prompt, where upstream would stop on ``str + None``, adds nothing).
+``process_reference_texts`` prepends a *list* cell. The public ``evals.py`` (d6a7042)
+loads the Hub's Parquet release with ``datasets`` and ``to_pandas()``, which hands that
+code arrays, so rows from Parquet files get no reference blocks under this protocol; the
+earlier ``evals.py`` (070abdf) reads JSON Lines, whose lists it prepends, so rows from JSON
+or JSON Lines get them (a list cell beside a turn with no prompt, where upstream would stop
+on ``str + None``, adds nothing).
 ``lbr`` keeps LBR's ``prbench_v1`` policy and ``prbench_paper_v1`` our paper-style one,
 both with the stripped turns and every reference text, as before.
 

@@ -1,11 +1,13 @@
 # ruff: noqa: E501
 """PRBench's own protocol (``prbench_official``): judge prompt, reply reader, task scores.
 
-Read from scaleapi/PRBench at commit 070abdf5d72d07885058cd36da9e9531c45ba535
-(``util.py``, ``criteria.py``, ``evals.py``, ``config.yaml``; ``constants.py`` as stored at
-cc0152a6e5c7b401b35c86d17fa1b78de01b4d17, unchanged since). Our own code, checked against
-those functions in the tests; only :data:`GRADER_TEMPLATE` is upstream's text, kept byte
-for byte because the protocol must send it so (the tests pin its sha256).
+Read from scaleapi/PRBench: ``evals.py`` at commit d6a70429293f6954e40688f108eaee2c37587159
+(the public harness: data from the Hub, ``mean_clipped`` = ``max(0, mean)``, the figure its
+README says the paper reports), ``util.py``, ``criteria.py`` and ``config.yaml`` at
+070abdf5d72d07885058cd36da9e9531c45ba535 and ``constants.py`` at
+cc0152a6e5c7b401b35c86d17fa1b78de01b4d17 (the versions stored). Our own code, checked
+against those functions in the tests; only :data:`GRADER_TEMPLATE` is upstream's text,
+kept byte for byte because the protocol must send it so (the tests pin its sha256).
 
 - Generation: the conversation's turns as chat messages, no system prompt; each
   ``prompt_i`` is preceded by its ``reference_texts_i`` as ``Reference Text j:`` blocks
@@ -22,12 +24,12 @@ for byte because the protocol must send it so (the tests pin its sha256).
   "_weight"]`` (negatives kept); a task's points are Σ w·met, its score Σ w·met / Σ w⁺
   (``get_clipped_points``: unclipped despite the name, it can be negative) and its
   normalized score (Σ w·met − Σ w⁻) / (Σ w⁺ − Σ w⁻) (``get_normalized_points``).
-- Figures (``run_evals_off_platform``): ``mean_clipped`` / ``std_clipped`` and
-  ``mean_normalized`` / ``std_normalized`` are ``np.mean`` / ``np.std`` (population) over
-  the tasks, bit for bit (:func:`numpy_std`). The paper's headline is ``mean_clipped``;
-  ``mean`` is the same mean of the task scores under a plain name (upstream's "clipped"
-  points are Σ w·met / Σ w⁺, never cut to [0, 1]), and ``negative_tasks`` counts the tasks
-  whose penalties outweigh what they earned.
+- Figures (``run_evals_off_platform``): ``mean_normalized`` / ``std_normalized`` and
+  ``std_clipped`` are ``np.mean`` / ``np.std`` (population) over the tasks, bit for bit
+  (:func:`numpy_std`); ``mean_clipped`` is ``max(0, np.mean(...))`` of the task scores —
+  the mean, floored at 0 (the paper's headline). ``mean`` is that mean before the floor
+  (upstream's older ``evals.py`` at 070abdf reported it as ``mean_clipped``), and
+  ``negative_tasks`` counts the tasks whose penalties outweigh what they earned.
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ __all__ = [
 ]
 
 UPSTREAM_REPO = "scaleapi/PRBench"
-UPSTREAM_COMMIT = "070abdf5d72d07885058cd36da9e9531c45ba535"
+UPSTREAM_COMMIT = "d6a70429293f6954e40688f108eaee2c37587159"
+"""``evals.py``, which computes the figures (``util.py`` and the rest: module docstring)."""
 PROTOCOL = "prbench_official"
 PROTOCOL_VERSION = 1
 PUBLISHED_JUDGE = "o4-mini"
@@ -259,12 +262,14 @@ def split_figures(clipped: Sequence[float], normalized: Sequence[float]) -> dict
     if not clipped:
         return {"n": 0, "mean_clipped": None, "std_clipped": None, "mean_normalized": None,
                 "std_normalized": None, "mean": None, "negative_tasks": 0}  # fmt: skip
+    mean = numpy_mean(clipped)
     return {
         "n": len(clipped),
-        "mean_clipped": numpy_mean(clipped),
+        # Python's max, as upstream: an int 0 when the mean is not above 0
+        "mean_clipped": max(0, mean),
         "std_clipped": numpy_std(clipped),
         "mean_normalized": numpy_mean(normalized) if normalized else None,
         "std_normalized": numpy_std(normalized) if normalized else None,
-        "mean": numpy_mean(clipped),
+        "mean": mean,
         "negative_tasks": sum(1 for c in clipped if c < 0),
     }

@@ -5,9 +5,9 @@ The figures of ``benchmarks.prbench`` (the per-item facts come from
 ``evals.py`` reports them for a file of tasks: per split
 (``splits.<finance|legal|finance_hard|legal_hard>``; a Hard-subset task counts in its
 field's split too, as it is in both files upstream) and over every task of the run:
-``mean_clipped`` / ``std_clipped`` (NumPy's mean and population std of the tasks'
-Σ w·met / Σ w⁺, unclipped despite the name — the paper's headline), ``mean_normalized`` /
-``std_normalized``, ``mean`` (the same mean under a plain name), ``negative_tasks`` and
+``mean_clipped`` (``max(0, np.mean)`` of the tasks' Σ w·met / Σ w⁺ — the paper's
+headline), ``mean`` (that mean before the floor), ``std_clipped`` (NumPy's population std
+of the same scores), ``mean_normalized`` / ``std_normalized``, ``negative_tasks`` and
 ``n``. Tasks are averaged in file order, as upstream's data frame holds them (a float sum
 depends on its order). With several epochs each figure is the mean of its per-epoch
 values. Beside them: :mod:`.judged_figures` (judge failures scored not met, our judge
@@ -142,7 +142,8 @@ class PrbenchProtocol(BenchmarkProtocol):
         ours = mapping(figures.get("ours"))
         return (
             f"mean_clipped {figure(figures.get('mean_clipped'), 4)} over "
-            f"{figures.get('n', 0)} tasks (mean of Σ w·met / Σ w⁺, unclipped)"
+            f"{figures.get('n', 0)} tasks (max(0, mean of Σ w·met / Σ w⁺); mean "
+            f"{figure(figures.get('mean'), 4)})"
             f"{'; ' + shown if shown else ''}; judge failures scored not met as upstream "
             f"does: {figures.get('judge_failed_unmet', 0)}; ours: "
             f"{ours.get('judge_errors', 0)} judge errors, never a 0{judge_note(figures)}"
@@ -152,8 +153,9 @@ class PrbenchProtocol(BenchmarkProtocol):
         """How each figure is read."""
         return (
             "A task scores Σ w·met / Σ w⁺ with the weight each criterion's `weight_class` "
-            "names, penalties kept and never clipped (PRBench's `mean_clipped` is the mean "
-            "of these; `mean_normalized` maps each task's range to 0–1). A judge reply "
+            "names, penalties kept and never clipped; `mean` is the mean over tasks and "
+            "PRBench's `mean_clipped` that mean floored at 0, the figure its paper reports "
+            "(`mean_normalized` maps each task's range to 0–1 first). A judge reply "
             "PRBench cannot read, or a failed call, is not met there. Our own accounting "
             "keeps those items as judge errors, beside the figures and never in them."
         )
@@ -165,7 +167,7 @@ class PrbenchProtocol(BenchmarkProtocol):
             return Cell(text, kind="", header=True)
 
         columns = Row((
-            head("model"), head("split"), head("mean_clipped"), head("std_clipped"),
+            head("model"), head("split"), head("mean_clipped"), head("mean"), head("std_clipped"),
             head("mean_normalized"), head("std_normalized"), head("n"),
             head("negative tasks"), *beside_heads(),
         ))  # fmt: skip
@@ -181,7 +183,7 @@ class PrbenchProtocol(BenchmarkProtocol):
                     Cell(model or "this run", kind=""), Cell(name, kind=""),
                     Cell(figure(block.get("mean_clipped")), kind="num headline",
                          data=(("figure", "mean_clipped"),)),
-                    Cell(figure(block.get("std_clipped"))),
+                    Cell(figure(block.get("mean"))), Cell(figure(block.get("std_clipped"))),
                     Cell(figure(block.get("mean_normalized"))),
                     Cell(figure(block.get("std_normalized"))),
                     Cell(count(block.get("n"))), Cell(count(block.get("negative_tasks"))),
@@ -195,7 +197,7 @@ class PrbenchProtocol(BenchmarkProtocol):
             "PRBench mean_clipped (official)", figure(figures.get("mean_clipped")),
             "benchmarks.prbench.mean_clipped",
             f"{protocol} · mean over {count(figures.get('n'))} tasks",
-            "the mean of the tasks' Σ w·met / Σ w⁺, as PRBench reports it",
+            "max(0, the mean of the tasks' Σ w·met / Σ w⁺), as PRBench reports it",
         )]  # fmt: skip
 
     def graders(self) -> list[tuple[Grader, str | None]]:
