@@ -12,8 +12,8 @@ Two accountings come out of the same replies and are never mixed:
 - ``details.official``: the official verdicts, where a failed call or an unreadable reply
   is *not met* (a positive not earned, a penalty not incurred), the task score computed
   from them (PRBench Σ w·met / Σ w⁺, APEX percent met), and ``judge_failed_unmet``, how many
-  criteria that rule scored unmet because the judge failed. ``metrics.benchmarks`` builds
-  the figures from it.
+  criteria that rule scored unmet because the judge failed. :mod:`.prbench_protocol` and
+  :mod:`.apex_protocol` build the figures from it.
 - ours (DESIGN §7): an item with a criterion the judge failed on is a ``judge_error`` (no
   score, no pass or fail); the others pass when their official score reaches the policy's
   threshold, and their ``score`` is the official task score (PRBench's can be negative).
