@@ -30,7 +30,10 @@ class SyncGraderAdapter:
         self.wrapped = grader
         self.name = str(grader.name)
         self.needs_judge = bool(grader.needs_judge)
-        self.grades_inline = not self.needs_judge
+        # Not inline until a call has shown that grade() returns a Grade: driven inline,
+        # an awaitable that suspends could not be resumed (the first item failed with
+        # _Suspended). On the loop, either kind of grade() works.
+        self.grades_inline = False
 
     async def grade(self, request: GradeRequest) -> Grade:
         """Call the wrapped ``grade``; await what it returns if it is awaitable."""
@@ -38,6 +41,8 @@ class SyncGraderAdapter:
         if inspect.isawaitable(value):
             self.grades_inline = False  # it does await: from now on, on the loop
             value = await value
+        elif not self.needs_judge:
+            self.grades_inline = True  # a plain Grade: the next ones need no loop
         return value  # type: ignore[no-any-return]
 
 

@@ -295,8 +295,9 @@ def plan_entries(
         return
     from pytest_legaleval.formats import DatasetStream
     from pytest_legaleval.pipeline.selection import entry_key, in_shard
+    from pytest_legaleval.pipeline.sources import dataset_paths
 
-    files = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
+    files = DatasetStream(dataset_paths(s.dataset, s.protocol), s.dataset_format)
     if not selected:
         yield from files
         return

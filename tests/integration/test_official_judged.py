@@ -22,6 +22,7 @@ from pytest_legaleval.formats.loader import load_dataset
 from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.grading.prompts import build_messages
 from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.pipeline.sources import dataset_paths
 from pytest_legaleval.records import Record
 from pytest_legaleval.report import render_report
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
@@ -137,7 +138,8 @@ def test_prbench_official_prompts_scores_and_figures_equal_upstream(
 
 
 def _records(path: str) -> list[Record]:
-    return [e for e in load_dataset([path]).entries if isinstance(e, Record)]
+    entries = load_dataset(dataset_paths([path])).entries
+    return [e for e in entries if isinstance(e, Record)]
 
 
 def _generation_sha(record: Record, book: PolicyBook) -> str:

@@ -6,7 +6,7 @@ The official protocols, computed exactly as the upstream evaluation code compute
   the special evaluators), item by item and per task; :mod:`.legalbench_tasks` its task
   lists and reasoning categories; :mod:`.porter` the Porter stemmer it uses (NLTK's
   behaviour, our code); :mod:`.numeric` NumPy's mean, bit for bit.
-- :mod:`.lexam` — LEXam's MCQ extraction and judge grade; :mod:`.lexam_prompts` its prompts,
+- :mod:`.lexam` — LEXam's MCQ extraction and judge grade; :mod:`.lexam_prompts` its prompts
   verbatim; :mod:`.lexam_judge` its open-question judge, asked through the engine.
 - :mod:`.prbench`, :mod:`.apex` — PRBench's and APEX-v1's judge prompts (verbatim), reply
   readers, task scores and headline figures; :mod:`.judged` their graders, which ask the
