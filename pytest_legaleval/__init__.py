@@ -24,6 +24,7 @@ from pytest_legaleval.errors import (
     NonFiniteNumber,
     NonFiniteWarning,
     ResponsesError,
+    UnknownAttribute,
 )
 from pytest_legaleval.records import (
     Attachment,
@@ -78,7 +79,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'pytest_legaleval' has no attribute {name!r}")  # PEP 562
+        raise UnknownAttribute(f"module 'pytest_legaleval' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -26,10 +26,13 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     ├── InvalidValue(ValueError)                   an argument or value a function cannot use
     ├── InvalidType(TypeError)                     an argument of a type a function cannot use
     ├── UnknownName(KeyError)                      a name no table holds (a schema, a key)
+    ├── UnknownAttribute(AttributeError)           a name a package face does not export
     ├── InvalidState(RuntimeError)                 a call out of order (a closed engine)
     ├── util.paths: PathRefused(ValueError)        a path outside its allowed folder
     ├── importers.base: RowError(ValueError)       one source row that cannot be a record
     ├── grading.official.legalbench: OfficialScoringError(ValueError)
+    ├── grading.official.prbench: PrbenchScoringError(ValueError)   a rubric PRBench cannot score
+    ├── grading.official.apex: ApexReplyError(ValueError)   a reply or rubric APEX cannot read
     ├── engine.local_server: LocalModelError(RuntimeError)
     ├── engine.retry: ProviderError                a classified model-endpoint failure
     ├── service.storage: StorageError(OSError)     the data directory cannot be written
@@ -65,6 +68,7 @@ __all__ = [
     "NonFiniteNumber",
     "NonFiniteWarning",
     "ResponsesError",
+    "UnknownAttribute",
     "UnknownName",
 ]
 
@@ -103,6 +107,10 @@ class InvalidType(LegalEvalError, TypeError):
 
 class UnknownName(LegalEvalError, KeyError):
     """A name no table holds: a schema, a column, a key (a ``KeyError`` too)."""
+
+
+class UnknownAttribute(LegalEvalError, AttributeError):
+    """A name a package face does not export (PEP 562 ``__getattr__``; ``hasattr`` works)."""
 
 
 class InvalidState(LegalEvalError, RuntimeError):

@@ -34,6 +34,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from pytest_legaleval.errors import UnknownAttribute
+
 if TYPE_CHECKING:
     from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key
     from pytest_legaleval.engine.providers import (
@@ -136,7 +138,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")  # PEP 562
+        raise UnknownAttribute(f"module {__name__!r} has no attribute {name!r}")
     # Not cached in this module's namespace: a name always comes from the submodule that
     # is in sys.modules now (pytester's in-process runs drop and re-import submodules).
     return getattr(importlib.import_module(module), name)

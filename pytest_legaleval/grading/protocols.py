@@ -88,6 +88,8 @@ __all__ = [
 BUILTIN_MODULES: tuple[str, ...] = (
     "pytest_legaleval.grading.official.legalbench_protocol",
     "pytest_legaleval.grading.official.lexam_protocol",
+    "pytest_legaleval.grading.official.prbench_protocol",
+    "pytest_legaleval.grading.official.apex_protocol",
 )
 """Modules whose import registers the built-in protocols (each calls :func:`register`)."""
 

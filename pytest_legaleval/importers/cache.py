@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.formats import LoadResult, lexam_prompts
+from pytest_legaleval.formats import LoadResult, judged_benchmarks, lexam_prompts
 from pytest_legaleval.formats import dataset_files as formats_dataset_files
 from pytest_legaleval.formats import load_dataset as formats_load_dataset
 from pytest_legaleval.importers.base import ImportOptions
@@ -94,6 +94,7 @@ def cache_key(
         _digest_file(digest, code)
     # The official protocols' prompts the importers write (a changed text: a new import).
     _digest_file(digest, Path(lexam_prompts.__file__))
+    _digest_file(digest, Path(judged_benchmarks.__file__))
     for path in inputs:
         try:
             name = path.resolve().relative_to(root.resolve()).as_posix()
@@ -145,9 +146,7 @@ def resolve_import(
     return target
 
 
-def resolve_arguments(
-    paths: Sequence[str | Path], protocol: str | None = None
-) -> list[str | Path]:
+def resolve_arguments(paths: Sequence[str | Path], protocol: str | None = None) -> list[str | Path]:
     """``--dataset`` arguments with each ``SOURCE:PATH`` replaced by its imported file.
 
     ``lexam:data/MCQs_test.xlsx`` becomes the ``legal_eval_v1`` file its importer writes,

@@ -28,6 +28,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from pytest_legaleval.errors import UnknownAttribute
+
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers; loaded lazily at run time
     from pytest_legaleval.metrics.artifacts import Artifact, register_artifact
     from pytest_legaleval.metrics.benchmarks import benchmark_figures
@@ -65,7 +67,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")  # PEP 562
+        raise UnknownAttribute(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

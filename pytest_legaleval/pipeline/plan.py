@@ -335,6 +335,12 @@ class RunPlan:
             replay = ReplayGrader(lambda: plan.read_judgments(), path)
             for task_type in ("reference_qa", "rubric_qa", "criteria"):
                 registry.register(replay, task_type=task_type)
+            from pytest_legaleval.grading.protocols import protocols
+
+            for protocol in protocols():  # a protocol's own judge would otherwise be asked
+                for grader, kind in protocol.graders():
+                    if grader.needs_judge:
+                        registry.register(replay, policy_id=protocol.id, task_type=kind)
         grading = GradingPlan(PolicyBook(settings.policy_dir), registry.copy(frozen=True))
         models = (responses.models or ("prefilled",)) if responses is not None else settings.model
         plan = cls(

@@ -28,7 +28,6 @@ from pytest_legaleval.report.page import e
 __all__ = ["official_cards", "official_section"]
 
 
-
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 

@@ -111,6 +111,7 @@ def is_official_policy(policy_id: object) -> bool:
     """
     return protocol_for_policy(policy_id) is not None
 
+
 HUMAN_LABELS_VALIDATION = "human_labels_validation.jsonl"
 """The artifact listing the ``--human-labels`` rows that were left out, and why."""
 

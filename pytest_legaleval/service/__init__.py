@@ -32,6 +32,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from pytest_legaleval.errors import UnknownAttribute
+
 if TYPE_CHECKING:
     from pytest_legaleval.service.app import Backend as Backend
     from pytest_legaleval.service.app import create_app as create_app
@@ -89,5 +91,5 @@ __all__ = sorted(_LAZY)
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")  # PEP 562
+        raise UnknownAttribute(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from pytest_legaleval.errors import UnknownAttribute
+
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers; loaded lazily at run time
     from pytest_legaleval.testing.mock_openai import (
         FaultRule,
@@ -50,7 +52,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")  # PEP 562
+        raise UnknownAttribute(f"module {__name__!r} has no attribute {name!r}")
     if name == "strategies":
         value: Any = importlib.import_module(module)
     else:

@@ -96,8 +96,10 @@ class ToyProtocol(BenchmarkProtocol):
     def report_tables(self, models: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Table]:
         head = Row((Cell("model", kind="", header=True), Cell("mean words", header=True)))
         rows = tuple(
-            Row((Cell(m or "this run", kind=""), Cell(figure(f.get("mean_words"), 2))),
-                data=(("model", m),))
+            Row(
+                (Cell(m or "this run", kind=""), Cell(figure(f.get("mean_words"), 2))),
+                data=(("model", m),),
+            )
             for m, f in models
         )
         return [Table("toybench-headline", (head,), rows)]

@@ -179,8 +179,10 @@ class LexamProtocol(BenchmarkProtocol):
             mcq, open_ = _mapping(figures.get("mcq")), _mapping(figures.get("open"))
             ours, by_set = _mapping(open_.get("ours")), _mapping(mcq.get("by_set"))
             set_cells = [
-                Cell(figure(_mapping(by_set[s]).get("accuracy")),
-                     note=f"({count(_mapping(by_set[s]).get('n'))})")
+                Cell(
+                    figure(_mapping(by_set[s]).get("accuracy")),
+                    note=f"({count(_mapping(by_set[s]).get('n'))})",
+                )
                 if s in by_set
                 else Cell(DASH)
                 for s in sets
