@@ -58,12 +58,14 @@ def check_settings(s: Settings, *, controller: bool = True) -> None:
         if imported:
             imports.append(imported[0])
     if s.protocol is not None:
+        from pytest_legaleval.importers.protocols import PROTOCOLS, resolve_protocol
+
         if not imports:
+            sources = ", ".join(f"{source}:PATH" for source in PROTOCOLS)
             raise ConfigError(
                 f"--protocol {s.protocol}: picks the grading protocol of an imported "
-                "benchmark; name one with --dataset SOURCE:PATH (legalbench:PATH, lexam:PATH)"
+                f"benchmark; name one with --dataset SOURCE:PATH ({sources})"
             )
-        from pytest_legaleval.importers.protocols import resolve_protocol
 
         for source in imports:
             resolve_protocol(source, s.protocol)  # a protocol the benchmark has not
