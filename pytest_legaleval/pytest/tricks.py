@@ -1,8 +1,8 @@
 """The performance tricks of a pytest process, in one place, on public APIs only.
 
 A plugin lives in the user's own test process, so every trick that changes something
-process-wide is here, applies only while a legaleval run is active, and is undone at
-``pytest_unconfigure``. Figures: ``benchmarks/RESULTS.md``.
+process-wide is here, applies only while a legaleval run is active, and is undone when
+the session ends. Figures: ``benchmarks/RESULTS.md``.
 
 **One switch.** The ini option ``legaleval_process_tweaks`` (default true; on the command
 line ``-o legaleval_process_tweaks=false``) turns the garbage-collector tricks off: no
@@ -13,7 +13,7 @@ pause, no freeze, the collector as the user left it. :func:`configure` reads it.
   import and start, a bulk submit); :func:`freeze` moves what exists into the permanent
   generation once the process's long-lived objects are built (the dataset, the engine, the
   controller's plugins), so the run's collections do not re-scan them. The pause ends with
-  its block; the freeze is undone at unconfigure (:func:`restore`).
+  its block; the freeze is undone by the session's last cleanup (:func:`configure`).
 - **Background imports.** An xdist worker that will call a model imports the engine on
   a thread while it collects (:func:`start_engine_import`); a single process does not
   (the thread would only compete with collection for the GIL).
@@ -71,9 +71,24 @@ def add_switch(parser: pytest.Parser) -> None:
 
 
 def configure(config: pytest.Config) -> None:
-    """Read the switch for this process (call it from ``pytest_configure``)."""
+    """Read the switch for this process (call it from ``pytest_configure``).
+
+    Also registers the unfreeze as a cleanup: registered in our ``pytest_configure``,
+    which pytest calls before its own plugins' (a plugin registered later is called
+    first), it runs after their cleanups, so pytest's final garbage collections still
+    skip what the run froze, and the process gets its collector back before it exits.
+    """
     global _enabled
     _enabled = bool(config.getini(SWITCH))
+    config.add_cleanup(_unfreeze)
+
+
+def _unfreeze() -> None:
+    global _frozen, _enabled
+    if _frozen:
+        gc.unfreeze()
+        _frozen = False
+    _enabled = True  # the next session in this process (pytester) reads its own switch
 
 
 @contextmanager
@@ -108,10 +123,11 @@ def freeze() -> None:
 
     Called where a process's long-lived objects are built: after the dataset load, after
     the engine starts, at an xdist controller's first report. It changes no setting of the
-    collector (it stays on, its thresholds as they were). :func:`restore` unfreezes at the
-    session's end, so the user's process gets its collector back as it was; the
-    collections pytest runs after that scan what the run kept, once. Frozen objects that
-    die during the run stay in memory until then.
+    collector (it stays on, its thresholds as they were). The session's last cleanup
+    unfreezes (:func:`configure`), so the user's process gets its collector back as it
+    was, after pytest's own final collections (which would otherwise scan everything the
+    run kept, ~0.2 s per process). Frozen objects that die during the run stay in memory
+    until then.
     """
     global _frozen
     if _enabled:
@@ -120,13 +136,12 @@ def freeze() -> None:
 
 
 def restore(config: pytest.Config) -> None:
-    """Undo what the tricks changed in this process (call it at unconfigure)."""
-    global _frozen, _enabled
+    """Undo what the tricks changed in this process (call it at unconfigure).
+
+    The background import is joined here; the freeze is undone by the session's last
+    cleanup (:func:`configure`).
+    """
     finish_engine_import(config)
-    if _frozen:
-        gc.unfreeze()
-        _frozen = False
-    _enabled = True  # the next session in this process (pytester) reads its own switch
 
 
 # -- background imports ---------------------------------------------------------------------
