@@ -6,6 +6,8 @@ module and the item runner alone, and never imports the engine (or aiohttp under
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from pytest_legaleval.grading.base import Grader
 from pytest_legaleval.grading.policies import Policy, PolicyBook
 from pytest_legaleval.grading.registry import GraderRegistry, default_registry
@@ -14,12 +16,14 @@ from pytest_legaleval.records import Record
 __all__ = ["GradingPlan"]
 
 
+@dataclass(frozen=True)
 class GradingPlan:
-    """Which policy and which grader apply to a record."""
+    """Which policy and which grader apply to a record (a run plan's; never changed)."""
 
-    def __init__(self, policies: PolicyBook, graders: GraderRegistry | None = None) -> None:
-        self.policies = policies
-        self.graders = graders if graders is not None else default_registry()
+    policies: PolicyBook
+    """The run's policies."""
+    graders: GraderRegistry = field(default_factory=lambda: default_registry().copy(frozen=True))
+    """The run's graders (a built plan's is a frozen copy: ``RunPlan.build``)."""
 
     def policy(self, record: Record) -> Policy:
         """The record's policy (``default`` when it names none or an unknown one).

@@ -103,7 +103,9 @@ class DatasetPlan:
     """The dataset of a run: read once (or streamed), selected, and made into items.
 
     A process that collects items loads the files once and keeps them; one that never
-    collects (an xdist controller) streams them for the run directory instead.
+    collects (an xdist controller) streams them for the run directory instead. What it has
+    read is a memo, private and set only by its own methods: every call gives the same
+    answer, so the plan that holds it does not change for its users.
     """
 
     def __init__(
