@@ -98,13 +98,25 @@ class EpochSummary:
         return epoch_figures(self.items(model), self.epochs)
 
     def uncertainty(self, model: str | None = None) -> Uncertainty | None:
-        """The ``uncertainty`` block over the items' pass fractions (``None``: no verdict)."""
+        """The ``uncertainty`` block over the items' pass fractions (``None``: no verdict).
+
+        Per model (or in a run of one model) the units are records. For the run of several
+        models they are items, and two models' answers to one record are not independent:
+        the items are clustered by ``--cluster-by`` when given, else by their record.
+        """
         judged = [item for item in self.items(model) if item.n]
         values = [item.c / item.n for item in judged]
-        clusters = None
+        several = model is None and len({item.key[2] for item in judged}) > 1
+        unit = "item" if several else "record"
         if self.cluster_by:
             clusters = [self._cluster(item) for item in judged]
-        return clustered_uncertainty(values, clusters, cluster_by=self.cluster_by)
+            return clustered_uncertainty(values, clusters, cluster_by=self.cluster_by, unit=unit)
+        if several:
+            by_record: list[str | None] = [
+                cluster_key([item.key[0], item.key[1]]) for item in judged
+            ]
+            return clustered_uncertainty(values, by_record, cluster_by="record", unit=unit)
+        return clustered_uncertainty(values, None, unit=unit)
 
     def _cluster(self, item: EpochItem) -> str | None:
         assert self.cluster_by is not None

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.cr2 import bell_mccaffrey_df
 from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, EpochSummary
 from pytest_legaleval.metrics.epochs import flaky_line
+from pytest_legaleval.metrics.tdist import t_quantile
 
-from .test_metrics_clustered import eq4_double_loop
+from .test_metrics_clustered import cr2_direct
 from .test_metrics_epochs import brute_pass_at_k, brute_pass_hat_k
 
 EPOCHS = 5
@@ -73,7 +75,10 @@ def expected_block(outcomes: dict[tuple[str, str], list[bool]], model: str | Non
     block["flaky_records"] = sum(1 for v in chosen.values() if 0 < sum(v) < len(v))
     x = [sum(v) / len(v) for v in chosen.values()]
     labels = [f"exam{k[1].split('q')[0][1:]}" for k in chosen]
-    se, se_c = eq4_double_loop(x, labels)
+    se, se_c = cr2_direct(x, labels)
+    df = bell_mccaffrey_df([labels.count(c) for c in set(labels)])
+    assert df is not None
+    q = t_quantile(0.975, df)
     mean = sum(x) / len(x)
     block["uncertainty"] = {
         "cluster_by": "metadata.exam",
@@ -81,9 +86,11 @@ def expected_block(outcomes: dict[tuple[str, str], list[bool]], model: str | Non
         "mean": mean,
         "se": se,
         "se_clustered": se_c,
-        "ci95": [mean - 1.959964 * se_c, mean + 1.959964 * se_c],
+        "df": df,
+        "ci95": [max(0.0, mean - q * se_c), min(1.0, mean + q * se_c)],
         "n": len(x),
         "unclustered": 0,
+        "unit": "item" if model is None else "record",
     }
     return block
 
@@ -101,9 +108,9 @@ def test_every_figure_equals_its_independent_computation(
         assert list(got[name]) == ["1", "2", "3", "4", "5"]
         assert got[name] == pytest.approx(want[name], rel=1e-12)
     unc, ref = got["uncertainty"], want["uncertainty"]
-    for key in ("cluster_by", "clusters", "n", "unclustered"):
+    for key in ("cluster_by", "clusters", "n", "unclustered", "unit"):
         assert unc[key] == ref[key]
-    for key in ("mean", "se", "se_clustered"):
+    for key in ("mean", "se", "se_clustered", "df"):
         assert unc[key] == pytest.approx(ref[key], rel=1e-12)
     assert unc["ci95"] == pytest.approx(ref["ci95"], rel=1e-12)
     assert unc["se_clustered"] > unc["se"]  # exams cluster, by construction
@@ -146,7 +153,8 @@ def test_one_epoch_without_clusters_reads_as_today() -> None:
     assert block["pass_at_k"] == {"1": 0.5} == block["pass_hat_k"]
     unc = block["uncertainty"]
     assert unc["cluster_by"] is None and unc["clusters"] == 10
-    assert unc["se"] == unc["se_clustered"] == pytest.approx(math.sqrt(0.25 * 10 / 9 / 10))
+    assert unc["se"] == pytest.approx(math.sqrt(0.25 * 10 / 9 / 10))
+    assert unc["se_clustered"] == pytest.approx(unc["se"]) and unc["df"] == pytest.approx(9.0)
     assert [line.split(":")[0] for line in acc.terminal_lines()] == ["pass rate over epochs"]
     assert "records independent" in acc.terminal_lines()[0]
     assert EpochSummary().to_dict()["uncertainty"] is None  # no verdict at all
@@ -154,17 +162,22 @@ def test_one_epoch_without_clusters_reads_as_today() -> None:
         EpochSummary(reducer="median")
 
 
-def test_statsmodels_agrees_on_the_run_level_block(summary: tuple[EpochSummary, dict]) -> None:
-    np = pytest.importorskip("numpy", reason="the reference check needs the [stats] extra")
-    sm = pytest.importorskip("statsmodels.api", reason="the reference check needs [stats]")
-    acc, _ = summary
-    items = [i for i in acc.items() if i.n]
-    x = np.array([i.c / i.n for i in items])
-    groups = np.array([int(i.key[1].split("q")[0][1:]) for i in items])
-    fit = sm.OLS(x, np.ones(len(x))).fit(
-        cov_type="cluster", cov_kwds={"groups": groups, "use_correction": False}
-    )
-    n, s2 = len(x), float(np.var(x, ddof=1))
-    unc = acc.to_dict()["uncertainty"]
-    # eq. 4 (ddof 1) = statsmodels' ddof-0 form plus s²/n² under the root
-    assert unc["se_clustered"] == pytest.approx(math.sqrt(float(fit.bse[0]) ** 2 + s2 / n**2))
+def test_several_models_without_a_field_cluster_items_by_record() -> None:
+    # two models answer the same 30 records; a hard record is hard for both
+    acc = EpochSummary()
+    for r in range(30):
+        for model in ("m1", "m2"):
+            passed = r % 3 != 0 or (model == "m2" and r % 2 == 0)
+            outcome = "passed" if passed else "failed"
+            acc.add({"record_id": f"r{r}", "model": model, "outcome": outcome})
+    run = acc.to_dict()["uncertainty"]
+    x = [i.c / i.n for i in acc.items()]
+    labels = [i.key[1] for i in acc.items()]
+    assert run["cluster_by"] == "record" and run["clusters"] == 30 and run["n"] == 60
+    assert run["unit"] == "item"
+    assert run["se_clustered"] == pytest.approx(cr2_direct(x, labels)[1])
+    assert run["df"] == pytest.approx(29.0)  # 30 equal clusters of two
+    assert run["se_clustered"] > run["se"]  # the items of one record move together
+    per_model = acc.by_model()["m1"]["uncertainty"]
+    assert per_model["cluster_by"] is None and per_model["unit"] == "record"
+    assert "clustered by record: 30 clusters" in acc.terminal_lines()[0]
