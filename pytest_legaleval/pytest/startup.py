@@ -87,8 +87,11 @@ def power_lines(plan: RunPlan) -> list[str]:
 
         run = load_run(s.baseline)
         rows, baseline_id = (run.predictions or None), run.run_id
-    found = power_plan(records, epochs=s.epochs, cluster_by=s.cluster_by,
-                       baseline_rows=rows, baseline_id=baseline_id)  # fmt: skip
+    try:
+        found = power_plan(records, epochs=s.epochs, cluster_by=s.cluster_by,
+                           baseline_rows=rows, baseline_id=baseline_id)  # fmt: skip
+    except ConfigError as exc:  # one cluster, one record: nothing to plan, and why
+        return ["", f"plan: {exc}"]
     return ["", *found.render().rstrip("\n").split("\n")]
 
 
