@@ -31,12 +31,15 @@ from pytest_legaleval.metrics.epochs import (
     epoch_figures,
     flaky_line,
     group_items,
+    incomplete_line,
 )
 
-__all__ = ["FLAKY_RECORDS_FILE", "EpochSummary"]
+__all__ = ["FLAKY_RECORDS_FILE", "INCOMPLETE_RECORDS_FILE", "EpochSummary"]
 
 FLAKY_RECORDS_FILE = "flaky_records.jsonl"
 """The artifact that lists the flaky items (one :func:`~.epochs.flaky_line` each)."""
+INCOMPLETE_RECORDS_FILE = "incomplete_records.jsonl"
+"""The artifact that lists the items without a verdict in every epoch (left out of pass@k)."""
 
 _KEPT = ("record_id", "dataset", "model", "epoch", "outcome", "passed", "score", "reason")
 
@@ -132,7 +135,9 @@ class EpochSummary:
         ``epochs``, ``pass_at_k``, ``pass_hat_k``, ``flaky_records`` (a count) and
         ``uncertainty`` (``None`` without a verdict).
         """
-        block = self.figures(model).to_dict()
+        figures = self.figures(model)
+        block = figures.to_dict()
+        block["error_rate"] = figures.error_rate
         found = self.uncertainty(model)
         block["uncertainty"] = found.to_dict() if found is not None else None
         return block
@@ -146,6 +151,13 @@ class EpochSummary:
         flaky = sorted((i for i in self.items() if i.flaky), key=lambda i: i.key)
         return [flaky_line(item) for item in flaky]
 
+    def incomplete_lines(self) -> list[dict[str, Any]]:
+        """The ``incomplete_records.jsonl`` lines, sorted by (dataset, record_id, model)."""
+        figures = self.figures()
+        keys = set(figures.incomplete)
+        found = sorted((i for i in self.items() if i.key in keys), key=lambda i: i.key)
+        return [incomplete_line(item, figures.epochs) for item in found]
+
     def terminal_lines(self) -> list[str]:
         """What the terminal summary prints about epochs and the interval shown."""
         lines = []
@@ -155,9 +167,17 @@ class EpochSummary:
             at, hat = figures.pass_at_k, figures.pass_hat_k
             lines.append(
                 f"epochs: {figures.epochs} (reducer {self.reducer}); pass@1 {_f(at['1'])}, "
-                f"pass@{k} {_f(at[k])}, pass^{k} {_f(hat[k])}; flaky records "
-                f"{len(figures.flaky)}" + (f" ({FLAKY_RECORDS_FILE})" if figures.flaky else "")
+                f"pass@{k} {_f(at[k])}, pass^{k} {_f(hat[k])} over the "
+                f"{figures.pass_at_k_records} items with a verdict in every epoch; flaky "
+                f"records {len(figures.flaky)}"
+                + (f" ({FLAKY_RECORDS_FILE})" if figures.flaky else "")
             )
+            if figures.incomplete:
+                lines.append(
+                    f"incomplete: {len(figures.incomplete)} items lack a verdict in some epoch "
+                    f"({figures.errored_epochs} of {figures.epoch_lines} epoch lines errored; "
+                    f"listed in {INCOMPLETE_RECORDS_FILE}, left out of pass@k)"
+                )
         found = self.uncertainty()
         if found is not None:
             lines.append(f"pass rate over epochs: {found.describe()}")

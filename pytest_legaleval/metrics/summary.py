@@ -209,7 +209,12 @@ class MetricsAccumulator:
 
     def _add_judge(self, result: Mapping[str, Any], judge_error: bool) -> bool:
         judge = result.get("judge")
-        if judge is None and not judge_error:
+        details = result.get("details")
+        # A verdict replayed from --judgments carries no judge block (no call was made) but
+        # was judged all the same: without it only the failed replays counted as judged,
+        # and judge_error_rate read 1.0 where it was 12 of 1,080.
+        replayed = isinstance(details, Mapping) and "replayed_from" in details
+        if judge is None and not judge_error and not replayed:
             return False
         self.judged += 1
         self.judge_errors += judge_error

@@ -26,10 +26,12 @@ back."""
 
 OPTIONAL_ARTIFACTS: tuple[str, ...] = (
     "flaky_records.jsonl",
+    "incomplete_records.jsonl",
     "regressions.jsonl",
     "human_labels_validation.jsonl",
 )
-"""Files some runs have: with ``--epochs``, ``--baseline``, ``--human-labels``."""
+"""Files some runs have: with ``--epochs`` (flaky and incomplete items), ``--baseline``,
+``--human-labels``."""
 
 KNOWN_ARTIFACTS: tuple[str, ...] = (*ARTIFACTS, *EXTRA_ARTIFACTS, *OPTIONAL_ARTIFACTS)
 """Every artifact a run directory can hold (``SHA256SUMS`` besides)."""

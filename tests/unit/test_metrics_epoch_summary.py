@@ -66,8 +66,11 @@ def summary() -> tuple[EpochSummary, dict[tuple[str, str], list[bool]]]:
 def expected_block(outcomes: dict[tuple[str, str], list[bool]], model: str | None) -> dict:
     chosen = {k: v for k, v in outcomes.items() if model is None or k[0] == model}
     block: dict[str, Any] = {"pass_at_k": {}, "pass_hat_k": {}}
+    complete = [v for v in chosen.values() if len(v) == EPOCHS]
+    block["pass_at_k_records"] = len(complete)
+    block["incomplete_records"] = len(chosen) - len(complete)
     for k in range(1, EPOCHS + 1):
-        usable = [v for v in chosen.values() if len(v) >= k]
+        usable = complete  # one set for every k: the items with a verdict in all K epochs
         block["pass_at_k"][str(k)] = float(sum(brute_pass_at_k(v, k) for v in usable) / len(usable))
         block["pass_hat_k"][str(k)] = float(
             sum(brute_pass_hat_k(v, k) for v in usable) / len(usable)
@@ -104,6 +107,13 @@ def test_every_figure_equals_its_independent_computation(
     want = expected_block(outcomes, model)
     assert got["epochs"] == EPOCHS
     assert got["flaky_records"] == want["flaky_records"]
+    assert got["pass_at_k_records"] == want["pass_at_k_records"]
+    assert got["incomplete_records"] == want["incomplete_records"]
+    # the one timeout of m1's e0q0 (epoch 4) is counted wherever m1 is
+    errored = 0 if model == "m2" else 1
+    lines = 60 * EPOCHS * (2 if model is None else 1)
+    assert (got["errored_epochs"], got["epoch_lines"]) == (errored, lines)
+    assert got["error_rate"] == pytest.approx(errored / lines)
     for name in ("pass_at_k", "pass_hat_k"):
         assert list(got[name]) == ["1", "2", "3", "4", "5"]
         assert got[name] == pytest.approx(want[name], rel=1e-12)
@@ -124,6 +134,9 @@ def test_per_model_blocks_and_the_flaky_artifact(summary: tuple[EpochSummary, di
     keys = [(x["dataset"], x["record_id"], x["model"]) for x in lines]
     assert keys == sorted(keys)
     assert all(0 < x["passes"] < x["verdicts"] for x in lines)
+    (incomplete,) = acc.incomplete_lines()
+    assert (incomplete["record_id"], incomplete["model"]) == ("e0q0", "m1")
+    assert incomplete["missing_epochs"] == [4] and incomplete["reasons"] == {"4": "timeout"}
     errored = next(i for i in acc.items("m1") if i.key[1] == "e0q0")
     assert (len(errored.lines), errored.n, errored.errored) == (5, 4, 1)  # the timeout sits out
     assert flaky_line(errored)["outcomes"][4] == "error"
@@ -134,9 +147,14 @@ def test_the_terminal_lines_name_the_figures_and_the_interval(
     summary: tuple[EpochSummary, dict],
 ) -> None:
     acc, _ = summary
-    epochs_line, interval_line = acc.terminal_lines()
+    epochs_line, incomplete_line, interval_line = acc.terminal_lines()
     block = acc.to_dict()
     assert f"pass@5 {block['pass_at_k']['5']:.3f}" in epochs_line
+    assert "over the 119 items with a verdict in every epoch" in epochs_line
+    assert incomplete_line == (
+        "incomplete: 1 items lack a verdict in some epoch (1 of 600 epoch lines errored; "
+        "listed in incomplete_records.jsonl, left out of pass@k)"
+    )
     assert f"flaky records {block['flaky_records']} ({FLAKY_RECORDS_FILE})" in epochs_line
     assert "clustered by metadata.exam: 12 clusters" in interval_line
     ratio = block["uncertainty"]["se_clustered"] / block["uncertainty"]["se"]
