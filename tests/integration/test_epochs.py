@@ -3,8 +3,9 @@
 Offline: five answers per record (``epoch`` 0…4) in a responses file, records clustered by
 ``metadata.exam``; the run's ``epochs``, ``pass_at_k``, ``pass_hat_k``, ``flaky_records``
 and ``uncertainty`` are recomputed here by brute force from the answers' verdicts (every
-k-subset enumerated; CR2 and the Bell–McCaffrey df as the issue writes them). Live: each epoch is a call of its
-own with its own seed, and a second run on the same cache pays for none of them.
+k-subset enumerated; CR2 and the Bell–McCaffrey df as the issue writes them). Live: each
+epoch is a call of its own with its own seed, and a second run on the same cache pays for
+none of them.
 """
 
 from __future__ import annotations
