@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
+from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.report.data import ReportData
 from pytest_legaleval.report.fmt import DASH, card, finite, interval, num, pct
@@ -195,10 +195,29 @@ def _pass_at_k(summary: Mapping[str, Any], flaky: int | None) -> str:
         )
     elif flaky == 0:
         link = '<p class="flaky">No item has epochs that disagree.</p>'
+    complete, incomplete = summary.get("pass_at_k_records"), summary.get("incomplete_records")
+    over = ""
+    if isinstance(complete, int) and not isinstance(complete, bool):
+        over = (
+            f" Every k is over the same {complete:,} items: those with a verdict in all "
+            f"{k_max} epochs"
+        )
+        if isinstance(incomplete, int) and incomplete:
+            over += (
+                f"; {incomplete:,} items lack a verdict in some epoch (listed in "
+                f"{INCOMPLETE_RECORDS_FILE}) and are left out"
+            )
+        over += "."
+    errored = summary.get("errored_epochs")
+    if isinstance(errored, int) and errored:
+        over += (
+            f" {errored:,} of {num(summary.get('epoch_lines'))} epoch lines have no verdict "
+            "(counted in error_rate and failures.jsonl)."
+        )
     return (
         f'<h3>{k_max} epochs</h3><p class="hint">pass@k: the chance that at least one of k '
-        "samples of a record passes; pass^k: that all k pass (unbiased estimators over the "
-        "epochs each record has). A flaky record is an item whose epochs disagree on pass "
+        "samples of a record passes; pass^k: that all k pass (unbiased estimators)."
+        f"{e(over)} A flaky record is an item whose epochs disagree on pass "
         f"(listed in {FLAKY_RECORDS_FILE}).</p>"
         '<div class="scroll"><table id="pass-at-k"><thead>'
         f"<tr><th>k</th>{heads}</tr><tr><th></th>{sub}</tr></thead>"

@@ -237,6 +237,8 @@ def test_epochs_table_flaky_rows_and_both_intervals(tmp_path: Path) -> None:
     assert "<h2>epochs and uncertainty</h2>" in section
     pass_at_k = {a["data-k"]: c for a, c in _body(page, "pass-at-k") if "data-k" in a}
     assert sorted(pass_at_k) == ["1", "2", "3"]
+    complete = summary["pass_at_k_records"]
+    assert f"Every k is over the same {complete:,} items" in section
     for k, cells in pass_at_k.items():
         scopes = [summary, *(summary["by_model"][m] for m in MODELS)]
         expected = [f"{s[name][k]:.3f}" for s in scopes for name in ("pass_at_k", "pass_hat_k")]
