@@ -66,11 +66,15 @@ class RecordFields:
     Args:
         cluster_by: the ``--cluster-by`` field, or ``None``.
         gates: the parsed gates whose slice values are to be checked.
+        noun: what is fed (``records``, or ``prediction lines`` for finished runs).
 
     """
 
-    def __init__(self, cluster_by: str | None = None, gates: Sequence[Gate] = ()) -> None:
+    def __init__(
+        self, cluster_by: str | None = None, gates: Sequence[Gate] = (), *, noun: str = "records"
+    ) -> None:
         self.cluster_by = cluster_by or None
+        self.noun = noun
         self.records = 0
         self.with_field = 0
         self.paths: set[str] = set()
@@ -118,8 +122,8 @@ class RecordFields:
                 else f"the records' fields: {', '.join(fields[: _SHOWN * 2]) or 'none'}"
             )
             raise ConfigError(
-                f"--cluster-by {self.cluster_by}: none of the {self.records} records has this "
-                f"field, so every record would be a cluster of its own; {hint}"
+                f"--cluster-by {self.cluster_by}: none of the {self.records} {self.noun} has "
+                f"this field, so every record would be a cluster of its own; {hint}"
             )
         return self.records - self.with_field
 
