@@ -220,3 +220,25 @@ def test_each_live_epoch_is_a_call_of_its_own_and_a_resumed_run_repays_nothing(
     (run,) = run_dirs(pytester.path / "second")
     lines = read_jsonl(run / "predictions.jsonl")
     assert len(lines) == 12 and all(p["details"]["cached"] for p in lines)
+
+
+def test_a_two_item_runs_interval_is_clipped_to_zero_one(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    # the issue: a 2-item run printed "95% CI [-0.48, 1.48]"
+    rows = [mcq_row("a"), mcq_row("b")]
+    data = write_jsonl(pytester.path / "d.jsonl", rows)
+    answers = [{"record_id": "a", "response": "Answer: B"}, {"record_id": "b", "response": "C"}]
+    responses = write_jsonl(pytester.path / "r.jsonl", answers)
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
+    )  # fmt: skip
+    (run,) = run_dirs(pytester.path / "runs")
+    block = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))["uncertainty"]
+    assert block["ci95"] == [0.0, 1.0] and block["clipped"] is True
+    assert block["ci95_raw"][0] < -5 and block["df"] == 1.0
+    assert block["method"] == "t interval, CR2 standard error, Bell-McCaffrey df"
+    result.stdout.fnmatch_lines(
+        ["pass rate over epochs: mean 0.5000, 95% CI [0.0000, 1.0000] (t interval, records "
+         "independent: se 0.5000, df 1.0, n=2, clipped to [0, 1])"]
+    )  # fmt: skip
