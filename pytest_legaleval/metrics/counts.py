@@ -244,12 +244,17 @@ def counts_of(block: Mapping[str, Any]) -> Counts:
 
 
 _WHY_NOT_EVALUATED: Final = {
-    "needs_judge": "need --judge-model (their records are graded by an LLM judge)",
-    "missing_response": "have no answer in --responses",
-    "invalid_record": "are invalid records",
-    "judge_error": "got no usable verdict from the judge",
-    "cancelled": "were cancelled",
+    "needs_judge": ("needs", "need", "--judge-model (graded by an LLM judge)"),
+    "missing_response": ("has", "have", "no answer in --responses"),
+    "invalid_record": ("is", "are", "invalid"),
+    "judge_error": ("got", "got", "no usable verdict from the judge"),
+    "cancelled": ("was", "were", "cancelled"),
 }
+
+
+def _why(reason: str, n: int) -> str:
+    one, many, rest = _WHY_NOT_EVALUATED.get(reason, ("ended", "ended", reason))
+    return f"{n} item {one} {rest}" if n == 1 else f"{n} items {many} {rest}"
 
 
 def nothing_evaluated(summary: Mapping[str, Any], *, generate_ungraded: bool = False) -> str | None:
@@ -266,9 +271,10 @@ def nothing_evaluated(summary: Mapping[str, Any], *, generate_ungraded: bool = F
         return None
     reasons = summary.get("outcomes_by_reason")
     found = reasons if isinstance(reasons, Mapping) else {}
-    parts = [
-        f"{n} item{'s' if n != 1 else ''} {_WHY_NOT_EVALUATED.get(str(why), f'ended {why}')}"
-        for why, n in sorted(found.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
-        if isinstance(n, int) and n > 0
+    counted = [
+        (str(why), n)
+        for why, n in found.items()
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0
     ]
+    parts = [_why(why, n) for why, n in sorted(counted, key=lambda kv: (-kv[1], kv[0]))]
     return "; ".join(parts) or f"{counts.items} items, none with a verdict"

@@ -105,8 +105,7 @@ def test_a_run_that_evaluated_nothing_exits_1_and_says_why(
     result.assert_outcomes(skipped=6)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["*nothing evaluated: 6 items need --judge-model (their records are graded by an LLM "
-         "judge)*"]
+        ["*nothing evaluated: 6 items need --judge-model (graded by an LLM judge)*"]
     )  # fmt: skip
     (run,) = run_dirs(pytester.path / "runs")
     assert len(read_jsonl(run / "predictions.jsonl")) == 6

@@ -65,10 +65,12 @@ def test_nothing_evaluated_names_the_reasons() -> None:
         "outcomes_by_reason": {"needs_judge": 5, "missing_response": 1},
     }
     assert nothing_evaluated(skipped) == (
-        "5 items need --judge-model (their records are graded by an LLM judge); "
-        "1 item have no answer in --responses"
+        "5 items need --judge-model (graded by an LLM judge); "
+        "1 item has no answer in --responses"
     )
     # answers asked for without grading: the run did its job
     assert nothing_evaluated(skipped, generate_ungraded=True) is None
     assert nothing_evaluated({**skipped, "passed_items": 1}) is None
     assert nothing_evaluated({"total_items": 0}) is None
+    odd = {"total_items": 2, "skipped_items": 2, "outcomes_by_reason": {"x": "2", "y": True}}
+    assert nothing_evaluated(odd) == "2 items, none with a verdict"
