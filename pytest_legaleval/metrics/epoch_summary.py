@@ -180,7 +180,12 @@ class EpochSummary:
                 )
         found = self.uncertainty()
         if found is not None:
-            lines.append(f"pass rate over epochs: {found.describe()}")
+            # With one epoch this is the table's pass rate again: named as the run's own
+            # (clustered, t) interval, beside the table's Wilson one over items.
+            name = (
+                "pass rate over epochs" if figures.epochs > 1 else "pass rate, the run's interval"
+            )
+            lines.append(f"{name}: {found.describe()}")
         return lines
 
 

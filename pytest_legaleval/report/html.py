@@ -173,7 +173,7 @@ def _model_columns(data: ReportData) -> str:
         )
         warn_cells.append(_num(counts.attachment_warnings) if counts else "–")
         p95_cells.append(_num(block.get("p95_latency_ms"), 0))
-    rows.append(("pass rate [95% CI]", "pass_rate", pass_cells))
+    rows.append(("pass rate [Wilson 95% CI]", "pass_rate", pass_cells))
     rows.append(("mean score", "mean_score", score_cells))
     order = " · ".join(LABELS[c] for c in ORDER)
     rows.append((order, "counts", count_cells))
@@ -269,7 +269,7 @@ def _slice_table(data: ReportData) -> str:
     head = (
         "<tr><th>slice</th><th>value</th><th>records</th><th>items</th>"
         + "".join(f"<th>{LABELS[c]}</th>" for c in ORDER)
-        + "<th>pass rate [95% CI]</th><th>mean score</th>"
+        + "<th>pass rate [Wilson 95% CI]</th><th>mean score</th>"
         + ("<th>p95 ms</th>" if data.has_latency else "")
         + "</tr>"
     )

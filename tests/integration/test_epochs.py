@@ -239,6 +239,6 @@ def test_a_two_item_runs_interval_is_clipped_to_zero_one(
     assert block["ci95_raw"][0] < -5 and block["df"] == 1.0
     assert block["method"] == "t interval, CR2 standard error, Bell-McCaffrey df"
     result.stdout.fnmatch_lines(
-        ["pass rate over epochs: mean 0.5000, 95% CI [0.0000, 1.0000] (t interval, records "
+        ["pass rate, the run's interval: mean 0.5000, 95% CI [0.0000, 1.0000] (t interval, records "
          "independent: se 0.5000, df 1.0, n=2, clipped to [0, 1])"]
     )  # fmt: skip
