@@ -117,11 +117,28 @@ class MetricsAccumulator:
     unpriced: set[str] = field(default_factory=set)
     criteria: dict[str, _Criterion] = field(default_factory=dict)
     criteria_dropped: int = 0
+    epoch_lines: int = 0
+    """Epoch lines of valid items seen by :meth:`add_epoch` (0: none, items count)."""
+    errored_epochs: int = 0
+    """Those without a verdict."""
 
     def __post_init__(self) -> None:
         self.records = RecordTally(self.index if self.index is not None else RecordIndex())
 
     # -- input ---------------------------------------------------------------------------
+
+    def add_epoch(self, line: Mapping[str, Any]) -> None:
+        """Count one epoch's prediction line for ``error_rate`` (the epoch is the unit).
+
+        With ``--epochs K`` an item whose reduced verdict exists may still have epochs
+        without one; ``error_rate`` is then errored epoch lines / epoch lines, so it, the
+        gates and ``failures.jsonl`` agree on every line.
+        """
+        failure = failure_type(line)
+        if failure == "invalid_record":
+            return
+        self.epoch_lines += 1
+        self.errored_epochs += failure is not None
 
     def add_invalid(self, key: Hashable | None = None) -> None:
         """Count an item whose record failed validation.
@@ -345,7 +362,11 @@ class MetricsAccumulator:
             "judge_error_count": self.judge_errors,
             "judge_error_rate": _rate(self.judge_errors, self.judged),
             "invalid_rate": _rate(items["invalid_items"], items["total_items"]),
-            "error_rate": _rate(items["error_items"], items["valid_items"]),
+            "error_rate": (
+                _rate(self.errored_epochs, self.epoch_lines)
+                if self.epoch_lines
+                else _rate(items["error_items"], items["valid_items"])
+            ),
             "criteria": {
                 cid: {
                     "title": c.title,

@@ -266,7 +266,7 @@ def merge_runs(
             tally.add_invalid(record, dataset=dataset, model=key[2])
             continue
         for row in rows:
-            tally.add_epoch(row)
+            tally.add_epoch(row, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
         (item,) = group_items(rows, reducer).values()
         line = item.line()
         tally.add_item(line, tags=line.get("tags") or (), metadata=line.get("metadata") or {})

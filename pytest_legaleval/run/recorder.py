@@ -264,7 +264,11 @@ class RunRecorder:
             self._write("predictions.jsonl", item_line)
             if epoch.transcript is not None:
                 self._write(TRANSCRIPTS, artifacts.transcript_line(self.run_id, item_id, epoch))
-            self._tally.add_epoch(item_line)
+            self._tally.add_epoch(
+                item_line,
+                tags=record["tags"] if record else (),
+                metadata=record["metadata"] if record else None,
+            )
             if result.epochs:
                 # The epoch is the unit of account: every epoch line without a verdict is a
                 # failures.jsonl line of its own, as error_rate counts it.

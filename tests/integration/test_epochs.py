@@ -148,6 +148,11 @@ def test_epochs_without_a_verdict_are_counted_everywhere(
     assert summary["error_rate"] == pytest.approx(2 / 3)
     (model,) = summary["by_model"]
     assert summary["by_model"][model]["errored_epochs"] == 2 * len(PLAN)
+    assert summary["by_model"][model]["error_rate"] == pytest.approx(2 / 3)
+    by_slice = json.loads((run / "metrics_by_slice.json").read_text(encoding="utf-8"))
+    for dimension in ("dataset", "model", "task_type"):
+        (block,) = by_slice["slices"][dimension].values()
+        assert block["error_rate"] == pytest.approx(2 / 3), dimension  # slice gates agree
     failures = read_jsonl(run / "failures.jsonl")
     assert len(failures) == 2 * len(PLAN)
     assert sorted({f["epoch"] for f in failures}) == [1, 2]

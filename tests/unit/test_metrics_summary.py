@@ -310,3 +310,16 @@ def test_criterion_ids_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     acc.add(result(details={"criteria": [{"id": f"c{i}", "met": True} for i in range(5)]}))
     block = acc.to_dict()
     assert len(block["criteria"]) == 3 and block["criteria_dropped"] == 2
+
+
+def test_error_rate_counts_epoch_lines_when_they_are_fed() -> None:
+    acc = MetricsAccumulator()
+    acc.add(result("passed"))  # the item's reduced verdict: passed
+    for epoch, reason in enumerate(("correct", "missing_response", "timeout")):
+        outcome = "passed" if reason == "correct" else "error"
+        acc.add_epoch({**result(outcome, reason), "epoch": epoch})
+    acc.add_epoch(result("error", "invalid_record"))  # an invalid record's line: not a unit
+    block = acc.to_dict()
+    assert block["error_items"] == 0  # the item has a verdict
+    assert block["error_rate"] == pytest.approx(2 / 3)  # two of its three epochs do not
+    assert MetricsAccumulator().to_dict()["error_rate"] is None
