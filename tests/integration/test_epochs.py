@@ -227,6 +227,29 @@ def test_each_live_epoch_is_a_call_of_its_own_and_a_resumed_run_repays_nothing(
     assert len(lines) == 12 and all(p["details"]["cached"] for p in lines)
 
 
+def test_live_epochs_that_failed_are_counted_in_error_rate_failures_and_gate(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    # the issue: against an endpoint failing 30 % of calls, 24 of 60 failed and error_rate
+    # read 0.05 (items). A 400 is not retried: every fired fault is one epoch without a verdict.
+    with MockOpenAIServer(latency=0.0, seed=3) as server:
+        server.add_reply(r"Question", "Answer: B")
+        fault = server.add_fault("400", rate=0.3)
+        data = write_jsonl(pytester.path / "d.jsonl", [mcq_row(f"q{i}") for i in range(20)])
+        result = pytester.runpytest(
+            "--dataset", str(data), "--model", "openai/mock-model", "--base-url",
+            server.base_url, "--no-cache", "--epochs", "3", "--run-dir", "runs",
+        )  # fmt: skip
+        failed = fault.fired
+    assert 0 < failed < 60
+    (run,) = run_dirs(pytester.path / "runs")
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    assert (summary["errored_epochs"], summary["epoch_lines"]) == (failed, 60)
+    assert summary["error_rate"] == pytest.approx(failed / 60)
+    assert len(read_jsonl(run / "failures.jsonl")) == failed
+    result.stdout.fnmatch_lines([f"*incomplete: * ({failed} of 60 epoch lines errored*"])
+
+
 def test_a_two_item_runs_interval_is_clipped_to_zero_one(
     pytester: pytest.Pytester, suite: Path
 ) -> None:
