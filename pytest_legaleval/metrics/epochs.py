@@ -13,7 +13,10 @@ answer — so such an epoch is **left out** of every figure below. For an item, 
 number of its epochs with a verdict and ``c`` the number of those that passed; an item
 whose epochs all lack a verdict (``n = 0``) has no verdict and takes no part in any figure
 (it is counted as an error by the counts, as any error item). The epochs left out are
-counted on the item (``errored``), so nothing is hidden.
+counted — the epoch is the unit of account: on the item (``errored``), in
+``errored_epochs`` / ``epoch_lines`` (``error_rate``) and as ``failures.jsonl`` lines — and
+pass@k and pass^k are over the items with a verdict in all K epochs only, the others
+counted as incomplete, so nothing is hidden.
 
 Reducers (``--epoch-reducer``) give the item's one verdict from its verdict epochs:
 
@@ -364,7 +367,8 @@ class EpochFigures:
     records: int
     """Items with at least one verdict epoch (the units of the pass rate over epochs)."""
     mean_pass_fraction: float | None
-    """Mean of the items' ``c / n``: the pass rate over epochs (equals pass@1)."""
+    """Mean of the items' ``c / n``: the pass rate over epochs (over every item with a
+    verdict; equals pass@1 when no item is incomplete)."""
     mean_score: float | None = None
     """Mean of the items' record-level scores (each the mean over its verdict epochs)."""
     per_k_records: dict[str, int] = field(default_factory=dict)
