@@ -65,8 +65,7 @@ def test_nothing_evaluated_names_the_reasons() -> None:
         "outcomes_by_reason": {"needs_judge": 5, "missing_response": 1},
     }
     assert nothing_evaluated(skipped) == (
-        "5 items need --judge-model (graded by an LLM judge); "
-        "1 item has no answer in --responses"
+        "5 items need --judge-model (graded by an LLM judge); 1 item has no answer in --responses"
     )
     # answers asked for without grading: the run did its job
     assert nothing_evaluated(skipped, generate_ungraded=True) is None
