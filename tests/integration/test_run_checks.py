@@ -27,11 +27,12 @@ def _nothing_written(pytester: pytest.Pytester) -> bool:
     return not any((run / "predictions.jsonl").exists() for run in run_dirs(pytester.path / "runs"))
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["n0", "n2"])
 def test_a_cluster_field_no_record_has_is_a_usage_error(
-    pytester: pytest.Pytester, suite: Path
+    pytester: pytest.Pytester, suite: Path, workers: list[str]
 ) -> None:
     data, responses = _data(pytester)
-    result = run_eval(pytester, data, responses, "--cluster-by", "metadata.coures")
+    result = run_eval(pytester, data, responses, "--cluster-by", "metadata.coures", *workers)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*--cluster-by metadata.coures: none of the 6 records has this field*"
