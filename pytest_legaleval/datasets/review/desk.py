@@ -1,0 +1,291 @@
+"""The review desk: one rater's next item, their submission, their progress.
+
+Labels are written in the ``--human-labels`` format (``schemas/human_label.schema.json``),
+so ``legaleval audit`` reads the file as it is: per submitted item one line without
+``criterion_id`` (the verdict: ``passed``, and ``score`` when the expert gave a grade),
+then one line per criterion the expert marked met or not met. Every line carries
+``rater``; the item line also ``comment`` (the note), ``seconds`` (time spent),
+``labelled_at`` and ``review_item`` (the opaque id). The lines of one submission are
+appended with one ``write`` on a file opened ``O_APPEND`` and flushed to disk before the
+answer, so a restart (or a crash) loses nothing that was acknowledged, and raters who
+share one file do not interleave.
+
+What a rater has done is read back from the labels file, so a restarted desk resumes
+where each rater stopped.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_legaleval.datasets.review.items import ItemSource, item_view
+from pytest_legaleval.datasets.review.sample import (
+    ReviewSample,
+    SampleItem,
+    join_seat,
+    sample_keys,
+)
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.runfiles import iter_jsonl
+
+__all__ = ["MAX_NOTE", "ReviewDesk", "ReviewRefused", "labels_path_for"]
+
+MAX_NOTE = 4000
+"""Characters a note may have."""
+MAX_SECONDS = 7 * 24 * 3600.0
+_FIELDS = frozenset({"item", "passed", "grade", "criteria", "note", "seconds"})
+
+
+class ReviewRefused(ConfigError):
+    """A labelling request that cannot be accepted; ``status`` is its HTTP status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def labels_path_for(folder: Path, rater: str) -> Path:
+    """The default labels file of ``rater`` in a review folder: ``labels/<rater>.jsonl``."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in rater).strip(".")
+    return folder / "labels" / f"{safe or 'rater'}.jsonl"
+
+
+def _check_rater(rater: str) -> str:
+    if not isinstance(rater, str) or not rater.strip() or len(rater) > 256:
+        raise ConfigError(f"a rater name must be 1 to 256 characters, got {rater!r}")
+    return rater.strip()
+
+
+class ReviewDesk:
+    """The labelling of one sample by its raters (thread-safe; one per process).
+
+    Args:
+        folder: the review folder (sample, seats, default labels files).
+        sample: the sample (:func:`~.sample.open_sample`).
+        run_dir: the run directory the sample was drawn from.
+        labels: a labels file for every rater (default: one file per rater in the folder).
+        attachments_roots: folders attachments may be read from besides the dataset's.
+
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        sample: ReviewSample,
+        run_dir: Path,
+        *,
+        labels: Path | None = None,
+        attachments_roots: tuple[Path, ...] = (),
+    ) -> None:
+        self.folder = folder
+        self.sample = sample
+        self.labels = labels
+        self.source = ItemSource(run_dir, sample_keys(sample), attachments_roots)
+        self._lock = threading.Lock()
+        self._done: dict[str, dict[str, dict[str, Any]]] = {}
+        self._seats: dict[str, int] = {}
+        self._served: dict[tuple[str, str], float] = {}
+
+    def labels_file(self, rater: str) -> Path:
+        """Where ``rater``'s labels go."""
+        return self.labels if self.labels is not None else labels_path_for(self.folder, rater)
+
+    def _state(self, rater: str) -> tuple[int, dict[str, dict[str, Any]]]:
+        """The rater's seat and submitted items (read back from the labels file once)."""
+        rater = _check_rater(rater)
+        if rater not in self._seats:
+            self._seats[rater] = join_seat(self.folder, self.sample, rater)
+            done: dict[str, dict[str, Any]] = {}
+            keys = {(i.record_id, i.model): i.id for i in self.sample.items}
+            for row in iter_jsonl(self.labels_file(rater)):
+                if row.get("rater") != rater:
+                    continue
+                opaque = keys.get((str(row.get("record_id")), str(row.get("model"))))
+                if opaque is None:
+                    continue
+                entry = done.setdefault(opaque, {"criteria": {}})
+                if row.get("criterion_id") is None:
+                    entry.update(
+                        passed=row.get("passed"), grade=row.get("score"),
+                        note=row.get("comment"), seconds=row.get("seconds"),
+                    )  # fmt: skip
+                else:
+                    entry["criteria"][str(row["criterion_id"])] = row.get("passed")
+            self._done[rater] = done
+        return self._seats[rater], self._done[rater]
+
+    def _mine(self, rater: str) -> list[SampleItem]:
+        seat, _ = self._state(rater)
+        return self.sample.order(rater, seat)
+
+    def progress(self, rater: str) -> dict[str, Any]:
+        """How far ``rater`` is: counts, time per item, the submitted items in order."""
+        with self._lock:
+            return self._progress(rater)
+
+    def _progress(self, rater: str) -> dict[str, Any]:
+        seat, done = self._state(rater)
+        mine = self._mine(rater)
+        seconds = sorted(
+            float(e["seconds"]) for e in done.values() if isinstance(e.get("seconds"), int | float)
+        )
+        median = None
+        if seconds:
+            middle = len(seconds) // 2
+            median = (
+                seconds[middle] if len(seconds) % 2 else (seconds[middle - 1] + seconds[middle]) / 2
+            )
+        return {
+            "rater": rater,
+            "seat": seat,
+            "total": len(mine),
+            "done": len(done),
+            "remaining": len(mine) - len(done),
+            "seconds_median": median,
+            "seconds_total": math.fsum(seconds),
+            "submitted": [item.id for item in mine if item.id in done],
+        }
+
+    def next_item(self, rater: str) -> dict[str, Any] | None:
+        """The next item ``rater`` has not labelled (their own order), or ``None`` when done."""
+        with self._lock:
+            _, done = self._state(rater)
+            for item in self._mine(rater):
+                if item.id not in done:
+                    self._served.setdefault((rater, item.id), time.monotonic())
+                    view = item_view(self.source, item.id, (item.record_id, item.model))
+                    return {"item": view, "progress": self._progress(rater)}
+            return None
+
+    def item(self, rater: str, opaque: str) -> dict[str, Any]:
+        """One item of ``rater``'s sample by id, with their own labels once submitted.
+
+        Raises:
+            ReviewRefused: 404 for an item not in the rater's sample.
+
+        """
+        with self._lock:
+            found = self._find(rater, opaque)
+            _, done = self._state(rater)
+            view = item_view(self.source, found.id, (found.record_id, found.model))
+            return {"item": view, "submitted": done.get(found.id)}
+
+    def _find(self, rater: str, opaque: Any) -> SampleItem:
+        if isinstance(opaque, str):
+            for item in self._mine(rater):
+                if item.id == opaque:
+                    return item
+        raise ReviewRefused(404, f"unknown item {opaque!r}: it is not in rater {rater!r}'s sample")
+
+    def submit(self, rater: str, body: Any) -> dict[str, Any]:
+        """Record one item's labels (appended and flushed); returns the new progress.
+
+        ``body``: ``{"item": id, "passed": bool, "grade"?: number in [0, 1],
+        "criteria"?: {criterion id: bool}, "note"?: str, "seconds"?: number}``.
+
+        Raises:
+            ReviewRefused: 422 for a malformed body or verdict, 404 for an unknown item,
+                409 for an item this rater already submitted. Nothing is written then.
+
+        """
+        if not isinstance(body, Mapping):
+            raise ReviewRefused(422, "the body must be a JSON object")
+        extra = sorted(set(body) - _FIELDS)
+        if extra:
+            raise ReviewRefused(422, f"unknown field(s) {', '.join(extra)}; allowed: "
+                                f"{', '.join(sorted(_FIELDS))}")  # fmt: skip
+        with self._lock:
+            found = self._find(rater, body.get("item"))
+            _, done = self._state(rater)
+            if found.id in done:
+                raise ReviewRefused(
+                    409, f"item {found.id} was already submitted by rater {rater!r}; "
+                    "a label is final"
+                )  # fmt: skip
+            lines = self._lines(rater, found, body)
+            self._append(self.labels_file(rater), lines)
+            entry = {
+                "passed": body["passed"], "grade": body.get("grade"), "note": body.get("note"),
+                "seconds": lines[0].get("seconds"),
+                "criteria": {line["criterion_id"]: line["passed"] for line in lines[1:]},
+            }  # fmt: skip
+            done[found.id] = entry
+            self._served.pop((rater, found.id), None)
+            return {"item": found.id, "lines": len(lines), "progress": self._progress(rater)}
+
+    def _lines(self, rater: str, item: SampleItem, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        passed = body.get("passed")
+        if not isinstance(passed, bool):
+            raise ReviewRefused(422, f"passed must be true or false, got {passed!r}")
+        view = item_view(self.source, item.id, (item.record_id, item.model))
+        grade = body.get("grade")
+        if grade is not None:
+            if not view["grade_allowed"]:
+                raise ReviewRefused(422, "this item takes pass or fail only, not a grade")
+            if (
+                isinstance(grade, bool)
+                or not isinstance(grade, int | float)
+                or not (0.0 <= grade <= 1.0)
+            ):
+                raise ReviewRefused(422, f"grade must be a number in [0, 1], got {grade!r}")
+        note = body.get("note")
+        if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE):
+            raise ReviewRefused(422, f"note must be text of at most {MAX_NOTE} characters")
+        seconds = body.get("seconds")
+        if seconds is None:
+            served = self._served.get((rater, item.id))
+            seconds = round(time.monotonic() - served, 1) if served is not None else None
+        elif (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not (0.0 <= seconds <= MAX_SECONDS)
+        ):
+            raise ReviewRefused(422, f"seconds must be a number in [0, {MAX_SECONDS:g}]")
+        criteria = body.get("criteria") or {}
+        known = {c["id"] for c in view["rubric"]} | {c["id"] for c in view["required_criteria"]}
+        if not isinstance(criteria, Mapping):
+            raise ReviewRefused(422, "criteria must be an object of criterion id: true/false")
+        for cid, met in criteria.items():
+            if cid not in known:
+                raise ReviewRefused(422, f"criterion {cid!r} is not a criterion of this item")
+            if not isinstance(met, bool):
+                raise ReviewRefused(422, f"criterion {cid!r} must be true or false, got {met!r}")
+        base = {"record_id": item.record_id, "model": item.model}
+        head: dict[str, Any] = {**base, "passed": passed}
+        if grade is not None:
+            head["score"] = float(grade)
+        head["rater"] = rater
+        if note:
+            head["comment"] = note
+        if seconds is not None:
+            head["seconds"] = seconds
+        head["labelled_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        head["review_item"] = item.id
+        return [head] + [
+            {**base, "criterion_id": cid, "passed": met, "rater": rater}
+            for cid, met in criteria.items()
+        ]
+
+    @staticmethod
+    def _append(path: Path, lines: list[dict[str, Any]]) -> None:
+        data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # raters sharing one file write whole submissions
+            payload = data.encode("utf-8")
+            while payload:
+                payload = payload[os.write(fd, payload) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
