@@ -100,8 +100,14 @@
     $("forward").hidden = !state.readonly;
   }
 
+  function setBusy(busy) {
+    state.busy = busy;
+    document.body.classList.toggle("busy", busy);
+  }
+
   function render(item, submitted) {
     state.item = item;
+    document.body.dataset.item = item.id;
     state.readonly = Boolean(submitted);
     state.passed = submitted ? submitted.passed : null;
     state.grade = submitted ? submitted.grade : null;
@@ -132,6 +138,7 @@
   async function loadNext() {
     const answer = await api("next");
     if (answer.status === 204) {
+      delete document.body.dataset.item;
       document.querySelector("main").hidden = true;
       $("done").hidden = false;
       const progress = await api("progress");
@@ -159,13 +166,16 @@
     if (state.grade !== null) body.grade = state.grade;
     if (Object.keys(state.criteria).length) body.criteria = state.criteria;
     if ($("note").value.trim()) body.note = $("note").value.trim();
-    state.busy = true;
+    setBusy(true);
     try {
       const answer = await api("labels", { method: "POST", body: JSON.stringify(body) });
       if (answer.status !== 201) { say(errorText(answer)); return; }
       showProgress(answer.body.progress);
+      say("");
       await loadNext();
-    } finally { state.busy = false; }
+    } catch (error) {
+      say("Not saved: " + error + " (press Enter to try again)");
+    } finally { setBusy(false); }
   }
 
   async function back() {
@@ -190,6 +200,7 @@
       return;
     }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (state.busy) { event.preventDefault(); return; }  // a submission is on its way
     const key = event.key.toLowerCase();
     const count = $("criteria").children.length;
     let handled = true;
