@@ -130,6 +130,9 @@ def test_two_experts_label_lbr_s_sample_blind_through_a_restart(
     try:
         _open(browser, network, alice.url)
         assert browser.js("document.getElementById('progress').textContent").startswith("0 / 60")
+        # a laptop screen: no sideways scrolling, the verdict buttons in view
+        assert browser.js("document.documentElement.scrollWidth <= window.innerWidth")
+        assert browser.visible("#verdict button") == ["Pass P", "Fail F"]
         _label(browser, network, 5, rule=3)
         # reload: the labelled items stay labelled, the page resumes
         _open(browser, network, alice.url)
