@@ -168,6 +168,7 @@ def test_bad_submissions_are_refused_and_change_nothing(run: Path) -> None:
         ({"item": opaque, "passed": False}, 409, "already submitted"),
         ({"item": "it_000000000000", "passed": True}, 404, "unknown item"),
         ({"item": rubric_id(sample), "passed": "yes"}, 422, "passed must be true or false"),
+        ({"item": rubric_id(sample), "note": "no verdict"}, 422, "a verdict is required"),
         ({"item": rubric_id(sample), "passed": True, "grade": 2}, 422, "grade must be"),
         ({"item": rubric_id(sample), "passed": True, "criteria": {"zz": True}}, 422, "criterion"),
         ({"item": rubric_id(sample), "passed": True, "verdict": "pass"}, 422, "unknown field"),
@@ -186,3 +187,14 @@ def test_bad_submissions_are_refused_and_change_nothing(run: Path) -> None:
 def rubric_id(sample: object) -> str:
     items = sample.items  # type: ignore[attr-defined]
     return next(i.id for i in items if i.record_id == "rec-01" and i.model == MODELS[1])
+
+
+def test_an_item_whose_judge_scores_takes_a_grade_alone(run: Path) -> None:
+    folder = review_folder(run)
+    sample, _ = open_sample(folder, run, size=3, seed=8)
+    desk = ReviewDesk(folder, sample, run)
+    shown = desk.next_item("ann")
+    assert shown is not None and shown["item"]["grade_allowed"]
+    desk.submit("ann", {"item": shown["item"]["id"], "grade": 0.75})
+    read = read_human_labels(folder / "labels" / "ann.jsonl")
+    assert read.errors == [] and read.labels[0].score == 0.75 and read.labels[0].passed is None

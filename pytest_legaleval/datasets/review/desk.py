@@ -191,7 +191,9 @@ class ReviewDesk:
         """Record one item's labels (appended and flushed); returns the new progress.
 
         ``body``: ``{"item": id, "passed": bool, "grade"?: number in [0, 1],
-        "criteria"?: {criterion id: bool}, "note"?: str, "seconds"?: number}``.
+        "criteria"?: {criterion id: bool}, "note"?: str, "seconds"?: number}``; an item
+        whose judge scores takes a grade alone too (the audit then reads pass from the
+        item's threshold, as it does for any score-only label).
 
         Raises:
             ReviewRefused: 422 for a malformed body or verdict, 404 for an unknown item,
@@ -215,7 +217,7 @@ class ReviewDesk:
             lines = self._lines(rater, found, body)
             self._append(self.labels_file(rater), lines)
             entry = {
-                "passed": body["passed"], "grade": body.get("grade"), "note": body.get("note"),
+                "passed": body.get("passed"), "grade": body.get("grade"), "note": body.get("note"),
                 "seconds": lines[0].get("seconds"),
                 "criteria": {line["criterion_id"]: line["passed"] for line in lines[1:]},
             }  # fmt: skip
@@ -225,10 +227,13 @@ class ReviewDesk:
 
     def _lines(self, rater: str, item: SampleItem, body: Mapping[str, Any]) -> list[dict[str, Any]]:
         passed = body.get("passed")
-        if not isinstance(passed, bool):
-            raise ReviewRefused(422, f"passed must be true or false, got {passed!r}")
         view = item_view(self.source, item.id, (item.record_id, item.model))
         grade = body.get("grade")
+        if passed is None and grade is None:
+            more = " (or a grade)" if view["grade_allowed"] else ""
+            raise ReviewRefused(422, f"a verdict is required: passed true or false{more}")
+        if passed is not None and not isinstance(passed, bool):
+            raise ReviewRefused(422, f"passed must be true or false, got {passed!r}")
         if grade is not None:
             if not view["grade_allowed"]:
                 raise ReviewRefused(422, "this item takes pass or fail only, not a grade")
@@ -261,7 +266,9 @@ class ReviewDesk:
             if not isinstance(met, bool):
                 raise ReviewRefused(422, f"criterion {cid!r} must be true or false, got {met!r}")
         base = {"record_id": item.record_id, "model": item.model}
-        head: dict[str, Any] = {**base, "passed": passed}
+        head: dict[str, Any] = dict(base)
+        if passed is not None:
+            head["passed"] = passed
         if grade is not None:
             head["score"] = float(grade)
         head["rater"] = rater

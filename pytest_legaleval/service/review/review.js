@@ -160,9 +160,14 @@
 
   async function submit() {
     if (state.readonly || !state.item || state.busy) return;
-    if (state.passed === null) { say("Choose pass (P) or fail (F) first."); return; }
-    const body = { item: state.item.id, passed: state.passed,
+    if (state.passed === null && state.grade === null) {
+      say(state.item.grade_allowed ? "Choose pass (P), fail (F) or a grade (0–4) first."
+        : "Choose pass (P) or fail (F) first.");
+      return;
+    }
+    const body = { item: state.item.id,
       seconds: Math.round((performance.now() - state.started) / 100) / 10 };
+    if (state.passed !== null) body.passed = state.passed;
     if (state.grade !== null) body.grade = state.grade;
     if (Object.keys(state.criteria).length) body.criteria = state.criteria;
     if ($("note").value.trim()) body.note = $("note").value.trim();
