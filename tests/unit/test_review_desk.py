@@ -198,3 +198,26 @@ def test_an_item_whose_judge_scores_takes_a_grade_alone(run: Path) -> None:
     desk.submit("ann", {"item": shown["item"]["id"], "grade": 0.75})
     read = read_human_labels(folder / "labels" / "ann.jsonl")
     assert read.errors == [] and read.labels[0].score == 0.75 and read.labels[0].passed is None
+
+
+def test_a_torn_last_line_is_left_out_and_the_next_label_starts_a_new_line(run: Path) -> None:
+    folder = review_folder(run)
+    sample, _ = open_sample(folder, run, size=4, seed=8)
+    desk = ReviewDesk(folder, sample, run)
+    shown = desk.next_item("ann")
+    assert shown is not None
+    desk.submit("ann", {"item": shown["item"]["id"], "passed": True})
+    path = folder / "labels" / "ann.jsonl"
+    with path.open("a") as handle:
+        handle.write('{"record_id": "rec-0')  # a crash in the middle of the next write
+    again = ReviewDesk(folder, sample, run)
+    assert again.progress("ann")["done"] == 1
+    following = again.next_item("ann")
+    assert following is not None
+    again.submit("ann", {"item": following["item"]["id"], "passed": False})
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2 and json.loads(lines[1])["passed"] is False  # the torn line is cut
+    assert ReviewDesk(folder, sample, run).progress("ann")["done"] == 2
+    path.write_text("not json\n" + path.read_text())
+    with pytest.raises(ConfigError, match=r"ann\.jsonl:1: not a label row"):
+        ReviewDesk(folder, sample, run).progress("ann")

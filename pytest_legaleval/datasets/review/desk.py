@@ -11,7 +11,8 @@ answer, so a restart (or a crash) loses nothing that was acknowledged, and rater
 share one file do not interleave.
 
 What a rater has done is read back from the labels file, so a restarted desk resumes
-where each rater stopped.
+where each rater stopped. A last line cut short by a crash in the middle of a write (never
+acknowledged) is ignored on reading and cut before the next write.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,13 +36,14 @@ from pytest_legaleval.datasets.review.sample import (
     sample_keys,
 )
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.runfiles import iter_jsonl
 
 __all__ = ["MAX_NOTE", "ReviewDesk", "ReviewRefused", "labels_path_for"]
 
 MAX_NOTE = 4000
 """Characters a note may have."""
 MAX_SECONDS = 7 * 24 * 3600.0
+MAX_TORN = 1 << 20
+"""Bytes looked back for the last newline before a torn line (one submission is smaller)."""
 _FIELDS = frozenset({"item", "passed", "grade", "criteria", "note", "seconds"})
 
 
@@ -58,6 +60,33 @@ def labels_path_for(folder: Path, rater: str) -> Path:
     """The default labels file of ``rater`` in a review folder: ``labels/<rater>.jsonl``."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in rater).strip(".")
     return folder / "labels" / f"{safe or 'rater'}.jsonl"
+
+
+def _label_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of a labels file, a torn last line left out.
+
+    A last line without its newline is a crash in the middle of a write, never
+    acknowledged; any other line that is not a JSON object is an error.
+
+    Raises:
+        ConfigError: a line in the middle of the file is not a JSON object.
+
+    """
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if isinstance(row, dict):
+            yield row
+        elif number < len(lines):  # a whole line, ended by a newline: damaged, not torn
+            raise ConfigError(f"{path}:{number}: not a label row; fix or remove the line")
 
 
 def _check_rater(rater: str) -> str:
@@ -107,7 +136,7 @@ class ReviewDesk:
             self._seats[rater] = join_seat(self.folder, self.sample, rater)
             done: dict[str, dict[str, Any]] = {}
             keys = {(i.record_id, i.model): i.id for i in self.sample.items}
-            for row in iter_jsonl(self.labels_file(rater)):
+            for row in _label_rows(self.labels_file(rater)):
                 if row.get("rater") != rater:
                     continue
                 opaque = keys.get((str(row.get("record_id")), str(row.get("model"))))
@@ -287,9 +316,16 @@ class ReviewDesk:
     def _append(path: Path, lines: list[dict[str, Any]]) -> None:
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # raters sharing one file write whole submissions
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                # A torn last line: a crash in the middle of a write that was never
+                # acknowledged. Cut it (every writer holds the lock, so none is writing).
+                tail = os.pread(fd, min(size, MAX_TORN), size - min(size, MAX_TORN))
+                cut = tail.rfind(b"\n")
+                os.ftruncate(fd, size - len(tail) + cut + 1 if cut >= 0 else size - len(tail))
             payload = data.encode("utf-8")
             while payload:
                 payload = payload[os.write(fd, payload) :]
