@@ -89,6 +89,10 @@ def test_the_sample_is_written_once_and_later_raters_join_it(run: Path, tmp_path
     assert desk.progress("bob")["total"] == 6 and desk.progress("bob")["seat"] == 1
     with pytest.raises(ConfigError, match="every seat"):
         desk.progress("cid")
+    (folder / "seats.json").write_text("[1, 2")
+    with pytest.raises(ConfigError, match="cannot read the raters' seats"):
+        ReviewDesk(folder, first, run).progress("ann")
+    (folder / "seats.json").write_text(json.dumps({"raters": {"ann": 0, "bob": 1}}))
     order = [i.id for i in first.order("ann", 0)]
     assert order == [i.id for i in first.order("ann", 0)] != [i.id for i in first.items]
     other = write_run(tmp_path / "other")

@@ -334,7 +334,10 @@ def join_seat(folder: Path, sample: ReviewSample, rater: str) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX)
         seats: dict[str, int] = {}
         if path.is_file():
-            seats = dict(json.loads(path.read_text(encoding="utf-8")).get("raters", {}))
+            try:
+                seats = dict(json.loads(path.read_text(encoding="utf-8"))["raters"])
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise ConfigError(f"{path}: cannot read the raters' seats ({exc!r})") from None
         if rater in seats:
             return seats[rater]
         free = [seat for seat in range(sample.seats) if seat not in seats.values()]
