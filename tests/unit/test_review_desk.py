@@ -225,3 +225,31 @@ def test_a_torn_last_line_is_left_out_and_the_next_label_starts_a_new_line(run: 
     path.write_text("not json\n" + path.read_text())
     with pytest.raises(ConfigError, match=r"ann\.jsonl:1: not a label row"):
         ReviewDesk(folder, sample, run).progress("ann")
+
+
+def test_attachments_are_shown_as_text_from_the_dataset_s_folder_only(
+    run: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    (data / "docs").mkdir(parents=True)
+    (data / "dataset.jsonl").write_text("")
+    (data / "docs" / "lease.txt").write_text("Clause 7: no subletting without consent.")
+    (tmp_path / "secret.txt").write_text("outside the dataset's folder")
+    path = run / "input_dataset.json"
+    document = json.loads(path.read_text())
+    document["datasets"] = [{"path": str(data / "dataset.jsonl")}]
+    document["records"][2]["payload"]["attachments"] = [
+        {"path": "docs/lease.txt", "title": "The lease", "kind": "text"},
+        {"path": "../secret.txt"},
+        {"path": "docs/missing.txt"},
+    ]
+    path.write_text(json.dumps(document))
+    folder = review_folder(run)
+    sample, _ = open_sample(folder, run, size=54, seed=1)
+    desk = ReviewDesk(folder, sample, run)
+    item = next(i for i in sample.items if i.record_id == "rec-02")
+    shown = desk.item("ann", item.id)["item"]["attachments"]
+    assert shown[0] == {"title": "The lease", "text": "Clause 7: no subletting without consent.",
+                        "note": ""}  # fmt: skip
+    assert shown[1]["text"] == "" and "not shown" in shown[1]["note"]
+    assert shown[2]["text"] == "" and "not next to" in shown[2]["note"]
