@@ -75,3 +75,15 @@ def test_raters_label_a_held_run_with_their_own_tokens(
     row = json.loads(labels.read_text())
     assert row["rater"] == "ann" and row["model"] == "openai/cand"
     assert not (service.data_dir / "runs" / run_id / "labels").exists()
+
+
+def test_rater_tokens_are_name_token_pairs() -> None:
+    from pytest_legaleval.errors import ConfigError
+    from pytest_legaleval.service.review.serve import RATERS_ENV, RaterTokens
+
+    raters = RaterTokens.from_env({RATERS_ENV: f" ann={ANN} ,, bob = {BOB} "})
+    assert raters.rater(ANN) == "ann" and raters.rater(BOB) == "bob"
+    assert raters.rater("ann") is None and ANN not in repr(raters)
+    for bad in ("ann", "=tok", "ann="):
+        with pytest.raises(ConfigError, match="name=token"):
+            RaterTokens.from_env({RATERS_ENV: bad})

@@ -102,7 +102,10 @@ def _desk(desks: _Desks, run_dir: Path, folder: Path) -> ReviewDesk:
 
 async def serve_context(run_id: str, request: Request, backend: BackendDep) -> ReviewContext:
     """The rater (from their token) and the desk of run ``run_id``'s review."""
-    raters = RaterTokens.from_env()
+    try:
+        raters = RaterTokens.from_env()
+    except ConfigError as exc:  # the operator's mistake: say so, never a bare 500
+        raise ApiError(503, f"review is misconfigured on this service: {exc}") from None
     if not raters.raters:
         raise ApiError(404, f"review is off on this service: set {RATERS_ENV}=name=token,…")
     token = bearer(request.headers.get("authorization"))
