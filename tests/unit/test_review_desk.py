@@ -253,3 +253,20 @@ def test_attachments_are_shown_as_text_from_the_dataset_s_folder_only(
                         "note": ""}  # fmt: skip
     assert shown[1]["text"] == "" and "not shown" in shown[1]["note"]
     assert shown[2]["text"] == "" and "not next to" in shown[2]["note"]
+
+
+def test_two_desks_on_one_labels_file_never_take_an_item_twice(run: Path) -> None:
+    # Two replicas of the service (or two review processes) each hold a desk; the labels
+    # file, read again under its lock, is the one truth.
+    folder = review_folder(run)
+    sample, _ = open_sample(folder, run, size=4, seed=8)
+    first, second = ReviewDesk(folder, sample, run), ReviewDesk(folder, sample, run)
+    shown = second.next_item("ann")
+    assert shown is not None
+    first.submit("ann", {"item": shown["item"]["id"], "passed": True})
+    with pytest.raises(ReviewRefused, match="already submitted") as caught:
+        second.submit("ann", {"item": shown["item"]["id"], "passed": False})
+    assert caught.value.status == 409
+    rows = (folder / "labels" / "ann.jsonl").read_text().splitlines()
+    assert len(rows) == 1 and json.loads(rows[0])["passed"] is True
+    assert second.progress("ann")["done"] == 1

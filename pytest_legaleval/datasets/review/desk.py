@@ -23,7 +23,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -134,24 +134,28 @@ class ReviewDesk:
         rater = _check_rater(rater)
         if rater not in self._seats:
             self._seats[rater] = join_seat(self.folder, self.sample, rater)
-            done: dict[str, dict[str, Any]] = {}
-            keys = {(i.record_id, i.model): i.id for i in self.sample.items}
-            for row in _label_rows(self.labels_file(rater)):
-                if row.get("rater") != rater:
-                    continue
-                opaque = keys.get((str(row.get("record_id")), str(row.get("model"))))
-                if opaque is None:
-                    continue
-                entry = done.setdefault(opaque, {"criteria": {}})
-                if row.get("criterion_id") is None:
-                    entry.update(
-                        passed=row.get("passed"), grade=row.get("score"),
-                        note=row.get("comment"), seconds=row.get("seconds"),
-                    )  # fmt: skip
-                else:
-                    entry["criteria"][str(row["criterion_id"])] = row.get("passed")
-            self._done[rater] = done
+            self._done[rater] = self._read_done(rater)
         return self._seats[rater], self._done[rater]
+
+    def _read_done(self, rater: str) -> dict[str, dict[str, Any]]:
+        """The items ``rater`` submitted, by opaque id, as their labels file says."""
+        done: dict[str, dict[str, Any]] = {}
+        keys = {(i.record_id, i.model): i.id for i in self.sample.items}
+        for row in _label_rows(self.labels_file(rater)):
+            if row.get("rater") != rater:
+                continue
+            opaque = keys.get((str(row.get("record_id")), str(row.get("model"))))
+            if opaque is None:
+                continue
+            entry = done.setdefault(opaque, {"criteria": {}})
+            if row.get("criterion_id") is None:
+                entry.update(
+                    passed=row.get("passed"), grade=row.get("score"),
+                    note=row.get("comment"), seconds=row.get("seconds"),
+                )  # fmt: skip
+            else:
+                entry["criteria"][str(row["criterion_id"])] = row.get("passed")
+        return done
 
     def _mine(self, rater: str) -> list[SampleItem]:
         seat, _ = self._state(rater)
@@ -244,7 +248,16 @@ class ReviewDesk:
                     "a label is final"
                 )  # fmt: skip
             lines = self._lines(rater, found, body)
-            self._append(self.labels_file(rater), lines)
+
+            def still_new() -> None:
+                # Under the file's lock: another process (a second replica of the
+                # service, a second review process on the same file) may have written it.
+                done.update(self._read_done(rater))
+                if found.id in done:
+                    raise ReviewRefused(409, f"item {found.id} was already submitted by rater "
+                                        f"{rater!r}; a label is final")  # fmt: skip
+
+            self._append(self.labels_file(rater), lines, still_new)
             entry = {
                 "passed": body.get("passed"), "grade": body.get("grade"), "note": body.get("note"),
                 "seconds": lines[0].get("seconds"),
@@ -313,7 +326,8 @@ class ReviewDesk:
         ]
 
     @staticmethod
-    def _append(path: Path, lines: list[dict[str, Any]]) -> None:
+    def _append(path: Path, lines: list[dict[str, Any]], check: Callable[[], None]) -> None:
+        """Append ``lines`` in one write, flushed, after ``check()`` passed under the lock."""
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -326,6 +340,7 @@ class ReviewDesk:
                 tail = os.pread(fd, min(size, MAX_TORN), size - min(size, MAX_TORN))
                 cut = tail.rfind(b"\n")
                 os.ftruncate(fd, size - len(tail) + cut + 1 if cut >= 0 else size - len(tail))
+            check()
             payload = data.encode("utf-8")
             while payload:
                 payload = payload[os.write(fd, payload) :]
