@@ -218,7 +218,8 @@ class ReviewDesk:
             for item in self._mine(rater):
                 if item.id == opaque:
                     return item
-        raise ReviewRefused(404, f"unknown item {opaque!r}: it is not in rater {rater!r}'s sample")
+        shown = repr(opaque) if len(repr(opaque)) <= 80 else repr(opaque)[:77] + "…"
+        raise ReviewRefused(404, f"unknown item {shown}: it is not in rater {rater!r}'s sample")
 
     def submit(self, rater: str, body: Any) -> dict[str, Any]:
         """Record one item's labels (appended and flushed); returns the new progress.
@@ -237,7 +238,8 @@ class ReviewDesk:
             raise ReviewRefused(422, "the body must be a JSON object")
         extra = sorted(set(body) - _FIELDS)
         if extra:
-            raise ReviewRefused(422, f"unknown field(s) {', '.join(extra)}; allowed: "
+            named = ", ".join(repr(name[:40]) for name in extra[:5])
+            raise ReviewRefused(422, f"unknown field(s) {named}; allowed: "
                                 f"{', '.join(sorted(_FIELDS))}")  # fmt: skip
         with self._lock:
             found = self._find(rater, body.get("item"))
