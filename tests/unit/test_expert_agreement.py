@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 
 from pytest_legaleval.metrics.audit_items import ItemFacts, ItemVerdict, RunItems, Verdict
@@ -17,9 +16,7 @@ from pytest_legaleval.metrics.expert_agreement import (
 )
 from pytest_legaleval.metrics.human_labels import HumanLabel, LabelFile
 
-krippendorff = pytest.importorskip("krippendorff")
-metrics = pytest.importorskip("sklearn.metrics")
-inter_rater = pytest.importorskip("statsmodels.stats.inter_rater")
+from ..extras import needs_stats
 
 
 def _label(record: str, rater: str, passed: bool, criterion: str | None = None) -> HumanLabel:
@@ -39,7 +36,12 @@ def _run(judge: dict[str, bool], criteria: dict[str, dict[str, bool]] | None = N
     return items
 
 
+@needs_stats
 def test_fleiss_and_alpha_match_the_reference_libraries_on_random_tables() -> None:
+    import krippendorff
+    import numpy as np
+    from statsmodels.stats import inter_rater
+
     rng = random.Random(3)
     for raters in (2, 3, 5):
         for _ in range(20):
@@ -59,7 +61,11 @@ def test_fleiss_and_alpha_match_the_reference_libraries_on_random_tables() -> No
                 assert alpha == pytest.approx(expected, abs=1e-9)
 
 
+@needs_stats
 def test_alpha_with_missing_labels_matches_krippendorff() -> None:
+    import krippendorff
+    import numpy as np
+
     rng = random.Random(5)
     for _ in range(20):
         grid = [[rng.choice([True, False, None]) for _ in range(4)] for _ in range(30)]
@@ -71,7 +77,12 @@ def test_alpha_with_missing_labels_matches_krippendorff() -> None:
             assert ours == pytest.approx(theirs, abs=1e-9)
 
 
+@needs_stats
 def test_two_raters_get_cohen_kappa_beside_the_judge_s_equal_to_sklearn() -> None:
+    import krippendorff
+    import numpy as np
+    from sklearn import metrics
+
     rng = random.Random(11)
     records = [f"r{i}" for i in range(40)]
     judge = {r: rng.random() < 0.5 for r in records}
@@ -101,7 +112,11 @@ def test_two_raters_get_cohen_kappa_beside_the_judge_s_equal_to_sklearn() -> Non
     )
 
 
+@needs_stats
 def test_three_raters_get_fleiss_kappa_per_criterion_and_pooled() -> None:
+    import numpy as np
+    from statsmodels.stats import inter_rater
+
     rng = random.Random(2)
     records = [f"r{i}" for i in range(15)]
     criteria = {r: {"a": rng.random() < 0.5, "b": rng.random() < 0.5} for r in records}
