@@ -25,6 +25,7 @@ import pytest
 pytest.importorskip("fastapi", reason="legaleval review needs the [serve] extra")
 pytest.importorskip("hypercorn", reason="legaleval review needs the [serve] extra")
 
+from ..extras import STATS_REASON, import_or_skip
 from .conftest import read_jsonl
 from .report_cdp import Browser
 from .review_server import ReviewServer
@@ -121,7 +122,7 @@ def _cohen(first: list[bool], second: list[bool]) -> float:
 def test_two_experts_label_lbr_s_sample_blind_through_a_restart(
     lbr_replayed_run: Path, browser: Browser, tmp_path: Path
 ) -> None:
-    pytest.importorskip("sklearn")
+    import_or_skip("sklearn", STATS_REASON)
     run = lbr_replayed_run
     folder = tmp_path / "review"
     network = Network(browser)
