@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, LegalEvalError
-from pytest_legaleval.formats.paths import PathRefused, confined_path
+from pytest_legaleval.util.paths import PathRefused, confined_path
 from pytest_legaleval.metrics.runfiles import iter_jsonl, load_run
 
 __all__ = ["ItemSource", "item_view"]
