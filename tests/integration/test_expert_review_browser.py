@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("fastapi", reason="legaleval review needs the [serve] extra")
 pytest.importorskip("hypercorn", reason="legaleval review needs the [serve] extra")
 
-from ..extras import STATS_REASON, import_or_skip
+from ..extras import STATS_REASON, import_or_skip, installed
 from .conftest import read_jsonl
 from .report_cdp import Browser
 from .review_server import ReviewServer
@@ -68,6 +68,14 @@ class Network:
     def reset(self) -> None:
         """The browser's event list was cleared (a page load): start reading it afresh."""
         self._seen = 0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _references_imported_once() -> None:
+    """pytester (autouse in this folder) puts sys.modules back after each test, and numpy
+    cannot be imported twice in a process: scikit-learn is imported before its snapshot."""
+    if installed("numpy", "sklearn"):
+        import sklearn.metrics  # noqa: F401
 
 
 @pytest.fixture
