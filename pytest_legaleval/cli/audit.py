@@ -65,7 +65,7 @@ def audit_body(
     )
     items = collect_items(iter_jsonl(predictions), epoch_reducer(run_reducer(run)))
     matched = match_labels(labels, items)
-    sample = find_sample(labels_path if sample_path is None else sample_path)
+    sample = labels.sample if sample_path is None else find_sample(sample_path)
     if sample_path is not None and sample is None:
         raise ConfigError(f"--review-sample {sample_path}: not a legaleval review sample")
     audit = audit_from_items(

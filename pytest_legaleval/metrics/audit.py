@@ -366,6 +366,16 @@ def judge_audit(
         The audit; its ``record_errors`` list every label left out and why.
 
     """
-    items = collect_items(lines, reducer)
+    seen: dict[str, str] = {}
+
+    def noting_the_run(rows: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+        for row in rows:
+            if not seen and isinstance(row.get("run_id"), str):
+                seen["run_id"] = row["run_id"]
+            yield row
+
+    items = collect_items(noting_the_run(lines), reducer)
     matched = match_labels(labels, items)
-    return audit_from_items(items, matched, settings, labels=labels)
+    return audit_from_items(
+        items, matched, settings, labels=labels, sample=labels.sample, run_id=seen.get("run_id")
+    )

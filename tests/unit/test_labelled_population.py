@@ -90,3 +90,26 @@ def test_terminal_and_report_show_judge_and_experts_side_by_side() -> None:
     html = calibration_section(AuditView(block=block))
     assert 'id="audit-experts"' in html and 'id="audit-sample"' in html
     assert "0.58" in html and "0.71" in html and "ann, bob" in html
+
+
+def test_a_run_audited_with_review_labels_states_their_population(tmp_path: Path) -> None:
+    # What a pytest run given --human-labels <review folder>/labels computes (judge_audit).
+    from pytest_legaleval.datasets.review import ReviewDesk, open_sample, review_folder
+    from pytest_legaleval.metrics.human_labels import read_human_labels
+
+    run = write_run(tmp_path)
+    folder = review_folder(run)
+    sample, _ = open_sample(folder, run, size=10, seed=2)
+    desk = ReviewDesk(folder, sample, run)
+    while (shown := desk.next_item("ann")) is not None:
+        desk.submit("ann", {"item": shown["item"]["id"], "passed": True})
+    labels = read_human_labels(folder / "labels")
+    assert labels.sample is not None and labels.sample["run_id"] == RUN_ID
+    lines = predictions(run)
+    audit = judge_audit(lines, labels).summary_block()
+    assert audit["sample"]["size"] == 10 and audit["labelled"] == 10
+    assert audit["ppi_pass_rate"] is not None
+    rerun = [{**line, "run_id": "run_01RERUN00000000000000000"} for line in lines]
+    refused = judge_audit(rerun, labels).summary_block()
+    assert refused["ppi_pass_rate"] is None
+    assert "not from this run" in refused["notes"]["ppi_pass_rate"]

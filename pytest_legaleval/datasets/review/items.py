@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, LegalEvalError
-from pytest_legaleval.util.paths import PathRefused, confined_path
 from pytest_legaleval.metrics.runfiles import iter_jsonl, load_run
+from pytest_legaleval.util.paths import PathRefused, confined_path
 
 __all__ = ["ItemSource", "item_view"]
 
