@@ -319,6 +319,10 @@ class RecorderPlugin:
             write(f"nothing evaluated: {why}", red=True, bold=True)
         failures = summary["failures_by_type"]
         detail = ", ".join(f"{k} {v}" for k, v in failures.items())
+        errored = summary.get("errored_epochs")
+        if summary.get("epochs", 1) > 1 and errored:  # epochs without a verdict, of any item
+            detail += f"{'; ' if detail else ''}{errored} of {summary['epoch_lines']} epoch lines"
+            detail += " without a verdict"
         write(f"status: {self.status}" + (f" ({detail})" if detail else ""))
         if summary["cost_usd"] is not None:
             write(f"cost: ${summary['cost_usd']:.4f} (list prices)")

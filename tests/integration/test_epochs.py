@@ -167,6 +167,7 @@ def test_epochs_without_a_verdict_are_counted_everywhere(
     out = result.stdout.str()
     assert "FAILED gate error_rate==0" in out
     assert f"incomplete: {len(PLAN)} items lack a verdict in some epoch" in out
+    assert f"status: completed_with_failures ({2 * len(PLAN)} of {lines} epoch lines" in out
     assert result.ret != 0
 
 
