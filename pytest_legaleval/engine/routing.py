@@ -183,6 +183,23 @@ def key_env_vars(settings: ModelConfig) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def endpoint_urls(settings: ModelConfig) -> list[str]:
+    """Every base URL this run may call (their credentials are secrets, ``engine.urls``).
+
+    ``--base-url``, ``--judge-base-url``, each ``models:`` entry's, ``OPENAI_BASE_URL`` and
+    the URL variable of every preset model of the run.
+    """
+    urls = [settings.base_url, settings.judge_base_url, os.environ.get("OPENAI_BASE_URL")]
+    for values in settings.per_model.values():
+        if isinstance(values.get("base_url"), str):
+            urls.append(values["base_url"])
+    for model in (*settings.model, *settings.judge_model, *settings.per_model):
+        provider = str(model).partition("/")[0]
+        if provider in PRESETS:
+            urls.append(os.environ.get(base_url_variable(provider)))
+    return list(dict.fromkeys(url for url in urls if url))
+
+
 def check_models(settings: ModelConfig) -> None:
     """Raise ``ConfigError`` for a model the engine could not serve.
 

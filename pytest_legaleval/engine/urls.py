@@ -23,6 +23,7 @@ __all__ = [
     "endpoint_url",
     "redact_url",
     "secret_query_name",
+    "url_secrets",
     "without_credentials",
 ]
 
@@ -92,6 +93,21 @@ def redact_url(url: str, literals: Iterable[str] = ()) -> str:
     if hash_mark and "=" in fragment:
         fragment = _redact_query(fragment, literal_list)
     return out + path + question + query + hash_mark + fragment
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials ``url`` carries: its user info's password and secret query values."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except ValueError:  # a malformed port or bracket: nothing can be read off it
+        return []
+    found = [password] if password else []
+    for text in (parts.query, parts.fragment):
+        for name, value in urllib.parse.parse_qsl(text, keep_blank_values=False):
+            if secret_query_name(name):
+                found.append(value)
+    return found
 
 
 def without_credentials(base_url: str) -> tuple[str, str | None, str | None]:
