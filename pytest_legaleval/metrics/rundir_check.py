@@ -1,0 +1,230 @@
+"""Checking a run directory before anything trusts it: checksums, then every line.
+
+A run directory read back (``--baseline``, ``report``, ``compare``, ``audit``, ``merge``,
+``plan``, the service) may be corrupt or tampered with. Everything here turns a problem
+into one :class:`RunDirectoryError` (a ``ConfigError``: a usage error, exit 4 under pytest
+and 2 for ``legaleval`` commands) that names the file and line, before any model call:
+
+* ``SHA256SUMS`` (when the run was sealed) must match every file it lists that is still
+  there (retention deletes raw artifacts and keeps their lines), and every known artifact
+  present must be listed — an edit after sealing is refused, naming the file;
+* every line is strict UTF-8 JSON (no ``NaN``/``Infinity`` literals), an object, nested at
+  most :data:`MAX_DEPTH` deep, every number finite and within :data:`MAX_NUMBER`;
+* the prediction fields readers compute with have their types: ids and models are strings, ``epoch``
+  a non-negative integer, ``passed`` a boolean, ``score`` and token counts numbers.
+
+Self-contained (it imports only the errors): the run layer's artifact table can drive it
+later, and every reader of run directories goes through it (``metrics.runfiles``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from pytest_legaleval.errors import ConfigError
+
+__all__ = [
+    "CHECKSUMS",
+    "MAX_DEPTH",
+    "MAX_LINE_BYTES",
+    "MAX_NUMBER",
+    "RunDirectoryError",
+    "checked_json",
+    "checked_lines",
+    "verify_run_dir",
+]
+
+CHECKSUMS: Final = "SHA256SUMS"
+MAX_DEPTH: Final = 64
+"""Deepest nesting accepted in a line (our own lines are a handful of levels deep)."""
+MAX_NUMBER: Final = 2.0**63
+"""Largest magnitude of any number in a run file (seeds and nanosecond clocks fit)."""
+MAX_LINE_BYTES: Final = 256 * 1024 * 1024
+"""Longest line read (a reply is bounded far below this by ``engine.bounded``)."""
+
+_KNOWN: Final = frozenset(
+    {
+        "run_manifest.json", "input_dataset.json", "record_validation.jsonl",
+        "predictions.jsonl", "attempt_logs.jsonl", "metrics_summary.json",
+        "metrics_by_slice.json", "failures.jsonl", "transcripts.jsonl",
+        "flaky_records.jsonl", "regressions.jsonl", "human_labels_validation.jsonl",
+    }
+)  # fmt: skip
+"""Artifacts a sealed run must list in ``SHA256SUMS`` when they are present."""
+
+_TYPED: Final = frozenset({"predictions.jsonl"})
+_STRING_FIELDS: Final = ("record_id", "item_id", "run_id", "dataset", "model", "outcome")
+_NUMBER_FIELDS: Final = ("score", "input_tokens", "output_tokens", "latency_ms", "cost_usd")
+
+
+class RunDirectoryError(ConfigError):
+    """A run directory that cannot be trusted: corrupt, tampered with, or not one."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_run_dir(root: str | Path) -> bool:
+    """Check ``root``'s files against its ``SHA256SUMS``; whether it was sealed.
+
+    A run without ``SHA256SUMS`` (one that crashed before sealing, or older) is read as it
+    is: ``False``.
+
+    Raises:
+        RunDirectoryError: a file that differs from its checksum, a known artifact the
+            checksums do not list, or an unreadable ``SHA256SUMS``.
+
+    """
+    base = Path(root)
+    sums_path = base / CHECKSUMS
+    if not sums_path.is_file():
+        return False
+    try:
+        text = sums_path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunDirectoryError(f"{sums_path}: unreadable ({exc})") from None
+    listed: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        digest, sep, name = line.partition("  ")
+        name = name.lstrip("*")
+        valid = len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
+        if not sep or not valid or not name or "/" in name or name in (".", ".."):
+            raise RunDirectoryError(f"{sums_path}:{number}: not a sha256sum line")
+        listed[name] = digest
+    for name, digest in listed.items():
+        target = base / name
+        if target.is_file() and _sha256(target) != digest:
+            raise RunDirectoryError(
+                f"{target}: does not match {CHECKSUMS} (changed after the run was sealed); "
+                "refusing to read the run"
+            )
+    for name in sorted(_KNOWN - set(listed)):
+        if (base / name).is_file():
+            raise RunDirectoryError(
+                f"{base / name}: not listed in {CHECKSUMS} (added after the run was sealed); "
+                "refusing to read the run"
+            )
+    return True
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _check_value(value: Any, where: str) -> None:
+    """Nesting depth and numbers of one parsed value (iterative: no recursion limit)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            if depth > MAX_DEPTH:
+                raise RunDirectoryError(f"{where}: nested more than {MAX_DEPTH} levels deep")
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            if depth > MAX_DEPTH:
+                raise RunDirectoryError(f"{where}: nested more than {MAX_DEPTH} levels deep")
+            stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, float):
+            if not math.isfinite(item) or abs(item) > MAX_NUMBER:
+                raise RunDirectoryError(f"{where}: a number out of range ({item!r})")
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if item.bit_length() > 63:
+                raise RunDirectoryError(
+                    f"{where}: a number out of range (an integer of {item.bit_length()} bits)"
+                )
+
+
+def _check_fields(row: Mapping[str, Any], where: str) -> None:
+    """The fields readers compute with, where present, have the types they expect."""
+    for name in _STRING_FIELDS:
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise RunDirectoryError(f"{where}: {name} must be a string")
+    for name in _NUMBER_FIELDS:
+        value = row.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise RunDirectoryError(f"{where}: {name} must be a number")
+    epoch = row.get("epoch")
+    if epoch is not None and (type(epoch) is not int or epoch < 0):
+        raise RunDirectoryError(f"{where}: epoch must be a non-negative integer, got {epoch!r}")
+    passed = row.get("passed")
+    if passed is not None and not isinstance(passed, bool):
+        raise RunDirectoryError(f"{where}: passed must be true, false or null")
+
+
+def _parse(raw: bytes, where: str) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunDirectoryError(f"{where}: not UTF-8 (byte {exc.start})") from None
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise RunDirectoryError(f"{where}: nested too deeply") from None
+    except ValueError as exc:
+        message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise RunDirectoryError(f"{where}: not JSON ({message[:120]})") from None
+    _check_value(value, where)
+    return value
+
+
+def checked_json(path: Path) -> Any:
+    """The value of a JSON file of a run directory, checked; ``None`` when it is absent.
+
+    Raises:
+        RunDirectoryError: unreadable, not UTF-8 JSON, too deep, a number out of range.
+
+    """
+    if not path.is_file():
+        return None
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RunDirectoryError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    return _parse(raw, str(path))
+
+
+def checked_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The objects of a JSONL file of a run directory, each checked (absent: none).
+
+    Raises:
+        RunDirectoryError: a line that is not UTF-8 JSON, not an object, too deep, holds a
+            number out of range or a field of the wrong type (named by file and line).
+
+    """
+    if not path.is_file():
+        return
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise RunDirectoryError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    # Prediction lines are ours alone; other files may quote a dataset's own (bad) values.
+    typed = path.name in _TYPED
+    with handle:
+        number = 0
+        while True:
+            raw = handle.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            number += 1
+            where = f"{path}:{number}"
+            if len(raw) > MAX_LINE_BYTES:
+                raise RunDirectoryError(f"{where}: a line longer than {MAX_LINE_BYTES} bytes")
+            if not raw.strip():
+                continue
+            row = _parse(raw, where)
+            if not isinstance(row, dict):
+                raise RunDirectoryError(f"{where}: not a JSON object")
+            if typed:
+                _check_fields(row, where)
+            yield row
