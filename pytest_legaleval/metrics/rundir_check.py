@@ -8,6 +8,8 @@ and 2 for ``legaleval`` commands) that names the file and line, before any model
 * ``SHA256SUMS`` (when the run was sealed) must match every file it lists that is still
   there (retention deletes raw artifacts and keeps their lines), and every known artifact
   present must be listed — an edit after sealing is refused, naming the file;
+* :func:`verify_run_dir` reads every known artifact once, so a bad line anywhere refuses
+  the run, not only in the files a command happens to read;
 * every line is strict UTF-8 JSON (no ``NaN``/``Infinity`` literals), an object, nested at
   most :data:`MAX_DEPTH` deep, every number finite and within :data:`MAX_NUMBER`;
 * the prediction fields readers compute with have their types: ids and models are strings, ``epoch``
@@ -74,21 +76,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify_run_dir(root: str | Path) -> bool:
-    """Check ``root``'s files against its ``SHA256SUMS``; whether it was sealed.
-
-    A run without ``SHA256SUMS`` (one that crashed before sealing, or older) is read as it
-    is: ``False``.
-
-    Raises:
-        RunDirectoryError: a file that differs from its checksum, a known artifact the
-            checksums do not list, or an unreadable ``SHA256SUMS``.
-
-    """
-    base = Path(root)
-    sums_path = base / CHECKSUMS
-    if not sums_path.is_file():
-        return False
+def _read_sums(sums_path: Path) -> dict[str, str]:
     try:
         text = sums_path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -101,20 +89,57 @@ def verify_run_dir(root: str | Path) -> bool:
         if not sep or not valid or not name or "/" in name or name in (".", ".."):
             raise RunDirectoryError(f"{sums_path}:{number}: not a sha256sum line")
         listed[name] = digest
-    for name, digest in listed.items():
+    return listed
+
+
+def verify_run_dir(root: str | Path) -> bool:
+    """Check all of ``root`` before anything of it is used; whether it was sealed.
+
+    Every known artifact present is read once: its bytes against ``SHA256SUMS`` (when the
+    run was sealed) and every line checked (:func:`checked_lines`, :func:`checked_json`),
+    so a corrupt line in a file the caller never reads still refuses the run. A run without
+    ``SHA256SUMS`` (one that crashed before sealing, or older) is checked line by line only:
+    ``False``.
+
+    Raises:
+        RunDirectoryError: a file that differs from its checksum, a known artifact the
+            checksums do not list, an unreadable ``SHA256SUMS``, or any bad line.
+
+    """
+    base = Path(root)
+    sums_path = base / CHECKSUMS
+    sealed = sums_path.is_file()
+    listed = _read_sums(sums_path) if sealed else {}
+    for name in sorted(_KNOWN):
         target = base / name
-        if target.is_file() and _sha256(target) != digest:
+        if not target.is_file():
+            continue
+        if sealed and name not in listed:
+            raise RunDirectoryError(
+                f"{target}: not listed in {CHECKSUMS} (added after the run was sealed); "
+                "refusing to read the run"
+            )
+        digest = hashlib.sha256()
+        if name.endswith(".jsonl"):
+            for _ in _lines(target, digest):
+                pass
+        else:
+            raw = _read(target)
+            digest.update(raw)
+            _parse(raw, str(target))
+        if sealed and digest.hexdigest() != listed[name]:
             raise RunDirectoryError(
                 f"{target}: does not match {CHECKSUMS} (changed after the run was sealed); "
                 "refusing to read the run"
             )
-    for name in sorted(_KNOWN - set(listed)):
-        if (base / name).is_file():
+    for name, expected in listed.items():
+        target = base / name
+        if name not in _KNOWN and target.is_file() and _sha256(target) != expected:
             raise RunDirectoryError(
-                f"{base / name}: not listed in {CHECKSUMS} (added after the run was sealed); "
+                f"{target}: does not match {CHECKSUMS} (changed after the run was sealed); "
                 "refusing to read the run"
             )
-    return True
+    return sealed
 
 
 def _no_constant(name: str) -> Any:
@@ -178,6 +203,13 @@ def _parse(raw: bytes, where: str) -> Any:
     return value
 
 
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise RunDirectoryError(f"{path}: unreadable ({exc.strerror or exc})") from None
+
+
 def checked_json(path: Path) -> Any:
     """The value of a JSON file of a run directory, checked; ``None`` when it is absent.
 
@@ -187,11 +219,7 @@ def checked_json(path: Path) -> Any:
     """
     if not path.is_file():
         return None
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise RunDirectoryError(f"{path}: unreadable ({exc.strerror or exc})") from None
-    return _parse(raw, str(path))
+    return _parse(_read(path), str(path))
 
 
 def checked_lines(path: Path) -> Iterator[dict[str, Any]]:
@@ -203,7 +231,11 @@ def checked_lines(path: Path) -> Iterator[dict[str, Any]]:
 
     """
     if not path.is_file():
-        return
+        return iter(())
+    return _lines(path, None)
+
+
+def _lines(path: Path, digest: Any) -> Iterator[dict[str, Any]]:
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -216,6 +248,8 @@ def checked_lines(path: Path) -> Iterator[dict[str, Any]]:
             raw = handle.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 return
+            if digest is not None:
+                digest.update(raw)
             number += 1
             where = f"{path}:{number}"
             if len(raw) > MAX_LINE_BYTES:
