@@ -59,6 +59,9 @@ _KNOWN: Final = frozenset(
 )  # fmt: skip
 """Artifacts a sealed run must list in ``SHA256SUMS`` when they are present."""
 
+_STREAMED: Final = frozenset({"input_dataset.json"})
+"""JSON files as large as the dataset: hashed here, read by their streaming reader
+(``report``), which tolerates a cut record, and never parsed whole."""
 _TYPED: Final = frozenset({"predictions.jsonl"})
 _STRING_FIELDS: Final = ("record_id", "item_id", "run_id", "dataset", "model", "outcome")
 _NUMBER_FIELDS: Final = ("score", "input_tokens", "output_tokens", "latency_ms", "cost_usd")
@@ -68,12 +71,19 @@ class RunDirectoryError(ConfigError):
     """A run directory that cannot be trusted: corrupt, tampered with, or not one."""
 
 
-def _sha256(path: Path) -> str:
+def _file_digest(path: Path) -> Any:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    try:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise RunDirectoryError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    return digest
+
+
+def _sha256(path: Path) -> str:
+    return str(_file_digest(path).hexdigest())
 
 
 def _read_sums(sums_path: Path) -> dict[str, str]:
@@ -123,6 +133,8 @@ def verify_run_dir(root: str | Path) -> bool:
         if name.endswith(".jsonl"):
             for _ in _lines(target, digest):
                 pass
+        elif name in _STREAMED:
+            digest = _file_digest(target)
         else:
             raw = _read(target)
             digest.update(raw)
