@@ -15,6 +15,7 @@ are private.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import urllib.parse
 import urllib.request
@@ -133,7 +134,8 @@ class WireClient:
         }
         if user is not None and (not api_key or api_key == DUMMY_KEY):
             # A gateway's credentials in the URL, and no key: HTTP Basic, as curl sends them.
-            headers["Authorization"] = aiohttp.BasicAuth(user, password or "").encode()
+            pair = f"{user}:{password or ''}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
         elif api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._headers = headers

@@ -276,3 +276,42 @@ def test_a_session_survives_a_bomb_and_an_endless_body_within_bounded_memory(
         assert row["outcome"] == "error" and "too large" in json.dumps(row), row
         assert len(row.get("attempts") or [1]) == 1  # permanent: asked once
     assert (run / "predictions.jsonl").stat().st_size < MiB  # main: 1.07 GB
+
+
+# -- usage counts past any sane size --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("digits", [400, 4001, 5000])
+def test_a_huge_usage_count_is_dropped_with_a_warning_naming_it(
+    server: HostileOpenAIServer, transport: str, digits: int
+) -> None:
+    # main: a 4,001-digit prompt_tokens turned a valid answer into internal_error (float()
+    # overflowed); past 4,300 digits Python's int parser refuses it outright.
+    body = (
+        '{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant",'
+        '"content":"Answer: B"}}],"usage":{"prompt_tokens":' + "7" * digits + ","
+        '"completion_tokens":3}}'
+    ).encode()
+    head = (
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    server.add_hostile("raw", raw=head + body)
+    raw = complete(server, transport)
+    assert raw.text == "Answer: B" and raw.input_tokens is None and raw.output_tokens == 3
+    (warning,) = raw.warnings
+    assert warning.startswith("usage.prompt_tokens dropped: above 1000000000")
+    assert len(warning) < 120  # the number is described, never printed
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_user_info_in_the_base_url_is_sent_as_basic_auth_not_in_the_path(
+    server: HostileOpenAIServer, transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.add_hostile("echo")
+    base = server.base_url.replace("http://", "http://alice:s3cret-pw@") + "?x=1"
+    raw = complete(server, transport, base_url=base)
+    assert "POST /v1/chat/completions?x=1 HTTP/1.1" in raw.text
+    assert "Authorization: Basic YWxpY2U6czNjcmV0LXB3" in raw.text  # alice:s3cret-pw
