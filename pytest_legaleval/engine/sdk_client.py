@@ -20,7 +20,7 @@ from typing import Any, cast
 import httpx2
 import openai
 
-from pytest_legaleval.engine.bounded import ACCEPT_ENCODING, BodyDecoder
+from pytest_legaleval.engine.bounded import ACCEPT_ENCODING, BodyDecoder, too_large
 from pytest_legaleval.engine.openai_reply import DUMMY_KEY
 from pytest_legaleval.engine.retry import ProviderError, classify_status, parse_retry_after
 from pytest_legaleval.engine.types import DEFAULT_MAX_RESPONSE_BYTES
@@ -95,6 +95,13 @@ def _bounded(limit: int) -> Any:
     async def hook(response: httpx2.Response) -> None:
         ok = 200 <= response.status_code < 300
         encoding = response.headers.get("content-encoding")
+        declared = response.headers.get("content-length", "")
+        if ok and not encoding and declared.isdigit() and len(declared) < 16:
+            # A plain body of a declared length: h11 reads that many bytes and no more, so
+            # the declaration is the bound (the common case, kept cheap).
+            if int(declared) > limit:
+                raise too_large(limit)
+            return
         try:
             decoder = BodyDecoder(encoding, limit if ok else MAX_ERROR_BODY, truncate=not ok)
         except ProviderError:

@@ -182,8 +182,12 @@ class WireClient:
                     response.status, response.headers, await _error_body(response, encoding)
                 )
             declared = response.content_length
-            if declared is not None and declared > self._limit and not encoding:
-                raise too_large(self._limit)
+            if not encoding and declared is not None:
+                # A plain body of a declared length: the parser reads that many bytes and
+                # no more, so the declaration is the bound (the common case, kept cheap).
+                if declared > self._limit:
+                    raise too_large(self._limit)
+                return await response.read()
             decoder = BodyDecoder(encoding, self._limit)
             async for chunk in response.content.iter_any():
                 decoder.feed(chunk)
