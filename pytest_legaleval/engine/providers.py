@@ -128,6 +128,8 @@ def default_registry() -> ProviderRegistry:
 class _Route:
     route: Route
     defaults: GenerationParams
+    identity: str
+    """The base URL as the cache key names it: credentials redacted (``engine.urls``)."""
 
     @property
     def base_url(self) -> str:
@@ -174,13 +176,14 @@ class OpenAIProvider:
             found = model_route(
                 model, overrides, self._settings.base_url, self._settings.api_key_env
             )
-            route = _Route(found, defaults)
+            route = _Route(found, defaults, redact_url(found.base_url))
             self._routes[model] = route
         return route
 
     def endpoint(self, model: str) -> str:
         """``<provider>:<base url>`` (``openai:https://api.openai.com/v1``)."""
-        return f"{self.provider}:{redact_url(self._route(model).base_url)}"
+        route = self._route(model)
+        return f"{self.provider}:{route.identity}"
 
     def check(self, model: str) -> None:
         """Reject a missing key (only for a vendor's own URL) and a refused reasoning effort."""
