@@ -10,8 +10,10 @@ and 2 for ``legaleval`` commands) that names the file and line, before any model
   present must be listed — an edit after sealing is refused, naming the file;
 * :func:`verify_run_dir` reads every known artifact once, so a bad line anywhere refuses
   the run, not only in the files a command happens to read;
-* every line is strict UTF-8 JSON (no ``NaN``/``Infinity`` literals), an object, nested at
-  most :data:`MAX_DEPTH` deep, every number finite and within :data:`MAX_NUMBER`;
+* every line is strict UTF-8 JSON, an object, nested at most :data:`MAX_DEPTH` deep, every
+  number finite and within :data:`MAX_NUMBER` (``1e999`` is refused; the ``NaN`` and
+  ``Infinity`` tokens that runs written before every artifact was standard JSON hold are
+  read as ``null`` with a ``NonFiniteWarning``, so such runs stay readable);
 * the prediction fields readers compute with have their types: ids and models are strings, ``epoch``
   a non-negative integer, ``passed`` a boolean, ``score`` and token counts numbers.
 
@@ -24,11 +26,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, NonFiniteWarning
 
 __all__ = [
     "CHECKSUMS",
@@ -154,8 +157,19 @@ def verify_run_dir(root: str | Path) -> bool:
     return sealed
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+class _Constants:
+    """Counts the ``NaN``/``Infinity`` tokens the decoder met (read as ``null``)."""
+
+    seen = 0
+
+    @classmethod
+    def read(cls, name: str) -> None:
+        cls.seen += 1
+        return None
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_Constants.read)
+"""One decoder for every line (``json.loads`` with a keyword builds one per call)."""
 
 
 def _check_value(value: Any, where: str) -> None:
@@ -204,13 +218,21 @@ def _parse(raw: bytes, where: str) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RunDirectoryError(f"{where}: not UTF-8 (byte {exc.start})") from None
+    before = _Constants.seen
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise RunDirectoryError(f"{where}: nested too deeply") from None
     except ValueError as exc:
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise RunDirectoryError(f"{where}: not JSON ({message[:120]})") from None
+    if _Constants.seen != before:
+        # Runs written before every artifact was standard JSON hold these tokens: they stay
+        # readable, the number read as null (never as a number), and the reader is told.
+        warnings.warn(
+            NonFiniteWarning(f"{where}: a NaN or Infinity token was read as null"),
+            stacklevel=4,
+        )
     _check_value(value, where)
     return value
 

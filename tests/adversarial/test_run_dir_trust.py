@@ -133,7 +133,7 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], None], str]] = {
     "deep-nesting": (_append("predictions.jsonl", b"[" * 100_000 + b"]" * 100_000 + b"\n"),
                      "nested"),
     "not-an-object": (_append("failures.jsonl", b"[1, 2, 3]\n"), "not a JSON object"),
-    "nan-literal": (_append("attempt_logs.jsonl", b'{"latency_ms": NaN}\n'), "not JSON"),
+    "overflow": (_append("attempt_logs.jsonl", b'{"latency_ms": 1e999}\n'), "out of range"),
     "huge-score": (_raw_score, "out of range"),
     "negative-epoch": (_first_line(lambda r: r.update(epoch=-5)), "epoch must be"),
     "score-string": (_first_line(lambda r: r.update(score="1.0")), "score must be a number"),
