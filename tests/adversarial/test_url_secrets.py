@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -140,3 +141,46 @@ def test_no_output_holds_a_key_from_the_base_url_s_query(
             assert canary.encode() not in path.read_bytes(), (canary, path)
     manifest = (run / "run_manifest.json").read_text(encoding="utf-8")
     assert "subscription-key=[REDACTED:secret]" in manifest  # the URL still reads
+
+
+@pytest.mark.slow
+def test_the_service_writes_no_key_from_the_base_url_s_query(
+    tmp_path: Path, server: HostileOpenAIServer
+) -> None:
+    pytest.importorskip("fastapi", reason="legaleval serve needs the [serve] extra")
+    pytest.importorskip("hypercorn", reason="legaleval serve needs the [serve] extra")
+    from ..service_harness import ServiceProcess, document, record, wait_for, write
+
+    token = "svc-url-canary-token-0123456789"
+    base = f"{server.base_url}?subscription-key={SUBKEY}&code={FUNCODE}"
+    service = ServiceProcess(
+        tmp_path / "data",
+        ["--model", "openai/cand", "--judge-model", "openai/judge", "--base-url", base,
+         "--workers", "1", "--log-level", "info"],
+        tokens=token,
+    ).start()  # fmt: skip
+    try:
+        client = service.client(token)
+        doc = write(
+            tmp_path / "doc.json",
+            document(
+                "canary", [record("q001", "Question q001?"), record("q002", "Question q002?")]
+            ),
+        )
+        status, _, body = client.upload(doc, None)
+        assert status == 202, body
+        run_id = body["run_id"]
+        wait_for(client, run_id, ("completed", "completed_with_failures", "failed"), 120)
+        answers = [client.request("GET", f"/v1/runs/{run_id}")[2]]
+        listing = client.json("GET", f"/v1/runs/{run_id}/artifacts")
+        for entry in listing["artifacts"]:
+            answers.append(client.request("GET", f"/v1/runs/{run_id}/artifacts/{entry['name']}")[2])
+    finally:
+        assert service.stop() == 0, service.log()
+    assert server.count_for("q001") >= 1  # the query went out, and came back echoed
+    texts = [str(a) for a in answers] + [service.log()]
+    texts += [p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*")
+              if p.is_file() and p.name != "doc.json"]  # fmt: skip
+    for canary in (SUBKEY, FUNCODE):
+        for text in texts:
+            assert canary not in text
