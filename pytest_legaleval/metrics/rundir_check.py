@@ -203,13 +203,13 @@ def _check_fields(row: Mapping[str, Any], where: str) -> None:
             raise RunDirectoryError(f"{where}: {name} must be a string")
     for name in _NUMBER_FIELDS:
         value = row.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        if value is not None and not isinstance(value, int | float):  # a bool counts as 0/1
             raise RunDirectoryError(f"{where}: {name} must be a number")
     epoch = row.get("epoch")
     if epoch is not None and (type(epoch) is not int or epoch < 0):
         raise RunDirectoryError(f"{where}: epoch must be a non-negative integer, got {epoch!r}")
     passed = row.get("passed")
-    if passed is not None and not isinstance(passed, bool):
+    if passed is not None and passed not in (True, False):  # 0 and 1 read as booleans
         raise RunDirectoryError(f"{where}: passed must be true, false or null")
 
 
