@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_legaleval.cli import main
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
@@ -227,3 +229,40 @@ def test_merge_refuses_a_shard_edited_after_sealing(
     assert main(["merge", str(a), str(b), "--out", str(tmp_path / "merged")]) == 2
     assert "predictions.jsonl: does not match SHA256SUMS" in capsys.readouterr().err
     assert not (tmp_path / "merged").exists()
+
+
+@settings(settings.get_profile("adversarial"))
+@given(
+    line=st.one_of(
+        st.binary(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(
+                    st.sampled_from(["record_id", "epoch", "score", "passed", "model", "x"]),
+                    inner,
+                    max_size=5,
+                )
+            ),
+            max_leaves=30,
+        ).map(lambda v: json.dumps(v, allow_nan=True).encode()),
+    )
+)
+def test_any_line_is_read_or_refused_never_a_crash(line: bytes) -> None:
+    import tempfile
+
+    from pytest_legaleval.metrics.rundir_check import RunDirectoryError
+    from pytest_legaleval.metrics.runfiles import item_rows, load_run
+
+    with tempfile.TemporaryDirectory() as folder:
+        run = Path(folder)
+        (run / "run_manifest.json").write_text('{"run_id": "r"}', encoding="utf-8")
+        good = {"record_id": "a", "model": "m", "passed": True, "score": 1.0, "item_id": "i"}
+        (run / "predictions.jsonl").write_bytes(json.dumps(good).encode() + b"\n" + line + b"\n")
+        try:
+            loaded = load_run(run)
+        except RunDirectoryError as exc:
+            assert str(run) in str(exc)
+            return
+        item_rows(loaded)  # what was accepted, the readers can use
