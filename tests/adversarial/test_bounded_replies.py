@@ -315,3 +315,30 @@ def test_user_info_in_the_base_url_is_sent_as_basic_auth_not_in_the_path(
     raw = complete(server, transport, base_url=base)
     assert "POST /v1/chat/completions?x=1 HTTP/1.1" in raw.text
     assert "Authorization: Basic YWxpY2U6czNjcmV0LXB3" in raw.text  # alice:s3cret-pw
+
+
+def test_a_judge_reply_is_bounded_too(
+    pytester: pytest.Pytester, server: HostileOpenAIServer
+) -> None:
+    # Only the judge's prompt quotes the criterion: the answer itself is a normal reply.
+    server.add_hostile("gzip_bomb", match="Cites the statute", size=64 * MiB)
+    server.add_reply("Advise", "See section 4.")
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(test_suite="def test_record(record, evaluation):\n    evaluation.check()\n")
+    row = {
+        "schema_version": "legal_eval_v1", "id": "r001", "dataset": "t", "task_type": "rubric_qa",
+        "prompt": "Advise.", "rubric": [{"id": "c1", "title": "Cites the statute", "weight": 1}],
+    }  # fmt: skip
+    data = pytester.path / "d.jsonl"
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    result = pytester.runpytest(
+        "--dataset", str(data), "--model", "openai/m", "--judge-model", "openai/judge",
+        "--base-url", server.base_url, "--run-dir", "runs", "--no-cache",
+        "--max-response-bytes", str(4 * MiB), "--retry-delays", "0.01,0.01",
+        "--judge-reasks", "0",
+    )  # fmt: skip
+    assert result.ret == 1, result.stdout.str()[-2000:]
+    (run,) = [p for p in (pytester.path / "runs").iterdir() if p.is_dir()]
+    assert (run / "SHA256SUMS").is_file()
+    (row_out,) = map(json.loads, (run / "predictions.jsonl").read_text().splitlines())
+    assert row_out["outcome"] == "error" and "too large" in json.dumps(row_out), row_out
