@@ -23,6 +23,7 @@ from pytest_legaleval.engine.presets import (
     base_url_variable,
     resolve_route,
 )
+from pytest_legaleval.engine.urls import redact_url
 from pytest_legaleval.errors import ConfigError
 
 __all__ = [
@@ -344,7 +345,7 @@ def _moved_key_message(
     fixes = [f"give {_FLAGS[what]} on the command line" for what, _ in chosen if what in _FLAGS]
     if any(source == "file" for _, source in chosen):
         fixes.insert(0, f"name the file with --legaleval-config {project.file} (you vouch for it)")
-    host = urlsplit(route.base_url).hostname or route.base_url
+    host = urlsplit(route.base_url).hostname or redact_url(route.base_url)
     return (
         f"{' and '.join(where)}: the key in ${route.api_key_env} for {model} would go to "
         f"{host}, a host you did not name. Configuration that comes with the project "
