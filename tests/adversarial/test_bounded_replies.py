@@ -138,7 +138,7 @@ def test_corrupt_compressed_data_is_an_invalid_response() -> None:
 def test_a_bomb_or_an_endless_body_is_one_invalid_response(
     server: HostileOpenAIServer, transport: str, kind: str
 ) -> None:
-    server.add_hostile(kind, size=256 * MiB)  # type: ignore[arg-type]
+    server.add_hostile(kind, size=64 * MiB)  # type: ignore[arg-type]
     with pytest.raises(ProviderError) as caught:
         complete(server, transport, max_response_bytes=4 * MiB)
     assert caught.value.code == "invalid_response" and not caught.value.transient
