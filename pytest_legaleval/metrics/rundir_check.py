@@ -14,8 +14,14 @@ and 2 for ``legaleval`` commands) that names the file and line, before any model
   number finite and within :data:`MAX_NUMBER` (``1e999`` is refused; the ``NaN`` and
   ``Infinity`` tokens that runs written before every artifact was standard JSON hold are
   read as ``null`` with a ``NonFiniteWarning``, so such runs stay readable);
-* the prediction fields readers compute with have their types: ids and models are strings, ``epoch``
-  a non-negative integer, ``passed`` a boolean, ``score`` and token counts numbers.
+* the prediction fields readers compute with have their types: ids and models are
+  strings, ``epoch`` a non-negative integer, ``passed`` a boolean, ``score`` and token
+  counts numbers.
+
+A run without ``SHA256SUMS`` (crashed before sealing, or older) is checked line by line
+only; ``input_dataset.json``, as large as the dataset, is hashed but left to the report's
+streaming reader. The checksums are not signed: they catch an edit after sealing, not a
+forger who rewrites ``SHA256SUMS`` too.
 
 Self-contained (it imports only the errors): the run layer's artifact table can drive it
 later, and every reader of run directories goes through it (``metrics.runfiles``).
