@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.pipeline.settings import OPTIONS, find_config_file, resolve_settings
 
-__all__ = ["PER_RUN", "register"]
+__all__ = ["DATABASE_ENV", "PER_RUN", "register"]
 
 PER_RUN = frozenset(
     {
@@ -36,6 +37,7 @@ starts (``legaleval submit`` estimates nothing; ``pytest --estimate-only`` does)
 """
 
 EXIT_USAGE = 2
+DATABASE_ENV = "LEGALEVAL_DATABASE_URL"
 
 
 def _positive(text: str) -> int:
@@ -99,6 +101,23 @@ def _add_service_options(parser: argparse.ArgumentParser) -> None:
         default="legaleval-service",
         metavar="DIR",
         help="Run table, uploads, run directories, response cache (./legaleval-service).",
+    )
+    group.add_argument(
+        "--database",
+        default=None,
+        metavar="URL",
+        help="Where the run table and queue live: SQLite in --data-dir (default), or "
+        "postgresql://USER@HOST:PORT/NAME, which several replicas sharing --data-dir may use "
+        f"at once (the [postgres] extra). Default: ${DATABASE_ENV} if set (keeps a password "
+        "out of the process list).",
+    )
+    group.add_argument(
+        "--lease-seconds",
+        type=_seconds,
+        default=30.0,
+        metavar="S",
+        help="PostgreSQL: a replica's claim on a run lasts this long without its heartbeat; "
+        "a dead replica's runs are continued elsewhere after it (30).",
     )
     group.add_argument("--workers", type=_positive, default=2, help="Runs evaluated at once (2).")
     group.add_argument(
@@ -195,6 +214,10 @@ def _config(args: argparse.Namespace) -> Any:
             f"least {MIN_SUMMARY_DAYS} days, and no shorter than raw artifacts"
         )
     data = DataDir(Path(args.data_dir).resolve())
+    from pytest_legaleval.service.database import open_database
+
+    url = args.database if args.database is not None else os.environ.get(DATABASE_ENV) or None
+    database = open_database(url, data.state, lease_s=args.lease_seconds)
     return ServiceConfig(
         settings=service_settings(settings, data),
         data=data,
@@ -209,6 +232,7 @@ def _config(args: argparse.Namespace) -> Any:
         ),
         retention=Retention(args.retention_days_raw, args.retention_days_summary),
         tokens=Tokens.from_env(),
+        db=None if database.kind == "sqlite" else database,
     )
 
 

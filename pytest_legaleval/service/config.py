@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.service.auth import Tokens
+from pytest_legaleval.service.database import Database, SqliteDatabase
 
 __all__ = [
     "MIN_RAW_DAYS",
@@ -125,6 +126,13 @@ class ServiceConfig:
     tokens: Tokens = field(default_factory=Tokens)
     poll_interval_s: float = 0.1
     """How often an idle worker looks for a queued run."""
+    db: Database | None = None
+    """``--database``: ``None`` is the data directory's SQLite file (see :attr:`database`)."""
+
+    @property
+    def database(self) -> Database:
+        """Where the run table and the queue are kept (``service.database``)."""
+        return self.db if self.db is not None else SqliteDatabase(self.data.state)
 
     @property
     def models(self) -> tuple[str, ...]:

@@ -29,16 +29,18 @@ import signal
 import socket
 import sys
 import threading
+import time
+from pathlib import Path
 from typing import IO, Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.service.auth import TOKENS_ENV, is_loopback
 from pytest_legaleval.service.config import ServiceConfig
+from pytest_legaleval.service.database import RunTable
 from pytest_legaleval.service.health import HealthMonitor
-from pytest_legaleval.service.queue import SqliteRunQueue
+from pytest_legaleval.service.queue import RunQueue
 from pytest_legaleval.service.retention import Sweeper
 from pytest_legaleval.service.storage import HTTP_PATIENCE, StorageError
-from pytest_legaleval.service.store import RunStore
 from pytest_legaleval.service.validation import UploadValidator
 from pytest_legaleval.service.workers import WorkerConfig, WorkerPool
 
@@ -103,6 +105,21 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+STALE_UPLOAD_S = 24 * 3600.0
+"""With a shared data directory, an upload folder this old is a dead replica's leftover."""
+
+
+def _clear_stale_uploads(incoming: Path, older_than_s: float) -> None:
+    """Remove upload folders older than ``older_than_s`` seconds (nobody answers them)."""
+    cutoff = time.time() - older_than_s
+    for folder in incoming.iterdir() if incoming.is_dir() else ():
+        try:
+            if folder.stat().st_mtime < cutoff:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
 class Service:
     """The data directory, its run table and queue, the workers, validator and sweeper.
 
@@ -113,8 +130,8 @@ class Service:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
         self._lock: IO[str] | None = None
-        self.store: RunStore | None = None
-        self.queue: SqliteRunQueue | None = None
+        self.store: RunTable | None = None
+        self.queue: RunQueue | None = None
         self.validator: UploadValidator | None = None
         self.pool: WorkerPool | None = None
         self.sweeper: Sweeper | None = None
@@ -123,6 +140,12 @@ class Service:
     def _take_directory(self) -> None:
         data = self.config.data
         data.create()
+        if self.config.database.shared:
+            # Replicas share the directory (a shared volume): none owns it, and another
+            # replica's uploads in progress are not ours to remove (a dead one's are
+            # removed once old).
+            _clear_stale_uploads(data.incoming, STALE_UPLOAD_S)
+            return
         handle = (data.locks / "service.lock").open("a")
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -140,12 +163,15 @@ class Service:
     def start(self) -> None:
         """Take the data directory and start everything behind the HTTP layer."""
         config = self.config
+        database = config.database
+        database.prepare()  # the schema, created or migrated (PostgreSQL) before any use
         self._take_directory()
-        state = config.data.state
-        self.store = RunStore(state, HTTP_PATIENCE)
-        self.queue = SqliteRunQueue(state, HTTP_PATIENCE)
-        waiting = SqliteRunQueue(state)
-        back = waiting.release()  # no worker of this service runs yet: every claim is stale
+        self.store = database.store(HTTP_PATIENCE)
+        self.queue = database.queue(HTTP_PATIENCE)
+        waiting = database.queue()
+        # SQLite: no worker of this service runs yet, so every claim is stale. PostgreSQL:
+        # only claims whose lease ran out (other replicas' workers hold the rest).
+        back = waiting.release()
         if back:
             _log.warning("legaleval serve: continuing %d interrupted run(s)", len(back))
         for run_id in self.store.unfinished():  # a run whose queue entry was never written
@@ -158,13 +184,22 @@ class Service:
             config.poll_interval_s,
             config.workers,
             logging.getLogger("pytest_legaleval").getEffectiveLevel(),
+            database=config.db,
         )
-        self.pool = WorkerPool(worker_config, config.workers, waiting)
+        prefix = f"{socket.gethostname()}.{os.getpid()}/" if database.shared else ""
+        self.pool = WorkerPool(worker_config, config.workers, waiting, prefix=prefix)
         self.pool.start()
-        self.sweeper = Sweeper(RunStore(state), config.data, config.retention)
+        self.sweeper = Sweeper(
+            database.store(), config.data, config.retention, exclusive=database.exclusive
+        )
         self.sweeper.start()
         self.health = HealthMonitor(
-            config.data, self.store, self.queue, pool=self.pool, sweeper=self.sweeper
+            config.data,
+            self.store,
+            self.queue,
+            pool=self.pool,
+            sweeper=self.sweeper,
+            database=database,
         )
         self.health.start()
 
@@ -211,9 +246,8 @@ def serve(config: ServiceConfig, *, out: IO[str] | None = None) -> int:
         try:
             service.start()
         except StorageError as exc:
-            raise ConfigError(
-                f"cannot start: the data directory cannot be written ({exc})"
-            ) from None
+            what = "database" if config.database.shared else "data directory"
+            raise ConfigError(f"cannot start: the {what} cannot be written ({exc})") from None
         assert service.store is not None and service.queue is not None
         backend = Backend(config, service.store, service.queue, service.validator, service.health)
         app = asgi(backend)
@@ -227,9 +261,10 @@ def serve(config: ServiceConfig, *, out: IO[str] | None = None) -> int:
         try:
             print(f"{URL_PREFIX}http://{shown}:{port}", file=stream, flush=True)
             tokens = "on" if config.tokens.enabled else "off: loopback only"
+            db = config.database
             print(
                 f"legaleval serve: http://{shown}:{port} (data dir {config.data.root}, "
-                f"{config.workers} worker(s), tokens {tokens})",
+                f"{db.kind} {db.name}, {config.workers} worker(s), tokens {tokens})",
                 file=sys.stderr,
                 flush=True,
             )
