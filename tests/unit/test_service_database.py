@@ -1,0 +1,228 @@
+"""The service's Database interface on SQLite and on a real PostgreSQL server.
+
+The same contract runs on both backends (``backend`` fixture); the PostgreSQL-only parts —
+leases, ``SKIP LOCKED`` claims from several threads, the schema migrated once by replicas
+starting together, the advisory retention lock, an unreachable database — run on a real
+server (``tests/pg_server.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.service.config import DataDir, Retention
+from pytest_legaleval.service.database import Database, RunTable, SqliteDatabase, open_database
+from pytest_legaleval.service.retention import Sweeper
+from pytest_legaleval.service.storage import DatabaseUnavailable, Patience
+
+from ..pg_server import needs_postgres, pg_url, postgres_server  # noqa: F401 (fixtures)
+
+VALIDATION = {"status": "accepted", "summary": {"total_records": 2}, "record_errors": 0}
+
+
+def _create(store: RunTable, run_id: str, owner: str = "tok_a", *, queued: int = 10,
+            per_owner: int = 10) -> str | None:  # fmt: skip
+    return store.create(
+        run_id=run_id, owner=owner, models=["openai/m"], request_id="req", validation=VALIDATION,
+        dataset={"dataset_id": "d"}, total=2, max_queued=queued, max_per_owner=per_owner,
+    )  # fmt: skip
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=needs_postgres)])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Database:
+    if request.param == "sqlite":
+        return SqliteDatabase(tmp_path / "state.sqlite")
+    url = request.getfixturevalue("pg_url")
+    database = open_database(url, tmp_path / "unused.sqlite", lease_s=30.0)
+    database.prepare()
+    return database
+
+
+def test_the_run_table_contract(backend: Database) -> None:
+    store = backend.store()
+    try:
+        assert [_create(store, f"run_{i}", queued=3) for i in range(4)] == [
+            None, None, None, "queue",
+        ]  # fmt: skip
+        assert _create(store, "run_x", owner="tok_b", per_owner=1) is None
+        assert _create(store, "run_y", owner="tok_b", per_owner=1) == "owner"
+        page = store.page("tok_a", limit=2, before=None)
+        assert [r.run_id for r in page] == ["run_2", "run_1"]
+        assert [r.run_id for r in store.page("tok_a", limit=5, before=page[-1].seq)] == ["run_0"]
+        assert store.count("queued") == 4 and store.get("run_y") is None
+        store.set_state("run_0", "running", "2026-01-01T00:00:02.000Z")
+        store.progress("run_0", 1, 2)
+        store.set_state("run_0", "completed", "2026-01-01T00:00:03.000Z")  # terminal: not yet
+        row = store.get("run_0")
+        assert row is not None and row.status == "running" and (row.done, row.total) == (1, 2)
+        store.finish("run_0", "completed", denominators={"total_records": 2}, metrics={"x": 1.5},
+                     at="2026-01-01T00:00:03.000Z")  # fmt: skip
+        row = store.get("run_0")
+        assert row is not None and row.terminal and row.metrics == {"x": 1.5}
+        assert [t["state"] for t in row.transitions] == ["queued", "running", "completed"]
+        assert store.request_cancel("run_1") is not None and store.cancel_requested("run_1")
+        assert not store.cancel_requested("run_2")
+        store.taken_up("run_2")
+        assert (store.get("run_2") or row).resumes == 1
+        assert store.unfinished() == ["run_1", "run_2", "run_x"]
+        assert store.known(["run_0", "nope", "run_x"]) == {"run_0", "run_x"}
+        ended = list(store.completed_before("2026-02-01T00:00:00.000Z", "raw_deleted_at"))
+        assert [r.run_id for r in ended] == ["run_0"]
+        store.mark_deleted("run_0", "raw_deleted_at")
+        assert not list(store.completed_before("2026-02-01T00:00:00.000Z", "raw_deleted_at"))
+        store.probe()
+    finally:
+        store.close()
+
+
+def test_the_queue_contract(backend: Database) -> None:
+    queue = backend.queue()
+    for run_id in ("run_a", "run_b", "run_c"):
+        queue.put(run_id)
+    queue.put("run_a")  # idempotent
+    queue.prioritize("run_c")
+    assert queue.claim("w1") == "run_c"
+    assert queue.claim("w1") == "run_a"
+    assert sorted(queue.claimed_by("w1")) == ["run_a", "run_c"]
+    assert sorted(queue.release("w1")) == ["run_a", "run_c"]
+    first = queue.claim("w2")
+    assert first in ("run_a", "run_c")  # released runs go to the front, before run_b
+    queue.done("run_b")
+    assert {first, queue.claim("w2")} == {"run_a", "run_c"}
+    assert queue.claim("w3") is None
+
+
+@needs_postgres
+def test_a_lease_that_runs_out_lets_another_replica_claim_the_run(pg_url: str) -> None:  # noqa: F811
+    database = open_database(pg_url, Path("unused"), lease_s=0.0)
+    database.prepare()
+    queue: Any = database.queue()
+    queue.put("run_a")
+    assert queue.claim("replica1/worker-0.1") == "run_a"
+    # lease 0 s: by the next transaction it has run out, as after a dead replica's last beat
+    assert queue.claim("replica2/worker-0.1") == "run_a"
+    assert queue.claimed_by("replica1/worker-0.1") == []
+    assert queue.renew("replica1/worker-0.1") == []  # the dead one holds nothing any more
+    queue.done("run_a")
+    held = open_database(pg_url, Path("unused"), lease_s=600.0).queue()
+    held.put("run_b")
+    assert held.claim("replica3/worker-0.1") == "run_b"
+    assert held.renew("replica3/worker-0.1") == ["run_b"]  # type: ignore[attr-defined]
+    assert held.claim("replica4/worker-0.1") is None  # a live lease is never taken
+    queue.put("run_c")
+    assert queue.claim("replica5/worker-0.1") == "run_c"  # on a lease that runs out at once
+    assert held.release() == ["run_c"]  # a starting replica takes back only expired claims
+    assert held.claimed_by("replica3/worker-0.1") == ["run_b"]
+
+
+@needs_postgres
+def test_skip_locked_claims_never_hand_one_run_to_two_workers(pg_url: str) -> None:  # noqa: F811
+    database = open_database(pg_url, Path("unused"))
+    database.prepare()
+    queue = database.queue()
+    runs = [f"run_{i:02d}" for i in range(40)]
+    for run_id in runs:
+        queue.put(run_id)
+    taken: dict[str, list[str]] = {}
+
+    def work(worker: str) -> None:
+        mine = taken.setdefault(worker, [])
+        own = database.queue()
+        while (run_id := own.claim(worker)) is not None:
+            mine.append(run_id)
+
+    threads = [threading.Thread(target=work, args=(f"w{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    every = [run_id for mine in taken.values() for run_id in mine]
+    assert sorted(every) == runs  # each exactly once
+
+
+@needs_postgres
+def test_replicas_starting_together_create_the_schema_once(pg_url: str) -> None:  # noqa: F811
+    import psycopg
+
+    database = open_database(pg_url, Path("unused"))
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            database.prepare()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT version FROM legaleval_schema").fetchall() == [(1,)]
+        conn.execute("UPDATE legaleval_schema SET version = 99")
+    with pytest.raises(ConfigError, match="schema version 99, newer"):
+        database.prepare()
+
+
+@needs_postgres
+def test_one_replica_sweeps_retention_at_a_time(pg_url: str, tmp_path: Path) -> None:  # noqa: F811
+    database = open_database(pg_url, tmp_path / "unused.sqlite")
+    database.prepare()
+    data = DataDir(tmp_path)
+    data.create()
+    store = database.store()
+    _create(store, "run_old")
+    store.finish("run_old", "completed", at="2020-01-01T00:00:00.000Z")
+    sweeper = Sweeper(store, data, Retention(), exclusive=database.exclusive)
+    with database.exclusive("retention") as first:
+        assert first
+        with database.exclusive("retention") as second:
+            assert not second  # held by the other "replica"
+        skipped = sweeper._sweep_once()
+        assert skipped.raw == [] and sweeper.skipped == 1
+    done = sweeper._sweep_once()
+    assert done.raw == ["run_old"] and done.summaries == ["run_old"]
+
+
+@needs_postgres
+def test_an_unreachable_database_is_named_without_its_password() -> None:
+    with socket_closed_port() as port:
+        url = f"postgresql://legaleval:s3cret-pw@127.0.0.1:{port}/evals"
+        database = open_database(url, Path("unused"))
+        assert database.name == f"127.0.0.1:{port}/evals" and database.kind == "postgresql"
+        store = database.store(Patience(busy_timeout_s=1.0, first_delay_s=0.01, give_up_s=0.05))
+        with pytest.raises(DatabaseUnavailable) as caught:
+            store.count("queued")
+        assert "s3cret-pw" not in str(caught.value) and "evals" in str(caught.value)
+        assert "s3cret" not in repr(database)
+
+
+def test_database_urls_are_checked_before_anything_starts(tmp_path: Path) -> None:
+    assert open_database(None, tmp_path / "s.sqlite").kind == "sqlite"
+    with pytest.raises(ConfigError, match="unknown kind 'mysql'"):
+        open_database("mysql://u:p@h/db", tmp_path / "s.sqlite")
+    with pytest.raises(ConfigError, match="names no database"):
+        open_database("postgresql://u:p@h:5432/", tmp_path / "s.sqlite")
+    with pytest.raises(ConfigError, match="port is not a number"):
+        open_database("postgresql://u:p@h:port/db", tmp_path / "s.sqlite")
+
+
+class socket_closed_port:
+    """A loopback port nothing listens on (bound, never listening, while in use)."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        return int(self.sock.getsockname()[1])
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
