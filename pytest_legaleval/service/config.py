@@ -70,9 +70,18 @@ class DataDir:
         """The default response cache, shared by all runs."""
         return self.root / "cache.sqlite"
 
-    def upload(self, run_id: str) -> Path:
-        """The stored document of a run."""
-        return self.uploads / run_id / "upload.json"
+    def upload(self, run_id: str, fmt: str = "contract_v1") -> Path:
+        """The stored upload of a run.
+
+        ``upload.json`` holds a contract document, ``upload.jsonl`` ``legal_eval_v1`` rows.
+        """
+        name = "upload.json" if fmt == "contract_v1" else "upload.jsonl"
+        return self.uploads / run_id / name
+
+    def stored_upload(self, run_id: str) -> tuple[Path, str]:
+        """The run's stored upload and its format (``contract_v1`` or ``legal_eval_v1``)."""
+        rows = self.upload(run_id, "legal_eval_v1")
+        return (rows, "legal_eval_v1") if rows.is_file() else (self.upload(run_id), "contract_v1")
 
     def create(self) -> None:
         """Create every folder, readable by the owner only (uploads hold the datasets)."""
@@ -156,11 +165,13 @@ def service_settings(settings: Settings, data: DataDir) -> Settings:
 
 
 def run_settings(base: Settings, data: DataDir, run_id: str, models: Sequence[str]) -> Settings:
-    """One run's settings: its stored document, its models and its id."""
+    """One run's settings: its stored upload (and its format), its models and its id."""
     sources = {**base.sources, "dataset": "service", "run_id": "service", "model": "service"}
+    path, fmt = data.stored_upload(run_id)
     return dataclasses.replace(
         base,
-        dataset=(os.fspath(data.upload(run_id)),),
+        dataset=(os.fspath(path),),
+        dataset_format=fmt,
         model=tuple(models),
         run_id=run_id,
         sources=sources,
