@@ -67,8 +67,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "submit",
         help="run a dataset on a legaleval service and exit with its gate result",
-        description="Upload DOC (a Dataset Contract v1 document, or legal_eval_v1 JSONL rows of any task type, "
-        "converted into one) to a `legaleval serve` service, follow the run, download its "
+        description="Upload DOC (a Dataset Contract v1 document, or legal_eval_v1 JSONL rows "
+        "of any task type: reference rows converted into a contract document, others sent "
+        "as JSONL) to a `legaleval serve` service, follow the run, download its "
         "artifacts and exit: 0 passed, 1 failed records or gates, 2 usage error, rejected "
         "or cancelled, 3 run or service failure.",
     )

@@ -40,7 +40,7 @@ from pytest_legaleval.service.database import RunTable
 from pytest_legaleval.service.health import HealthMonitor
 from pytest_legaleval.service.queue import RunQueue
 from pytest_legaleval.service.retention import Sweeper
-from pytest_legaleval.service.storage import HTTP_PATIENCE, StorageError
+from pytest_legaleval.service.storage import HTTP_PATIENCE, Patience, StorageError
 from pytest_legaleval.service.validation import UploadValidator
 from pytest_legaleval.service.workers import WorkerConfig, WorkerPool
 
@@ -105,6 +105,8 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+DATABASE_HTTP_PATIENCE = Patience(busy_timeout_s=5.0, give_up_s=5.0)
+"""How long a request waits for a database server that does not answer (then 503)."""
 STALE_UPLOAD_S = 24 * 3600.0
 """With a shared data directory, an upload folder this old is a dead replica's leftover."""
 
@@ -166,8 +168,11 @@ class Service:
         database = config.database
         database.prepare()  # the schema, created or migrated (PostgreSQL) before any use
         self._take_directory()
-        self.store = database.store(HTTP_PATIENCE)
-        self.queue = database.queue(HTTP_PATIENCE)
+        # A lock on an SQLite file passes (a backup): a request waits a minute for it. A
+        # database server that does not answer is an outage: a request is answered 503 soon.
+        patience = DATABASE_HTTP_PATIENCE if database.shared else HTTP_PATIENCE
+        self.store = database.store(patience)
+        self.queue = database.queue(patience)
         waiting = database.queue()
         # SQLite: no worker of this service runs yet, so every claim is stale. PostgreSQL:
         # only claims whose lease ran out (other replicas' workers hold the rest).

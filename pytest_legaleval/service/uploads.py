@@ -34,7 +34,7 @@ from pytest_legaleval.service.http import (
     receive_upload,
     storage_answer,
 )
-from pytest_legaleval.service.storage import StorageError, as_storage_error
+from pytest_legaleval.service.storage import DatabaseUnavailable, StorageError, as_storage_error
 from pytest_legaleval.service.validation import Checked
 from pytest_legaleval.validation import contract as limits
 
@@ -113,6 +113,7 @@ async def accept_upload(
 
     """
     config, store = backend.config, backend.store
+    _refuse_while_database_lost(backend)
     if await asyncio.to_thread(store.count, "queued") >= config.limits.max_queued:
         raise too_busy(config, f"the queue is full ({config.limits.max_queued} runs waiting)")
     fmt, checked_headers = upload_format(headers)
@@ -149,6 +150,16 @@ async def accept_upload(
         )
     body = {"run_id": run_id, **checked.body, "request_id": request_id}
     return 202, body, {"Location": f"/v1/runs/{run_id}"}
+
+
+def _refuse_while_database_lost(backend: Backend) -> None:
+    """503 at once while the health monitor finds the database server unreachable."""
+    report = backend.health.report() if backend.health is not None else None
+    database = getattr(report, "database", None) or {}
+    if database.get("reachable") is False:
+        raise storage_answer(
+            DatabaseUnavailable(f"the database {database.get('name')} cannot be reached")
+        )
 
 
 async def _create(

@@ -180,7 +180,8 @@ def test_three_replicas_one_killed_every_run_completes_once(
             ids = [f"run{number:02d}_{i}" for i in range(3)]
             prompts = [f"{'SLOW ' if number < SLOW_RUNS and i == 2 else ''}Question {n}?"
                        for i, n in enumerate(ids)]  # fmt: skip
-            rows = [row(kind, i, p, dataset=f"set{number:02d}") for i, p in zip(ids, prompts)]
+            rows = [row(kind, i, p, dataset=f"set{number:02d}")
+                    for i, p in zip(ids, prompts, strict=True)]  # fmt: skip
             client = replicas[number % 3].client()
             status, _, body = client.request("POST", "/v1/runs", body=jsonl(rows), headers=NDJSON)
             assert status == 202, body
