@@ -226,3 +226,26 @@ class socket_closed_port:
 
     def __exit__(self, *exc: object) -> None:
         self.sock.close()
+
+
+def test_postgresql_without_its_extra_names_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "psycopg", None)
+    with pytest.raises(ConfigError, match=r"pip install 'pytest-legaleval\[postgres\]'"):
+        open_database("postgresql://u@h/db", tmp_path / "s.sqlite")
+
+
+def test_serve_refuses_an_unknown_database_before_it_listens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("fastapi", reason="legaleval serve needs the [serve] extra")
+    from pytest_legaleval.cli import main
+
+    status = main([
+        "serve", "--model", "openai/m", "--base-url", "http://127.0.0.1:9/v1",
+        "--data-dir", str(tmp_path / "d"), "--database", "mysql://u:hunter2pw@h/db",
+    ])  # fmt: skip
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "unknown kind 'mysql'" in err and "hunter2pw" not in err
