@@ -22,6 +22,14 @@ from pytest_legaleval.service.store import COLUMNS, RunRow, dump_json, row_of
 __all__ = ["PgRunStore"]
 
 _TERMINAL = list(TERMINAL_STATES)
+
+
+def _text(value: str | None) -> str | None:
+    """``value`` as PostgreSQL's text can hold it: a NUL (which it refuses) becomes U+FFFD.
+
+    A run's error can quote what a dataset or a model said; SQLite keeps it as it is.
+    """
+    return None if value is None else value.replace("\x00", "\ufffd")
 _DELETIONCOLUMNS = ("raw_deleted_at", "summary_deleted_at")
 
 
@@ -207,7 +215,7 @@ class PgRunStore:
                 (
                     status, dump_json(steps), steps[-1]["at"], now,
                     None if denominators is None else dump_json(denominators),
-                    None if metrics is None else dump_json(metrics), error, run_id,
+                    None if metrics is None else dump_json(metrics), _text(error), run_id,
                 ),
             )  # fmt: skip
 

@@ -24,7 +24,12 @@ from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.service.storage import WORKER_PATIENCE, DatabaseUnavailable, Patience
+from pytest_legaleval.service.storage import (
+    WORKER_PATIENCE,
+    DatabaseUnavailable,
+    Patience,
+    StorageError,
+)
 
 __all__ = [
     "LOCK_MIGRATE",
@@ -203,6 +208,8 @@ class PgConnections:
 
         Raises:
             DatabaseUnavailable: still failing after ``patience.give_up_s``.
+            StorageError: the database refused the request for good (a missing table, a
+                value a column cannot hold); not tried again.
 
         """
         errors = self._psycopg.errors
@@ -220,7 +227,14 @@ class PgConnections:
                 conn = self._conn()
                 with conn.transaction():
                     return action(conn)
-            except transient as exc:
+            except self._psycopg.Error as exc:
+                if not isinstance(exc, transient):
+                    # A refusal that trying again cannot change (a missing table, a value
+                    # the column cannot hold): the caller's storage failure, named.
+                    why = self.target.scrub(_first_line(exc))
+                    raise StorageError(
+                        f"the database {self.target.shown()} refused the request: {why}"
+                    ) from None
                 broken = not isinstance(exc, errors.SerializationFailure | errors.DeadlockDetected)
                 if broken:
                     self._drop()

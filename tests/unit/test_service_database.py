@@ -249,3 +249,25 @@ def test_serve_refuses_an_unknown_database_before_it_listens(
     assert status == 2
     err = capsys.readouterr().err
     assert "unknown kind 'mysql'" in err and "hunter2pw" not in err
+
+
+@needs_postgres
+def test_what_postgresql_refuses_is_a_named_storage_error(pg_url: str) -> None:  # noqa: F811
+    import psycopg
+
+    from pytest_legaleval.service.storage import StorageError
+
+    database = open_database(pg_url, Path("unused"))
+    database.prepare()
+    store = database.store()
+    _create(store, "run_nul")
+    # a run's error may quote a dataset or a model: a NUL, which text columns refuse, is kept
+    # as U+FFFD instead of failing the write
+    store.finish("run_nul", "failed", error="the reply was 'a\x00b'")
+    row = store.get("run_nul")
+    assert row is not None and row.error == "the reply was 'a\ufffdb'"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP TABLE runs")
+    with pytest.raises(StorageError, match="refused the request") as caught:
+        store.count("queued")  # not retried: the table will not come back by waiting
+    assert not isinstance(caught.value, DatabaseUnavailable)
