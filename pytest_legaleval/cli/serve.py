@@ -219,7 +219,7 @@ def _config(args: argparse.Namespace) -> Any:
     url = args.database if args.database is not None else os.environ.get(DATABASE_ENV) or None
     database = open_database(url, data.state, lease_s=args.lease_seconds)
     return ServiceConfig(
-        settings=service_settings(settings, data),
+        settings=service_settings(settings, data, database),
         data=data,
         host=args.host,
         port=args.port,

@@ -149,16 +149,22 @@ class ServiceConfig:
         return self.settings.model
 
 
-def service_settings(settings: Settings, data: DataDir) -> Settings:
+def service_settings(
+    settings: Settings, data: DataDir, database: Database | None = None
+) -> Settings:
     """The runs' settings as the service holds them: its cache and run directory.
 
-    The response cache is the data directory's unless ``--cache`` (or the YAML) names one;
-    ``--no-cache`` keeps it off (then a run cut short by a crash cannot be continued).
+    The response cache is the data directory's — or, with a PostgreSQL ``database``, a
+    table of that database, shared by every replica — unless ``--cache`` (or the YAML)
+    names one; ``--no-cache`` keeps it off (then a run cut short by a crash cannot be
+    continued). The database URL reaches the run manifest with its user and password
+    redacted, as every URL's are.
     """
     sources = dict(settings.sources)
     changes: dict[str, object] = {"run_dir": str(data.runs), "dataset_format": "contract_v1"}
     if settings.cache is not None and sources.get("cache") == "default":
-        changes["cache"] = str(data.cache)
+        shared = database is not None and database.shared
+        changes["cache"] = getattr(database, "url", None) if shared else str(data.cache)
         sources["cache"] = "service"
     sources.update(run_dir="service", dataset_format="service")
     return dataclasses.replace(settings, sources=sources, **changes)  # type: ignore[arg-type]

@@ -151,6 +151,7 @@ def _claims(url: str) -> dict[str, str]:
 
 
 KINDS = ("mcq", "rubric", "reference", "turns")
+PASSWORD = "s3cret-pw-40"
 SLOW_RUNS, RUNS, WORKERS = 6, 30, 2
 
 
@@ -162,6 +163,8 @@ def test_three_replicas_one_killed_every_run_completes_once(
     shared = tmp_path / "shared"
     shared.mkdir()
     slow = Slow(8.0)
+    # trust authentication ignores the password: it is here to be looked for everywhere
+    url = pg_url.replace("postgres@", f"postgres:{PASSWORD}@")
     with MockOpenAIServer() as mock:
         mock.add_reply(None, slow)
         replicas = []
@@ -169,7 +172,7 @@ def test_three_replicas_one_killed_every_run_completes_once(
             (tmp_path / f"replica{index}").symlink_to(shared)
             replica = ServiceProcess(
                 tmp_path / f"replica{index}",
-                _args(mock, "--workers", str(WORKERS), "--database", pg_url,
+                _args(mock, "--workers", str(WORKERS), "--database", url,
                       "--lease-seconds", "2"),
             )  # fmt: skip
             services.append(replica)
@@ -222,6 +225,17 @@ def test_three_replicas_one_killed_every_run_completes_once(
     assert health["database"] == {"kind": "postgresql", "name": pg_url.split("@", 1)[1],
                                   "reachable": True}  # fmt: skip
     assert _claims(pg_url) == {}
+    # the replicas shared the database's response cache, and the password went nowhere
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn:
+        cached = conn.execute("SELECT count(*) FROM legaleval_results").fetchone()
+    assert cached is not None and cached[0] >= RUNS * 3
+    assert not (shared / "cache.sqlite").exists()
+    for path in [*shared.rglob("*"), *tmp_path.glob("replica*.*")]:
+        if path.is_file():
+            assert PASSWORD.encode() not in path.read_bytes(), path
+    assert PASSWORD not in json.dumps(health)
 
 
 @needs_postgres
