@@ -117,6 +117,15 @@ class PgRunQueue:
         result: list[str] = self.db.run(give_back)
         return result
 
+    def claimants(self) -> list[str]:
+        """Every worker that holds a claim now (live or not)."""
+        rows = self.db.run(
+            lambda conn: conn.execute(
+                "SELECT DISTINCT claimed_by FROM queue WHERE claimed_by IS NOT NULL"
+            ).fetchall()
+        )
+        return [str(row[0]) for row in rows]
+
     def claimed_by(self, worker: str) -> list[str]:
         """See :meth:`RunQueue.claimed_by`."""
         rows = self.db.run(

@@ -44,7 +44,15 @@ from pytest_legaleval.service.storage import HTTP_PATIENCE, Patience, StorageErr
 from pytest_legaleval.service.validation import UploadValidator
 from pytest_legaleval.service.workers import WorkerConfig, WorkerPool
 
-__all__ = ["URL_PREFIX", "Service", "bind", "check_bind", "raise_fd_limit", "serve"]
+__all__ = [
+    "URL_PREFIX",
+    "Service",
+    "bind",
+    "check_bind",
+    "raise_fd_limit",
+    "release_dead_local",
+    "serve",
+]
 
 URL_PREFIX = "LEGALEVAL_SERVICE_URL="
 FD_TARGET = 65536
@@ -122,6 +130,31 @@ def _clear_stale_uploads(incoming: Path, older_than_s: float) -> None:
             continue
 
 
+def release_dead_local(queue: Any, host: str) -> list[str]:
+    """Give back the claims of this host's replicas that are gone (a restart after kill -9).
+
+    A worker id is ``<host>.<pid>/worker-…``: a claim of this host whose replica process no
+    longer runs is given back now instead of when its lease runs out. Other hosts' claims,
+    and a pid that runs again (a container's pid 1), wait for their leases.
+    """
+    claimants = getattr(queue, "claimants", None)
+    if claimants is None:
+        return []
+    back: list[str] = []
+    for worker in claimants():
+        replica = worker.split("/", 1)[0]
+        name, _, pid = replica.rpartition(".")
+        if name != host or not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            back += queue.release(worker)
+        except PermissionError:
+            continue  # runs, as another user
+    return back
+
+
 class Service:
     """The data directory, its run table and queue, the workers, validator and sweeper.
 
@@ -177,6 +210,8 @@ class Service:
         # SQLite: no worker of this service runs yet, so every claim is stale. PostgreSQL:
         # only claims whose lease ran out (other replicas' workers hold the rest).
         back = waiting.release()
+        if database.shared:
+            back += release_dead_local(waiting, socket.gethostname())
         if back:
             _log.warning("legaleval serve: continuing %d interrupted run(s)", len(back))
         for run_id in self.store.unfinished():  # a run whose queue entry was never written

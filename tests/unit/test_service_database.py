@@ -271,3 +271,32 @@ def test_what_postgresql_refuses_is_a_named_storage_error(pg_url: str) -> None: 
     with pytest.raises(StorageError, match="refused the request") as caught:
         store.count("queued")  # not retried: the table will not come back by waiting
     assert not isinstance(caught.value, DatabaseUnavailable)
+
+
+@needs_postgres
+def test_a_restarted_replica_takes_back_its_dead_predecessors_claims_at_once(
+    pg_url: str,  # noqa: F811
+) -> None:
+    import os
+    import socket
+    import subprocess
+
+    from pytest_legaleval.service.server import release_dead_local
+
+    database = open_database(pg_url, Path("unused"), lease_s=600.0)
+    database.prepare()
+    queue = database.queue()
+    dead = subprocess.Popen(["true"])  # a pid that ran and is gone
+    dead.wait()
+    host = socket.gethostname()
+    owners = {
+        "run_dead": f"{host}.{dead.pid}/worker-0.1",
+        "run_mine": f"{host}.{os.getpid()}/worker-0.1",
+        "run_far": f"elsewhere.{dead.pid}/worker-0.1",
+        "run_odd": "no-pid/worker-0.1",
+    }
+    for run_id, worker in owners.items():
+        queue.put(run_id)
+        assert queue.claim(worker) == run_id
+    assert release_dead_local(queue, host) == ["run_dead"]  # leases of 600 s: not waited for
+    assert queue.claim("new/worker-0.1") == "run_dead"
