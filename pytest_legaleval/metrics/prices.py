@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.formats.safe_yaml import load_yaml
+from pytest_legaleval.util.safe_yaml import load_yaml
 
 __all__ = ["Price", "PriceTable", "load_price_table"]
 
