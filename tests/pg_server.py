@@ -43,8 +43,20 @@ def find_bin(name: str) -> str | None:
     return candidates[-1] if candidates else None
 
 
+def _user_exists(name: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 def _available() -> bool:
-    return bool(find_bin("initdb") and find_bin("pg_ctl") and installed("psycopg"))
+    # As root the cluster must belong to another user: Debian's package creates postgres.
+    runnable = os.geteuid() != 0 or _user_exists("postgres")
+    return bool(find_bin("initdb") and find_bin("pg_ctl") and installed("psycopg") and runnable)
 
 
 needs_postgres = pytest.mark.skipif(not _available() and not require_extras(), reason=PG_REASON)

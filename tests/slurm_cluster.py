@@ -33,6 +33,12 @@ def slurm_missing() -> str | None:
         return f"{', '.join(lacking)} not found: {SLURM_REASON}"
     if os.geteuid() != 0:
         return f"slurmd runs jobs as their users only as root: {SLURM_REASON}"
+    import pwd
+
+    try:
+        pwd.getpwnam("munge")
+    except KeyError:
+        return f"no munge user (the munge package creates it): {SLURM_REASON}"
     return None
 
 
