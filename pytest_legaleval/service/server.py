@@ -135,7 +135,8 @@ def release_dead_local(queue: Any, host: str) -> list[str]:
 
     A worker id is ``<host>.<pid>/worker-…``: a claim of this host whose replica process no
     longer runs is given back now instead of when its lease runs out. Other hosts' claims,
-    and a pid that runs again (a container's pid 1), wait for their leases.
+    and a pid that runs again (a container's pid 1), wait for their leases. Replicas in
+    separate pid namespaces must have separate host names (containers do by default).
     """
     claimants = getattr(queue, "claimants", None)
     if claimants is None:
@@ -158,8 +159,9 @@ def release_dead_local(queue: Any, host: str) -> list[str]:
 class Service:
     """The data directory, its run table and queue, the workers, validator and sweeper.
 
-    The HTTP handlers' table and queue give up on a lock after a minute (the request is
-    answered 503); the supervisor's and the sweeper's wait it out.
+    The HTTP handlers' table and queue give up on a lock after a minute (on a PostgreSQL
+    server that does not answer, after 5 s; the request is answered 503); the supervisor's
+    and the sweeper's wait it out.
     """
 
     def __init__(self, config: ServiceConfig) -> None:
