@@ -166,11 +166,13 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="serve the Dataset Contract's HTTP API: upload datasets, get runs and artifacts",
-        description="POST /v1/runs takes a Dataset Contract v1 document and queues a run; "
+        description="POST /v1/runs takes a Dataset Contract v1 document (or legal_eval_v1 "
+        "JSONL rows, application/x-ndjson) and queues a run; "
         "GET /v1/runs[/{id}], /v1/runs/{id}/artifacts[/{name}], POST /v1/runs/{id}/cancel, "
         "GET /healthz; the schema is at /openapi.json. Tokens come from "
         "LEGALEVAL_API_TOKENS (comma-separated); without them only loopback clients are "
-        "served. Needs the [serve] extra.",
+        "served. Several replicas may share one PostgreSQL database (--database) and one "
+        "--data-dir. Needs the [serve] extra.",
     )
     _add_run_options(parser)
     _add_service_options(parser)
