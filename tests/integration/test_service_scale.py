@@ -90,7 +90,8 @@ def _args(mock: MockOpenAIServer, *more: str) -> list[str]:
 def test_every_task_type_goes_through_the_service(
     kind: str, tmp_path: Path, services: list[ServiceProcess], request: pytest.FixtureRequest
 ) -> None:
-    database = ["--database", request.getfixturevalue("pg_url")] if kind == "postgresql" else []
+    url = request.getfixturevalue("pg_url") if kind == "postgresql" else "sqlite"
+    database = ["--database", url]  # named either way: the harness's switch does not apply
     with MockOpenAIServer() as mock:
         mock.add_reply(None, Slow(0))
         service = ServiceProcess(tmp_path / "data", _args(mock, "--workers", "1", *database))
