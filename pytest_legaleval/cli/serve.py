@@ -106,10 +106,10 @@ def _add_service_options(parser: argparse.ArgumentParser) -> None:
         "--database",
         default=None,
         metavar="URL",
-        help="Where the run table and queue live: SQLite in --data-dir (default), or "
-        "postgresql://USER@HOST:PORT/NAME, which several replicas sharing --data-dir may use "
-        f"at once (the [postgres] extra). Default: ${DATABASE_ENV} if set (keeps a password "
-        "out of the process list).",
+        help="Where the run table, queue and response cache live: sqlite (in --data-dir, "
+        "the default), or postgresql://USER@HOST:PORT/NAME, which several replicas sharing "
+        f"--data-dir may use at once (the [postgres] extra). Default: ${DATABASE_ENV} if set "
+        "(keeps a password out of the process list).",
     )
     group.add_argument(
         "--lease-seconds",
