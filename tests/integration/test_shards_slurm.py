@@ -123,3 +123,24 @@ def test_a_slurm_array_and_its_merge_job_equal_the_unsharded_run(
     )  # fmt: skip
     assert full.returncode == 1, full.stdout[-2000:]  # 7 wrong example answers
     _same_run(merged, runs / "full")
+
+
+def test_shard_auto_without_what_it_needs_is_a_usage_error(
+    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, responses = copy_in(
+        pytester, EXAMPLES / "legal_mcq.jsonl", EXAMPLES / "legal_mcq.responses.jsonl"
+    )
+    schedulers = ("SLURM_ARRAY", "JOB_COMPLETION", "LEGALEVAL_SHARD", "CI_NODE", "CIRCLE_NODE",
+                  "BUILDKITE_PARALLEL", "SYSTEM_JOBPOSITION")  # fmt: skip
+    for name in [n for n in os.environ if n.startswith(schedulers)]:
+        monkeypatch.delenv(name)
+    nothing = run_eval(pytester, data, responses, "--shard", "auto")
+    assert nothing.ret == pytest.ExitCode.USAGE_ERROR
+    nothing.stderr.fnmatch_lines(["*--shard auto: no scheduler's shard variables are set*"])
+    monkeypatch.setenv("JOB_COMPLETION_INDEX", "1")
+    unnamed = run_eval(pytester, data, responses, "--shard", "auto/2")  # Kubernetes: no job id
+    assert unnamed.ret == pytest.ExitCode.USAGE_ERROR
+    unnamed.stderr.fnmatch_lines(["*pass --run-id NAME, the prefix the shards share*"])
+    named = run_eval(pytester, data, responses, "--shard", "auto/2", "--run-id", "nightly")
+    assert named.ret in (0, 1) and (pytester.path / "runs" / "nightly-shard-2-of-2").is_dir()
