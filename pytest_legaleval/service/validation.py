@@ -59,9 +59,8 @@ def check_upload(path: str, fmt: str = "contract_v1") -> Checked:
                 f"records exceeds the maximum count of {MAX_RECORDS:,} per upload",
                 details={"max_records": MAX_RECORDS},
             )
-        if len(loaded.datasets) != 1:
-            found = "no rows" if not loaded.datasets else "rows of several datasets"
-            raise DatasetRejected(f"an upload holds the rows of one dataset; this one has {found}")
+        if not loaded.datasets:  # a file's rows make one dataset entry, whatever they name
+            raise DatasetRejected("records must have at least 1 item: the upload has no rows")
     except DatasetRejected as exc:
         return Checked(exc.status, {"error": exc.envelope("")["error"]})
     except ConfigError as exc:  # unreadable: the upload vanished under us
