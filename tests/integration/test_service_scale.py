@@ -119,6 +119,10 @@ def test_every_task_type_goes_through_the_service(
             headers={"Content-Type": "application/json"},
         )  # fmt: skip
         assert status == 202 and contract["status"] == "accepted"
+        # rows of two datasets and two task types (LEXam open questions, ACE rubrics): one run
+        judged = (EXAMPLES / "legal_judged.jsonl").read_bytes()
+        status, _, both = client.request("POST", "/v1/runs", body=judged, headers=NDJSON)
+        assert status == 202 and both["summary"]["accepted_records"] == 6, both
         status, _, broken = client.request("POST", "/v1/runs", body=b"{not json\n", headers=NDJSON)
         assert status == 400 and broken["error"]["code"] == "invalid_request", broken
         run = wait_for(client, accepted["run_id"], TERMINAL, 90)
