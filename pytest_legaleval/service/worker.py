@@ -64,16 +64,18 @@ class Reporter:
     def __init__(self, conn: Connection | None) -> None:
         self.conn = conn
         self.last: str | None = None
+        self._lock = threading.Lock()  # the loop and the lease heartbeat both report
 
     def __call__(self, problem: str | None) -> None:
         """Report ``problem`` (``None``: working again); never raises."""
-        if problem == self.last:
-            return
-        self.last = problem
-        if self.conn is None:
-            return
-        with contextlib.suppress(OSError, ValueError):
-            self.conn.send(problem)
+        with self._lock:
+            if problem == self.last:
+                return
+            self.last = problem
+            if self.conn is None:
+                return
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(problem)
 
 
 class WorkerLoop:
@@ -232,22 +234,30 @@ def start_heartbeat(
     worker_id: str,
     every_s: float,
     report: Callable[[str | None], None],
+    stop: threading.Event | None = None,
 ) -> threading.Thread:
     """Renew ``worker_id``'s leases every ``every_s`` seconds in a daemon thread.
 
     The heartbeat runs beside the evaluation, so a long run keeps its lease; it dies with
     the process, and then the lease runs out and another replica continues the run. A
-    failed renewal (the database away) is reported and tried again at the next beat.
+    failed renewal (the database away) is reported and tried again at the next beat;
+    ``stop``, when set, ends it.
     """
+    halt = stop if stop is not None else threading.Event()
 
     def beat() -> None:
-        while True:
-            time.sleep(every_s)
+        failing = False
+        while not halt.wait(every_s):
             try:
                 renew(worker_id)
             except Exception as exc:
                 _log.warning("lease renewal failed: %s", exc)
                 report(f"cannot renew its leases: {exc}")
+                failing = True
+                continue
+            if failing:  # renewing again: what this thread reported is over
+                failing = False
+                report(None)
 
     thread = threading.Thread(target=beat, name="legaleval-heartbeat", daemon=True)
     thread.start()

@@ -300,3 +300,25 @@ def test_a_restarted_replica_takes_back_its_dead_predecessors_claims_at_once(
         assert queue.claim(worker) == run_id
     assert release_dead_local(queue, host) == ["run_dead"]  # leases of 600 s: not waited for
     assert queue.claim("new/worker-0.1") == "run_dead"
+
+
+def test_the_lease_heartbeat_reports_a_failed_renewal_and_its_end() -> None:
+    from pytest_legaleval.service.worker import start_heartbeat
+
+    calls: list[str] = []
+    reports: list[str | None] = []
+    third, stop = threading.Event(), threading.Event()
+
+    def renew(worker: str) -> None:
+        calls.append(worker)
+        if len(calls) == 1:
+            raise DatabaseUnavailable("the database db:5432/x cannot be reached")
+        if len(calls) == 3:
+            third.set()
+
+    thread = start_heartbeat(renew, "h.1/worker-0.1", 0.001, reports.append, stop)
+    assert third.wait(30)
+    stop.set()
+    thread.join(30)
+    assert not thread.is_alive() and set(calls) == {"h.1/worker-0.1"}
+    assert reports == ["cannot renew its leases: the database db:5432/x cannot be reached", None]
