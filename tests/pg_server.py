@@ -26,6 +26,14 @@ import pytest
 
 from .extras import installed, require_extras
 
+try:
+    # Imported now, at collection, before any pytester snapshot of sys.modules: the
+    # integration tests' pytester restores that snapshot after each test, and a psycopg
+    # imported again afterwards no longer matches the classes its C extension raises.
+    import psycopg  # noqa: F401
+except ImportError:  # the [postgres] extra is missing: the tests skip, saying so
+    pass
+
 __all__ = ["PG_REASON", "PostgresServer", "find_bin", "needs_postgres", "pg_url", "postgres_server"]
 
 PG_REASON = (
