@@ -49,14 +49,17 @@ class PgRunQueue:
         """See :meth:`RunQueue.put`."""
         self.db.run(
             lambda conn: conn.execute(
-                "INSERT INTO queue (run_id) VALUES (%s) ON CONFLICT (run_id) DO NOTHING", (run_id,)
+                "INSERT INTO legaleval_queue (run_id) VALUES (%s) ON CONFLICT (run_id) DO NOTHING",
+                (run_id,),
             )
         )
 
     def prioritize(self, run_id: str) -> None:
         """See :meth:`RunQueue.prioritize`."""
         self.db.run(
-            lambda conn: conn.execute("UPDATE queue SET priority = 1 WHERE run_id = %s", (run_id,))
+            lambda conn: conn.execute(
+                "UPDATE legaleval_queue SET priority = 1 WHERE run_id = %s", (run_id,)
+            )
         )
 
     def claim(self, worker: str) -> str | None:
@@ -64,13 +67,14 @@ class PgRunQueue:
 
         def take(conn: Any) -> str | None:
             found = conn.execute(
-                "SELECT run_id FROM queue WHERE claimed_by IS NULL OR lease_until < now() "
+                "SELECT run_id FROM legaleval_queue "
+                "WHERE claimed_by IS NULL OR lease_until < now() "
                 "ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED"
             ).fetchone()
             if found is None:
                 return None
             conn.execute(
-                "UPDATE queue SET claimed_by = %s, claimed_at = now(), "
+                "UPDATE legaleval_queue SET claimed_by = %s, claimed_at = now(), "
                 "lease_until = now() + make_interval(secs => %s) WHERE run_id = %s",
                 (worker, self.lease_s, found[0]),
             )
@@ -83,7 +87,7 @@ class PgRunQueue:
         """Extend the leases ``worker`` holds (its heartbeat); return the runs still held."""
         rows = self.db.run(
             lambda conn: conn.execute(
-                "UPDATE queue SET lease_until = now() + make_interval(secs => %s) "
+                "UPDATE legaleval_queue SET lease_until = now() + make_interval(secs => %s) "
                 "WHERE claimed_by = %s RETURNING run_id",
                 (self.lease_s, worker),
             ).fetchall()
@@ -92,7 +96,9 @@ class PgRunQueue:
 
     def done(self, run_id: str) -> None:
         """See :meth:`RunQueue.done`."""
-        self.db.run(lambda conn: conn.execute("DELETE FROM queue WHERE run_id = %s", (run_id,)))
+        self.db.run(
+            lambda conn: conn.execute("DELETE FROM legaleval_queue WHERE run_id = %s", (run_id,))
+        )
 
     def release(self, worker: str | None = None) -> list[str]:
         """Put back ``worker``'s claims; ``None``: every claim whose lease ran out.
@@ -108,7 +114,8 @@ class PgRunQueue:
 
         def give_back(conn: Any) -> list[str]:
             rows = conn.execute(
-                "UPDATE queue SET claimed_by = NULL, claimed_at = NULL, lease_until = NULL, "
+                "UPDATE legaleval_queue "
+                "SET claimed_by = NULL, claimed_at = NULL, lease_until = NULL, "
                 f"priority = 1 WHERE {where} RETURNING run_id",
                 args,
             ).fetchall()
@@ -121,7 +128,7 @@ class PgRunQueue:
         """Every worker that holds a claim now (live or not)."""
         rows = self.db.run(
             lambda conn: conn.execute(
-                "SELECT DISTINCT claimed_by FROM queue WHERE claimed_by IS NOT NULL"
+                "SELECT DISTINCT claimed_by FROM legaleval_queue WHERE claimed_by IS NOT NULL"
             ).fetchall()
         )
         return [str(row[0]) for row in rows]
@@ -130,7 +137,7 @@ class PgRunQueue:
         """See :meth:`RunQueue.claimed_by`."""
         rows = self.db.run(
             lambda conn: conn.execute(
-                "SELECT run_id FROM queue WHERE claimed_by = %s", (worker,)
+                "SELECT run_id FROM legaleval_queue WHERE claimed_by = %s", (worker,)
             ).fetchall()
         )
         return [str(row[0]) for row in rows]

@@ -30,7 +30,9 @@ def _text(value: str | None) -> str | None:
     A run's error can quote what a dataset or a model said; SQLite keeps it as it is.
     """
     return None if value is None else value.replace("\x00", "\ufffd")
-_DELETIONCOLUMNS = ("raw_deleted_at", "summary_deleted_at")
+
+
+_DELETION_FIELDS = ("raw_deleted_at", "summary_deleted_at")
 
 
 class PgRunStore:
@@ -72,17 +74,20 @@ class PgRunStore:
         def insert(conn: Any) -> str | None:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_RUNS,))
             now = utc_now()
-            queued = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'queued'").fetchone()
+            queued = conn.execute(
+                "SELECT COUNT(*) FROM legaleval_runs WHERE status = 'queued'"
+            ).fetchone()
             if queued[0] >= max_queued:
                 return "queue"
             mine = conn.execute(
-                "SELECT COUNT(*) FROM runs WHERE owner = %s AND NOT (status = ANY(%s))",
+                "SELECT COUNT(*) FROM legaleval_runs WHERE owner = %s AND NOT (status = ANY(%s))",
                 (owner, _TERMINAL),
             ).fetchone()
             if mine[0] >= max_per_owner:
                 return "owner"
             conn.execute(
-                "INSERT INTO runs (run_id, owner, status, models, request_id, created_at, "
+                "INSERT INTO legaleval_runs "
+                "(run_id, owner, status, models, request_id, created_at, "
                 "updated_at, transitions, validation, dataset, total) "
                 "VALUES (%s, %s, 'queued', %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
@@ -98,7 +103,7 @@ class PgRunStore:
 
     def get(self, run_id: str) -> RunRow | None:
         """The run, or ``None``."""
-        found = self._read(f"SELECT {COLUMNS} FROM runs WHERE run_id = %s", (run_id,))
+        found = self._read(f"SELECT {COLUMNS} FROM legaleval_runs WHERE run_id = %s", (run_id,))
         return row_of(found[0]) if found else None
 
     def page(self, owner: str | None, *, limit: int, before: int | None) -> list[RunRow]:
@@ -113,7 +118,8 @@ class PgRunStore:
             args.append(before)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         rows = self._read(
-            f"SELECT {COLUMNS} FROM runs {clause} ORDER BY seq DESC LIMIT %s", (*args, limit)
+            f"SELECT {COLUMNS} FROM legaleval_runs {clause} ORDER BY seq DESC LIMIT %s",
+            (*args, limit),
         )
         return [row_of(values) for values in rows]
 
@@ -121,7 +127,7 @@ class PgRunStore:
         """Note a cancellation request (kept if one was made); the run as it is now."""
         now = utc_now()
         self._exec(
-            "UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, %s), "
+            "UPDATE legaleval_runs SET cancel_requested_at = COALESCE(cancel_requested_at, %s), "
             "updated_at = %s WHERE run_id = %s AND NOT (status = ANY(%s))",
             (now, now, run_id, _TERMINAL),
         )
@@ -129,12 +135,15 @@ class PgRunStore:
 
     def count(self, status: str) -> int:
         """Runs in ``status``."""
-        return int(self._read("SELECT COUNT(*) FROM runs WHERE status = %s", (status,))[0][0])
+        return int(
+            self._read("SELECT COUNT(*) FROM legaleval_runs WHERE status = %s", (status,))[0][0]
+        )
 
     def probe(self) -> None:
         """One small write (the health row): raises what a write of the table would raise."""
         self._exec(
-            "INSERT INTO health (id, at) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET at = %s",
+            "INSERT INTO legaleval_health (id, at) VALUES (1, %s) "
+            "ON CONFLICT (id) DO UPDATE SET at = %s",
             (utc_now(), utc_now()),
         )
 
@@ -142,20 +151,22 @@ class PgRunStore:
 
     def cancel_requested(self, run_id: str) -> bool:
         """Whether someone asked to cancel the run."""
-        found = self._read("SELECT cancel_requested_at FROM runs WHERE run_id = %s", (run_id,))
+        found = self._read(
+            "SELECT cancel_requested_at FROM legaleval_runs WHERE run_id = %s", (run_id,)
+        )
         return bool(found and found[0][0])
 
     def taken_up(self, run_id: str) -> None:
         """A worker takes up a run another one had started (count it)."""
         self._exec(
-            "UPDATE runs SET resumes = resumes + 1, updated_at = %s WHERE run_id = %s",
+            "UPDATE legaleval_runs SET resumes = resumes + 1, updated_at = %s WHERE run_id = %s",
             (utc_now(), run_id),
         )
 
     @staticmethod
     def _transitions(conn: Any, run_id: str) -> list[dict[str, str]] | None:
         found = conn.execute(
-            "SELECT transitions FROM runs WHERE run_id = %s FOR UPDATE", (run_id,)
+            "SELECT transitions FROM legaleval_runs WHERE run_id = %s FOR UPDATE", (run_id,)
         ).fetchone()
         return None if found is None else list(json.loads(found[0]))
 
@@ -169,12 +180,12 @@ class PgRunStore:
             transitions.append({"state": state, "at": at})
             if state in TERMINAL_STATES:
                 conn.execute(
-                    "UPDATE runs SET transitions = %s, updated_at = %s WHERE run_id = %s",
+                    "UPDATE legaleval_runs SET transitions = %s, updated_at = %s WHERE run_id = %s",
                     (dump_json(transitions), at, run_id),
                 )
             else:
                 conn.execute(
-                    "UPDATE runs SET transitions = %s, updated_at = %s, status = %s "
+                    "UPDATE legaleval_runs SET transitions = %s, updated_at = %s, status = %s "
                     "WHERE run_id = %s",
                     (dump_json(transitions), at, state, run_id),
                 )
@@ -184,7 +195,7 @@ class PgRunStore:
     def progress(self, run_id: str, done: int, total: int) -> None:
         """Items recorded so far, of ``total``."""
         self._exec(
-            "UPDATE runs SET done = %s, total = %s, updated_at = %s WHERE run_id = %s",
+            "UPDATE legaleval_runs SET done = %s, total = %s, updated_at = %s WHERE run_id = %s",
             (done, total, utc_now(), run_id),
         )
 
@@ -210,7 +221,7 @@ class PgRunStore:
             if not steps or steps[-1]["state"] != status:
                 steps.append({"state": status, "at": now})
             conn.execute(
-                "UPDATE runs SET status = %s, transitions = %s, completed_at = %s, "
+                "UPDATE legaleval_runs SET status = %s, transitions = %s, completed_at = %s, "
                 "updated_at = %s, denominators = %s, metrics = %s, error = %s WHERE run_id = %s",
                 (
                     status, dump_json(steps), steps[-1]["at"], now,
@@ -225,10 +236,11 @@ class PgRunStore:
 
     def completed_before(self, cutoff: str, column: str) -> Iterator[RunRow]:
         """Terminal runs completed before ``cutoff`` whose ``column`` deletion is pending."""
-        if column not in _DELETIONCOLUMNS:
+        if column not in _DELETION_FIELDS:
             raise ValueError(column)
         rows = self._read(
-            f"SELECT {COLUMNS} FROM runs WHERE completed_at IS NOT NULL AND completed_at < %s "
+            f"SELECT {COLUMNS} FROM legaleval_runs "
+            "WHERE completed_at IS NOT NULL AND completed_at < %s "
             f"AND {column} IS NULL ORDER BY seq",
             (cutoff,),
         )
@@ -237,14 +249,17 @@ class PgRunStore:
 
     def mark_deleted(self, run_id: str, column: str) -> None:
         """Note that the run's raw artifacts (or its summaries) were deleted."""
-        if column not in _DELETIONCOLUMNS:
+        if column not in _DELETION_FIELDS:
             raise ValueError(column)
-        self._exec(f"UPDATE runs SET {column} = %s WHERE run_id = %s", (utc_now(), run_id))
+        self._exec(
+            f"UPDATE legaleval_runs SET {column} = %s WHERE run_id = %s", (utc_now(), run_id)
+        )
 
     def unfinished(self) -> list[str]:
         """Runs that have not ended (each must be in the queue until it does)."""
         rows = self._read(
-            "SELECT run_id FROM runs WHERE NOT (status = ANY(%s)) ORDER BY seq", (_TERMINAL,)
+            "SELECT run_id FROM legaleval_runs WHERE NOT (status = ANY(%s)) ORDER BY seq",
+            (_TERMINAL,),
         )
         return [str(row[0]) for row in rows]
 
@@ -252,5 +267,7 @@ class PgRunStore:
         """Which of ``run_ids`` have a row."""
         if not run_ids:
             return set()
-        rows = self._read("SELECT run_id FROM runs WHERE run_id = ANY(%s)", (list(run_ids),))
+        rows = self._read(
+            "SELECT run_id FROM legaleval_runs WHERE run_id = ANY(%s)", (list(run_ids),)
+        )
         return {str(row[0]) for row in rows}

@@ -56,8 +56,9 @@ LOCK_RUNS = 0x6C65_6761_0003
 
 _MIGRATIONS: tuple[str, ...] = (
     # version 1: the run table (as the SQLite one), the queue with leases, the health row.
+    # Every name starts with legaleval_: the database may be one a team already uses.
     """
-    CREATE TABLE runs (
+    CREATE TABLE legaleval_runs (
         seq BIGSERIAL PRIMARY KEY,
         run_id TEXT NOT NULL UNIQUE,
         owner TEXT NOT NULL,
@@ -80,9 +81,9 @@ _MIGRATIONS: tuple[str, ...] = (
         raw_deleted_at TEXT,
         summary_deleted_at TEXT
     );
-    CREATE INDEX runs_by_owner ON runs (owner, seq);
-    CREATE INDEX runs_by_status ON runs (status);
-    CREATE TABLE queue (
+    CREATE INDEX legaleval_runs_by_owner ON legaleval_runs (owner, seq);
+    CREATE INDEX legaleval_runs_by_status ON legaleval_runs (status);
+    CREATE TABLE legaleval_queue (
         seq BIGSERIAL PRIMARY KEY,
         run_id TEXT NOT NULL UNIQUE,
         priority INTEGER NOT NULL DEFAULT 0,
@@ -90,8 +91,8 @@ _MIGRATIONS: tuple[str, ...] = (
         claimed_at TIMESTAMPTZ,
         lease_until TIMESTAMPTZ
     );
-    CREATE INDEX queue_waiting ON queue (priority DESC, seq);
-    CREATE TABLE health (id INTEGER PRIMARY KEY CHECK (id = 1), at TEXT NOT NULL);
+    CREATE INDEX legaleval_queue_waiting ON legaleval_queue (priority DESC, seq);
+    CREATE TABLE legaleval_health (id INTEGER PRIMARY KEY CHECK (id = 1), at TEXT NOT NULL);
     """,
 )
 

@@ -151,7 +151,9 @@ def _claims(url: str) -> dict[str, str]:
     import psycopg
 
     with psycopg.connect(url) as conn:
-        rows = conn.execute("SELECT run_id, claimed_by FROM queue WHERE claimed_by IS NOT NULL")
+        rows = conn.execute(
+            "SELECT run_id, claimed_by FROM legaleval_queue WHERE claimed_by IS NOT NULL"
+        )
         return {str(r[0]): str(r[1]) for r in rows.fetchall()}
 
 
@@ -163,7 +165,9 @@ SLOW_RUNS, RUNS, WORKERS = 6, 30, 2
 @needs_postgres
 @pytest.mark.slow
 def test_three_replicas_one_killed_every_run_completes_once(
-    tmp_path: Path, services: list[ServiceProcess], pg_url: str  # noqa: F811
+    tmp_path: Path,
+    services: list[ServiceProcess],
+    pg_url: str,  # noqa: F811
 ) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()

@@ -267,7 +267,7 @@ def test_what_postgresql_refuses_is_a_named_storage_error(pg_url: str) -> None: 
     row = store.get("run_nul")
     assert row is not None and row.error == "the reply was 'a\ufffdb'"
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("DROP TABLE runs")
+        conn.execute("DROP TABLE legaleval_runs")
     with pytest.raises(StorageError, match="refused the request") as caught:
         store.count("queued")  # not retried: the table will not come back by waiting
     assert not isinstance(caught.value, DatabaseUnavailable)
