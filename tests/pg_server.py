@@ -38,7 +38,7 @@ __all__ = ["PG_REASON", "PostgresServer", "find_bin", "needs_postgres", "pg_url"
 
 PG_REASON = (
     "needs PostgreSQL's server (initdb, pg_ctl: apt-get install postgresql) and the "
-    "[postgres] extra (pip install 'pytest-legaleval[postgres]')"
+    "[postgres] extra, part of [dev] (pip install 'pytest-legaleval[postgres]')"
 )
 
 
