@@ -62,6 +62,18 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     records = [record_fields(record) for record in loaded.records]
     if not records:
         raise ConfigError("the dataset has no valid record to plan for")
+    if args.cluster_by:
+        from pytest_legaleval.metrics.run_checks import RecordFields
+
+        fields = RecordFields(args.cluster_by)
+        fields.extend(records)
+        lacking = fields.check_cluster_field()  # no record has it: a usage error
+        if lacking:
+            print(
+                f"legaleval plan: --cluster-by {args.cluster_by}: {lacking} of {len(records)} "
+                "records lack the field; each is a cluster of its own",
+                file=sys.stderr,
+            )
     baseline_rows = baseline_id = None
     if args.baseline:
         run = load_run(args.baseline)

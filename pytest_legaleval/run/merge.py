@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.artifacts import artifacts
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
+from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
 from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, group_items
 from pytest_legaleval.metrics.prices import PriceTable, load_price_table
 from pytest_legaleval.metrics.runfiles import iter_jsonl
@@ -267,7 +267,7 @@ def merge_runs(
             tally.add_invalid(record, dataset=dataset, model=key[2])
             continue
         for row in rows:
-            tally.add_epoch(row)
+            tally.add_epoch(row, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
         (item,) = group_items(rows, reducer).values()
         line = item.line()
         tally.add_item(line, tags=line.get("tags") or (), metadata=line.get("metadata") or {})
@@ -301,6 +301,9 @@ def merge_runs(
             for flaky in tally.flaky_lines():
                 directory.append(FLAKY_RECORDS_FILE, flaky)
             directory.touch(FLAKY_RECORDS_FILE)
+            for line in tally.epochs.incomplete_lines():
+                directory.append(INCOMPLETE_RECORDS_FILE, line)
+            directory.touch(INCOMPLETE_RECORDS_FILE)
         head = {"run_id": merged_id, "metrics_version": "1", "computed_at": now}
         summary = {
             **head,
@@ -352,7 +355,8 @@ def _manifest(
         (str(s.manifest["started_at"]) for s in shards if s.manifest.get("started_at")),
         default=None,
     )
-    status = _status(shards, int(summary["failed_records"]))
+    failed = int(summary["failed_records"]) + int(summary.get("errored_epochs") or 0)
+    status = _status(shards, failed)
     transitions = [{"state": "queued", "at": created}]
     if started:
         transitions.append({"state": "running", "at": started})
