@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from pytest_legaleval.engine.budget import Budget
 from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
 from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter
+from pytest_legaleval.engine.pgcache import PgResultCache, is_database_url
 from pytest_legaleval.engine.providers import (
     Provider,
     ProviderRegistry,
@@ -76,7 +77,7 @@ class Engine:
         self._checked_models: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._cache: ResultCache | None = None
+        self._cache: ResultCache | PgResultCache | None = None
         self._budget = Budget.for_settings(settings)
         self._scheduler = Scheduler(settings, self._store_and_resolve, self._resolve, self._budget)
         self._closed = False
@@ -92,8 +93,12 @@ class Engine:
                 raise InvalidState("Engine is closed")
             if self._thread is not None:
                 return
-            if self.settings.cache_path is not None:
-                self._cache = ResultCache(self.settings.cache_path, scrub=self._scrub)
+            path = self.settings.cache_path
+            if path is not None and is_database_url(path):
+                # a service's replicas share their database's cache (engine.pgcache)
+                self._cache = PgResultCache(path, scrub=self._scrub)
+            elif path is not None:
+                self._cache = ResultCache(path, scrub=self._scrub)
             loop = asyncio.new_event_loop()
             ready = threading.Event()
             thread = threading.Thread(

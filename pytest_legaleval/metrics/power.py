@@ -68,11 +68,15 @@ from pytest_legaleval.metrics.tdist import t_cdf, t_quantile
 
 __all__ = [
     "ALPHA",
+    "ALPHA_RANGE",
     "DEFAULT_CORRELATION",
     "DEFAULT_ICC",
     "DEFAULT_P",
     "DEFAULT_WITHIN_SHARE",
+    "MAX_RECORDS",
     "POWER",
+    "POWER_RANGE",
+    "TARGET_RANGE",
     "Plan",
     "VarianceModel",
     "cluster_sizes",
@@ -90,6 +94,14 @@ __all__ = [
 
 ALPHA = 0.05
 POWER = 0.80
+ALPHA_RANGE: tuple[float, float] = (1e-6, 0.5)
+"""Accepted significance levels: below, the z quantiles lose meaning; above, no test."""
+POWER_RANGE: tuple[float, float] = (0.5, 0.999999)
+"""Accepted powers: below one half a "detectable" difference would be a negative one."""
+TARGET_RANGE: tuple[float, float] = (1e-4, 1.0)
+"""Accepted target differences (a hundredth of a point up to the whole scale)."""
+MAX_RECORDS = 10**12
+"""More records than any dataset has: a target that needs them is no plan."""
 DEFAULT_P = 0.5
 DEFAULT_CORRELATION = 0.5
 """ρ between two systems' per-record pass probabilities when nothing measures it."""
@@ -245,10 +257,15 @@ def records_for(
     candidate count, so the answer is found by search from the normal one upward;
     without, the normal approximation's closed form.
     """
-    if target <= 0.0:
-        raise InvalidValue(f"target difference must be > 0, got {target!r}")
+    if not TARGET_RANGE[0] <= target <= TARGET_RANGE[1]:
+        raise InvalidValue(
+            f"target difference must be in [{TARGET_RANGE[0]:g}, {TARGET_RANGE[1]:g}], "
+            f"got {target!r}"
+        )
     variance = model.between_difference * deff + model.within_sum / epochs
     need = ((_z(1.0 - alpha / 2.0) + _z(power)) / target) ** 2 * variance
+    if not math.isfinite(need) or need > MAX_RECORDS:
+        raise InvalidValue(f"detecting {target!r} needs more than {MAX_RECORDS:.0e} records")
     low = max(1, math.ceil(need - 1e-9))
     if sizes is None:
         return low
@@ -263,6 +280,8 @@ def records_for(
         return low
     high = low * 2
     while not enough(high):
+        if high > MAX_RECORDS:
+            raise InvalidValue(f"detecting {target!r} needs more than {MAX_RECORDS:.0e} records")
         low, high = high, high * 2
     while high - low > 1:  # enough(high) and not enough(low)
         middle = (low + high) // 2
@@ -463,20 +482,30 @@ def plan(
 
     Raises:
         ValueError: no records, ``epochs < 1``, ``alpha``/``power``/``correlation`` out of
-            range, or ``target <= 0``; every record in one cluster (a ``ConfigError``).
+            range, or ``target`` outside :data:`TARGET_RANGE`; every record in one
+            cluster (a ``ConfigError``).
 
     """
     if not records:
         raise InvalidValue("no records to plan for")
     if epochs < 1:
         raise InvalidValue(f"epochs must be >= 1, got {epochs}")
-    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
-        raise InvalidValue(f"alpha and power must be in (0, 1), got {alpha!r} and {power!r}")
+    if not ALPHA_RANGE[0] <= alpha <= ALPHA_RANGE[1]:
+        raise InvalidValue(
+            f"alpha must be in [{ALPHA_RANGE[0]:g}, {ALPHA_RANGE[1]:g}], got {alpha!r}"
+        )
+    if not POWER_RANGE[0] <= power <= POWER_RANGE[1]:
+        raise InvalidValue(
+            f"power must be in [{POWER_RANGE[0]:g}, {POWER_RANGE[1]:g}], got {power!r}"
+        )
     if correlation is not None and not -1.0 <= correlation <= 1.0:
         raise InvalidValue(f"correlation must be in [-1, 1], got {correlation!r}")
     sizes = cluster_sizes(records, cluster_by)
-    if target is not None and target <= 0.0:
-        raise InvalidValue(f"target difference must be > 0, got {target!r}")
+    if target is not None and not TARGET_RANGE[0] <= target <= TARGET_RANGE[1]:
+        raise InvalidValue(
+            f"target difference must be in [{TARGET_RANGE[0]:g}, {TARGET_RANGE[1]:g}], "
+            f"got {target!r}"
+        )
     df = design_df(sizes)
     if df is None and cluster_by:
         raise ConfigError(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
+from pytest_legaleval.metrics.rundir_check import RunDirectoryError
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.report.data import ReportData
 from pytest_legaleval.report.fmt import DASH, card, finite, interval, num, pct
@@ -283,6 +284,8 @@ def read_flaky(run_path: Path) -> FlakyItems:
                 )
             else:
                 bad += 1
+    except RunDirectoryError:
+        raise  # a corrupt line is a corrupt run: refused, never read around
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         return FlakyItems(None, f"{FLAKY_RECORDS_FILE} cannot be read ({exc})")
     note = f"{FLAKY_RECORDS_FILE}: {bad:,} lines are not items and were left out" if bad else ""

@@ -9,7 +9,7 @@ together), its metrics recomputed from the items with the run's own tally
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -19,6 +19,7 @@ from pytest_legaleval.metrics.artifacts import artifacts
 from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
 from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, group_items
 from pytest_legaleval.metrics.prices import PriceTable, load_price_table
+from pytest_legaleval.metrics.rundir_check import checked_json, verify_run_dir
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.metrics.stats import (
     BOOTSTRAP_CONFIDENCE,
@@ -29,6 +30,7 @@ from pytest_legaleval.records import PredictionLine
 from pytest_legaleval.run.artifacts import EXTRA_ARTIFACTS
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import EvaluatorLog, utc_now
+from pytest_legaleval.run.redaction import PII_KINDS, Redactor
 from pytest_legaleval.run.tally import RunTally
 
 __all__ = ["MergeError", "Shard", "load_shard", "merge_runs"]
@@ -53,6 +55,8 @@ class Shard:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # Checked before trusted: a shard edited after sealing is refused, naming the file.
+        verify_run_dir(path)
         manifest = self._json("run_manifest.json")
         if not isinstance(manifest, dict):
             raise MergeError(f"{path}: not a run directory (no run_manifest.json)")
@@ -67,10 +71,7 @@ class Shard:
         self.transcripts = list(iter_jsonl(transcripts)) if transcripts.is_file() else []
 
     def _json(self, name: str) -> Any:
-        target = self.path / name
-        if not target.is_file():
-            return None
-        return json.loads(target.read_text(encoding="utf-8"))
+        return checked_json(self.path / name)
 
     @property
     def run_id(self) -> str:
@@ -283,7 +284,8 @@ def merge_runs(
     def retag(row: Mapping[str, Any]) -> dict[str, Any]:
         return {**row, "run_id": merged_id}
 
-    directory = RunDirectory.create(target.parent, target.name)
+    # What is copied is redacted again: a shard may carry what its own run never wrote.
+    directory = RunDirectory.create(target.parent, target.name, _redactor(first))
     try:
         now = utc_now()
         for line in first.validation:
@@ -333,6 +335,19 @@ def merge_runs(
     finally:
         directory.close()
     return directory.path
+
+
+def _redactor(shard: Shard) -> Redactor:
+    """The merged run's redactor: the shard's ``--redact`` kinds, every known key variable."""
+    from pytest_legaleval.engine.presets import PRESETS
+
+    config = shard.manifest.get("configuration")
+    config = config if isinstance(config, Mapping) else {}
+    kinds = [k for k in config.get("redact") or () if k in ("pii", *PII_KINDS)]
+    names = ["OPENAI_API_KEY", *(p.api_key_env for p in PRESETS.values())]
+    if isinstance(config.get("api_key_env"), str):
+        names.append(config["api_key_env"])
+    return Redactor.for_settings(kinds, names, urls=[os.environ.get("OPENAI_BASE_URL")])
 
 
 def _pred_key(row: Mapping[str, Any]) -> Key:

@@ -25,14 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.rundir_check import RunDirectoryError, checked_json
 from pytest_legaleval.pipeline.driver import Resume, run_evaluation
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.run.names import CHECKSUMS
 from pytest_legaleval.run.recorder import DENOMINATORS
 from pytest_legaleval.service.config import DataDir, run_settings
+from pytest_legaleval.service.database import RunTable
 from pytest_legaleval.service.mirror import RunMirror
 from pytest_legaleval.service.storage import StorageError, as_storage_error, storage_cause
-from pytest_legaleval.service.store import RunRow, RunStore
+from pytest_legaleval.service.store import RunRow
 
 __all__ = ["MAX_RESUMES", "execute", "read_finished"]
 
@@ -78,13 +80,15 @@ def run_lock(data: DataDir, run_id: str) -> Iterator[None]:
 
 
 def _read_json(path: Path) -> Any:
+    # Through the run-directory reader (metrics.rundir_check): a corrupt manifest or
+    # summary is no end to publish (the run then reads as failed), never a crash.
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return checked_json(path)
+    except (RunDirectoryError, OSError):
         return None
 
 
-def _finish_from_directory(store: RunStore, run_id: str, path: Path) -> str:
+def _finish_from_directory(store: RunTable, run_id: str, path: Path) -> str:
     """A sealed run directory whose end the table missed: copy its end into the table."""
     manifest = _read_json(path / "run_manifest.json") or {}
     status = str(manifest.get("status") or "failed")
@@ -142,7 +146,7 @@ def execute(
     *,
     base: Settings,
     data: DataDir,
-    store: RunStore,
+    store: RunTable,
     share: int = 1,
     position: int = 0,
     on_problem: Callable[[str | None], None] | None = None,
@@ -241,7 +245,7 @@ def _first_line(exc: BaseException) -> str:
     return ((str(exc).splitlines() or [""])[0])[:300]
 
 
-def _finish(store: RunStore, run_id: str, evaluated: _Outcome, at: str | None) -> str:
+def _finish(store: RunTable, run_id: str, evaluated: _Outcome, at: str | None) -> str:
     status, error, outcome = evaluated
     if outcome is None:
         store.finish(run_id, status, error=error, at=at)

@@ -140,10 +140,10 @@ def test_the_documented_tree_names_every_class() -> None:
 
 
 BARE_RAISE = re.compile(r"\braise ([A-Za-z_]+)\b")
-ALLOWED_BARE = 9
+ALLOWED_BARE = 10
 """Builtins the package still raises itself, each with its reason on the line: abstract
 methods of a foreign protocol, unreachable asserts, a deferred Ctrl-C, the Mapping protocol's
-KeyError, an os-like OSError."""
+KeyError, an os-like OSError, a timeout caught on the next line."""
 
 
 def test_library_code_raises_our_errors_and_says_why_when_it_does_not() -> None:

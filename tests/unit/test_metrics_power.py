@@ -268,9 +268,11 @@ def test_the_plan_and_its_table() -> None:
     ("kwargs", "message"),
     [
         ({"epochs": 0}, "epochs must be >= 1"),
-        ({"alpha": 1.5}, "alpha and power"),
+        ({"alpha": 1.5}, "alpha must be in"),
+        ({"power": 0.1}, "power must be in"),  # issue 41: a negative "detectable" difference
         ({"correlation": 2.0}, "correlation must be in"),
-        ({"target": 0.0}, "target difference must be > 0"),
+        ({"target": 0.0}, "target difference must be in"),
+        ({"target": 1e-300}, "target difference must be in"),  # issue 41: an overflow
     ],
 )
 def test_bad_plans_are_refused(kwargs: dict[str, Any], message: str) -> None:

@@ -311,12 +311,22 @@ def test_bad_lines_of_the_flaky_file_are_left_out_and_said(tmp_path: Path) -> No
     run = write_figures_run(tmp_path, labels=None)
     path = run / FLAKY_RECORDS_FILE
     kept = path.read_text().splitlines()[:2]
-    extra = [json.dumps([1, 2]), json.dumps({"record_id": "nope", "model": "m/alpha"})]
-    path.write_text("\n".join([*kept, *extra]) + "\n")
+    path.write_text("\n".join([*kept, json.dumps({"record_id": "nope", "model": "m/alpha"})]))
     page = render_report(load_run(run))
     assert len(_payload(page)["flaky"]) == 2
     note = _section(page, "uncertainty")
-    assert "1 lines are not items" in note and "1 items of flaky_records.jsonl are not in" in note
+    assert "1 items of flaky_records.jsonl are not in" in note
+
+
+def test_a_line_of_the_flaky_file_that_is_no_object_refuses_the_run(tmp_path: Path) -> None:
+    # Issue 41: every line of a run directory is checked before it is trusted.
+    from pytest_legaleval.metrics.rundir_check import RunDirectoryError
+
+    run = write_figures_run(tmp_path, labels=None)
+    path = run / FLAKY_RECORDS_FILE
+    path.write_text(path.read_text() + json.dumps([1, 2]) + "\n")
+    with pytest.raises(RunDirectoryError, match=r"flaky_records\.jsonl:[0-9]+: not a JSON object"):
+        render_report(load_run(run))
 
 
 # ---- judge calibration (#28) --------------------------------------------------------------
