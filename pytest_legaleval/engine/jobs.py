@@ -51,6 +51,11 @@ class Job:
     task: asyncio.Task[None] | None = None
     timer: asyncio.TimerHandle | None = None
     resolved: bool = False
+    batch_attempts: int = 0
+    """Provider batches this request went into (``--batch``; ``engine.batch``)."""
+    live_base: int = 0
+    """Attempts made before the job went live (its batch attempts): a live fallback still
+    gets the retry policy's full number of attempts."""
 
 
 @dataclass(slots=True, eq=False)
@@ -105,6 +110,8 @@ def success_result(job: Job, raw: RawCompletion) -> GenerationResult:
         first_attempt_at=job.attempts[0].started_at,
         last_attempt_at=last.started_at,
         latency_exceeded=limit is not None and last.latency_ms > limit,
+        cached_input_tokens=raw.cached_input_tokens,
+        batch=last.batch_id is not None,
     )
 
 
@@ -152,4 +159,6 @@ def cached_result(request: GenerationRequest, row: CachedRow) -> GenerationResul
         latency_exceeded=limit is not None
         and row.latency_ms is not None
         and row.latency_ms > limit,
+        cached_input_tokens=row.cached_input_tokens,
+        batch=row.batch,
     )

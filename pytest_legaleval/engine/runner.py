@@ -272,6 +272,8 @@ class Engine:
             latency_ms=result.latency_ms,
             model=job.request.model,
             created_at=now_timestamp(),
+            cached_input_tokens=raw.cached_input_tokens,
+            batch=result.batch,
         )
         # Callers see the result only after it is durable, so a SIGKILL can never lose a
         # result someone already acted on.

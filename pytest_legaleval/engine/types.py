@@ -152,6 +152,10 @@ class RawCompletion:
     """Completion tokens from the usage block."""
     warnings: tuple[str, ...] = ()
     """What was repaired or dropped in the reply (see ``engine.sanitize``)."""
+    cached_input_tokens: int | None = None
+    """Prompt tokens the provider served from its prompt cache
+    (``usage.prompt_tokens_details.cached_tokens`` or a vendor's equivalent), billed at
+    the cached-input price; ``None`` when the reply does not say."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +183,10 @@ class Attempt:
     warnings: tuple[str, ...] = ()
     """What the engine repaired or dropped in this attempt's reply (a lone surrogate, an
     absurd token count …); written to the attempt log."""
+    cached_input_tokens: int | None = None
+    """Prompt tokens served from the provider's prompt cache, when the reply says."""
+    batch_id: str | None = None
+    """The provider batch this attempt went through (``--batch``); ``None`` for a live call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +224,11 @@ class GenerationResult:
     cancel_reason: str | None = None
     """Why a ``cancelled`` request was cancelled: ``budget`` when ``--max-cost`` stopped it
     before it was sent (``engine.budget``); ``None`` otherwise."""
+    cached_input_tokens: int | None = None
+    """Prompt tokens of the successful attempt served from the provider's prompt cache."""
+    batch: bool = False
+    """The answer came through a provider Batch API (billed at the batch price); a cache
+    hit keeps the flag of the call that paid for it."""
 
     @property
     def ok(self) -> bool:
