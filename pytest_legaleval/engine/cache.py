@@ -215,7 +215,7 @@ class ResultCache:
                     f"SELECT {_COLUMNS} FROM results WHERE cache_key IN ({marks})", chunk
                 ).fetchall()
                 for row in rows:
-                    found[row[0]] = CachedRow(*row[:9], batch=bool(row[9]))
+                    found[row[0]] = _row(row)
         return found
 
     def get(self, key: str) -> CachedRow | None:
@@ -330,9 +330,26 @@ class ResultCache:
                 item[1]()
 
 
+def _row(row: Sequence[Any]) -> CachedRow:
+    return CachedRow(
+        cache_key=row[0],
+        text=row[1],
+        finish_reason=row[2],
+        input_tokens=row[3],
+        output_tokens=row[4],
+        latency_ms=row[5],
+        model=row[6],
+        created_at=row[7],
+        cached_input_tokens=row[8],
+        batch=bool(row[9]),
+    )
+
+
 def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     conn.execute("BEGIN IMMEDIATE")
-    conn.executemany(f"INSERT OR REPLACE INTO results ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+    conn.executemany(
+        f"INSERT OR REPLACE INTO results ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", rows
+    )
     conn.execute("COMMIT")
 
 

@@ -17,10 +17,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from pytest_legaleval.engine.budget import Budget
+from pytest_legaleval.engine.batch import BatchRunner
+from pytest_legaleval.engine.batch_store import BatchStore
+from pytest_legaleval.engine.budget import Budget, is_overhead
 from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
-from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter
+from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter, success_result
 from pytest_legaleval.engine.providers import (
+    BatchTarget,
     Provider,
     ProviderRegistry,
     default_registry,
@@ -79,6 +82,8 @@ class Engine:
         self._cache: ResultCache | None = None
         self._budget = Budget.for_settings(settings)
         self._scheduler = Scheduler(settings, self._store_and_resolve, self._resolve, self._budget)
+        self._batcher: BatchRunner | None = None
+        self._batch_store: BatchStore | None = None
         self._closed = False
         self._counts: dict[str, int] = dict.fromkeys(
             ("submitted", "completed", "failed", "cancelled", "cache_hits", "deduped"), 0
@@ -94,6 +99,16 @@ class Engine:
                 return
             if self.settings.cache_path is not None:
                 self._cache = ResultCache(self.settings.cache_path, scrub=self._scrub)
+            if self.settings.batch:
+                if self._cache is not None:
+                    self._batch_store = BatchStore.beside(self._cache)
+                self._batcher = BatchRunner(
+                    self.settings,
+                    self._batch_store,
+                    self._store_batch_answer,
+                    self._resolve,
+                    self._scheduler.enqueue,
+                )
             loop = asyncio.new_event_loop()
             ready = threading.Event()
             thread = threading.Thread(
@@ -141,9 +156,13 @@ class Engine:
                 loop.close()
         if self._cache is not None:
             self._cache.close()
+        if self._batch_store is not None:
+            self._batch_store.close()
 
     async def _shutdown(self) -> None:
         self._scheduler.stop_dispatchers()
+        if self._batcher is not None:
+            await self._batcher.aclose()
         for provider in list(self._providers.values()):
             try:
                 await provider.aclose()
@@ -213,6 +232,7 @@ class Engine:
         futures: list[Future[GenerationResult]] = []
         ready: list[tuple[Future[GenerationResult], GenerationResult]] = []
         new_jobs: list[Job] = []
+        batch_jobs: list[tuple[Job, BatchTarget]] = []
         with self._lock:
             if self._closed:
                 raise RuntimeError("Engine is closed")
@@ -240,13 +260,30 @@ class Engine:
                     if self._budget is not None:
                         job.cost_estimate = self._budget.estimate(request)
                     self._inflight[key] = job
-                    new_jobs.append(job)
+                    target = self._batch_target(job)
+                    if target is not None:
+                        batch_jobs.append((job, target))
+                    else:
+                        new_jobs.append(job)
             self._counts["completed"] += len(ready)
         for future, result in ready:
             future.set_result(result)
         if new_jobs:
             loop.call_soon_threadsafe(self._scheduler.enqueue, new_jobs)
+        if batch_jobs and self._batcher is not None:
+            loop.call_soon_threadsafe(self._batcher.enqueue, batch_jobs)
         return futures
+
+    def _batch_target(self, job: Job) -> BatchTarget | None:
+        """Where ``job`` goes in a batch.
+
+        ``None``: it goes live (no ``--batch``, the engine's own probe, or a provider
+        without a Batch API).
+        """
+        if self._batcher is None or is_overhead(job.request):
+            return None
+        target = getattr(job.provider, "batch_target", None)
+        return target(job.request) if callable(target) else None
 
     async def agenerate(self, request: GenerationRequest) -> GenerationResult:
         """Await one request from a coroutine running on this engine's loop."""
@@ -279,6 +316,43 @@ class Engine:
         # result someone already acted on.
         self._cache.put(row, lambda: self._resolve(job, result))
 
+    def _store_batch_answer(
+        self,
+        key: str,
+        model: str,
+        raw: RawCompletion,
+        job: Job | None,
+        after: Callable[[], None],
+    ) -> None:
+        """Cache a batch's answer, resolve its job (if this run asked), then ``after``.
+
+        A resumed batch also answers requests no caller of this run asked for: they are
+        cached all the same, so no later run pays for them again.
+        """
+        result = success_result(job, raw) if job is not None else None
+
+        def durable() -> None:
+            if job is not None and result is not None:
+                self._resolve(job, result)
+            after()
+
+        if self._cache is None:
+            durable()
+            return
+        row = CachedRow(
+            cache_key=key,
+            text=raw.text,
+            finish_reason=raw.finish_reason,
+            input_tokens=raw.input_tokens,
+            output_tokens=raw.output_tokens,
+            latency_ms=result.latency_ms if result is not None else None,
+            model=model,
+            created_at=now_timestamp(),
+            cached_input_tokens=raw.cached_input_tokens,
+            batch=True,
+        )
+        self._cache.put(row, durable)
+
     def _resolve(self, job: Job, result: GenerationResult) -> None:
         """Hand ``result`` to every waiter of ``job``; callable from any thread, once."""
         with self._lock:
@@ -309,13 +383,16 @@ class Engine:
         self._cancel_all(loop, timeout_s)
 
     def _cancel_all(self, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
-        future = asyncio.run_coroutine_threadsafe(
-            self._scheduler.cancel_everything(timeout_s), loop
-        )
+        future = asyncio.run_coroutine_threadsafe(self._cancel_everything(timeout_s), loop)
         try:
             future.result(timeout_s + 0.5)
         except (FutureTimeout, RuntimeError):
             future.cancel()
+
+    async def _cancel_everything(self, timeout_s: float) -> None:
+        if self._batcher is not None:
+            self._batcher.cancel_all()
+        await self._scheduler.cancel_everything(timeout_s)
 
     # ----------------------------------------------------------------- introspection
     def stats(self) -> dict[str, Any]:
@@ -349,4 +426,6 @@ class Engine:
             answers_usd=self._budget.answers_usd if self._budget else None,
             budget_refused=self._budget.refused if self._budget else None,
         )
+        if self._batcher is not None:
+            out.update(self._batcher.snapshot())
         return out

@@ -347,6 +347,19 @@ class EngineSettings:
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """USD per million ``(input, output)`` tokens by ``PROVIDER/NAME``, for the spend cap;
     every model called must have one (``local/`` models are free)."""
+    batch: bool = False
+    """Send the requests through the provider's Batch API (``engine.batch``)."""
+    batch_poll_s: float = 3.0
+    """First wait before polling a batch; the waits grow to a minute (or this, if longer)."""
+    batch_attempts: int = 2
+    """Batches a request may go into before its retry goes live."""
+    batch_max_wait_s: float | None = None
+    """A batch still running after this many seconds is cancelled: what it answered is
+    kept, the rest goes live. ``None``: wait for the provider's 24 h window."""
+    batch_file_requests: int = 50_000
+    """Requests per batch input file (the provider's limit)."""
+    batch_file_bytes: int = 200 * 1024 * 1024
+    """Bytes per batch input file (the provider's limit)."""
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool]] = [
@@ -361,7 +374,20 @@ class EngineSettings:
                 "max_cost_usd",
                 self.max_cost_usd is None or 0 < self.max_cost_usd < float("inf"),
             ),
+            ("batch_poll_s", 0 < self.batch_poll_s < float("inf")),
+            ("batch_attempts", self.batch_attempts >= 1),
+            (
+                "batch_max_wait_s",
+                self.batch_max_wait_s is None or 0 < self.batch_max_wait_s < float("inf"),
+            ),
+            ("batch_file_requests", self.batch_file_requests >= 1),
+            ("batch_file_bytes", self.batch_file_bytes >= 1),
         ]
+        if self.batch and self.max_cost_usd is not None:
+            raise ConfigError(
+                "--max-cost and --batch cannot be combined: a batch is paid as a whole when "
+                "it runs, so no call could be held back; drop one of them"
+            )
         for name, ok in checks:
             if not ok:
                 value = getattr(self, name)

@@ -1,0 +1,318 @@
+"""The OpenAI Files and Batches API on the wire, and the batch file formats.
+
+What the engine needs of a provider's Batch API (the OpenAI API reference; vLLM's
+``run-batch`` reads and writes the same line formats):
+
+* ``POST /files`` (multipart: ``purpose=batch`` and the JSONL ``file``) → a file object;
+* ``POST /batches`` ``{input_file_id, endpoint, completion_window: "24h"}`` → a batch;
+* ``GET /batches/{id}`` → its ``status`` (``validating``, ``in_progress``,
+  ``finalizing``, ``completed``, ``failed``, ``expired``, ``cancelling``,
+  ``cancelled``), ``output_file_id``, ``error_file_id``, ``errors.data`` and
+  ``request_counts``;
+* ``POST /batches/{id}/cancel``; ``GET /files/{id}/content`` → the file's bytes.
+
+An input line is ``{custom_id, method: "POST", url: "/v1/chat/completions", body}``; an
+output or error line is ``{id, custom_id, response: {status_code, request_id, body} | null,
+error: {code, message} | null}``, in any order. Results are matched by ``custom_id`` only.
+
+A downloaded file is read with a bound scaled to its number of requests
+(:func:`download_bound`): a hostile or broken server cannot fill the memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from pytest_legaleval.engine.retry import ProviderError
+from pytest_legaleval.engine.wire import MAX_ERROR_BODY, error_from_status, proxy_for
+
+__all__ = [
+    "BATCH_ENDPOINT",
+    "BATCH_PRICE_FACTORS",
+    "DEFAULT_BATCH_FACTOR",
+    "MAX_FILE_BYTES",
+    "MAX_FILE_REQUESTS",
+    "TERMINAL_STATUSES",
+    "BatchClient",
+    "LineResult",
+    "download_bound",
+    "input_line",
+    "parse_result_lines",
+    "split_lines",
+]
+
+BATCH_PRICE_FACTORS: Mapping[str, float] = {"openai": 0.5, "together": 0.5, "groq": 0.5}
+"""Providers whose vendor runs the OpenAI Batch API, and the share of the price table a
+batch request costs there (OpenAI, Together AI and Groq each bill batches at half price,
+per their pricing pages, 2025). ``openai/`` is any OpenAI-compatible endpoint: whether it
+has the API is found out by asking (a 404 sends its calls live)."""
+DEFAULT_BATCH_FACTOR = 0.5
+"""The batch share for a provider not in :data:`BATCH_PRICE_FACTORS`."""
+BATCH_ENDPOINT = "/v1/chat/completions"
+"""The ``endpoint`` (and each line's ``url``) of a chat completion batch."""
+MAX_FILE_REQUESTS = 50_000
+"""Requests per input file (OpenAI's limit)."""
+MAX_FILE_BYTES = 200 * 1024 * 1024
+"""Bytes per input file (OpenAI's limit)."""
+TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
+"""Statuses after which a batch changes no more."""
+_PER_LINE_BOUND = 1024 * 1024
+"""Bytes allowed per request in a downloaded file: a chat completion of the largest
+output a model gives, with room for its envelope."""
+_FILE_BOUND_BASE = 64 * 1024
+
+
+def download_bound(requests: int) -> int:
+    """The most bytes an output or error file of ``requests`` requests may have."""
+    return _FILE_BOUND_BASE + max(requests, 1) * _PER_LINE_BOUND
+
+
+def input_line(custom_id: str, body: Mapping[str, Any]) -> bytes:
+    """One JSONL line of an input file (with its newline)."""
+    line = {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
+    text = json.dumps(line, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8") + b"\n"
+
+
+def split_lines(
+    lines: Sequence[bytes],
+    *,
+    max_requests: int = MAX_FILE_REQUESTS,
+    max_bytes: int = MAX_FILE_BYTES,
+) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges of ``lines`` that fit one input file each, in order.
+
+    A single line larger than ``max_bytes`` still gets a file of its own (the provider
+    then refuses it, and that request is retried live).
+    """
+    ranges: list[tuple[int, int]] = []
+    start, size = 0, 0
+    for index, line in enumerate(lines):
+        full = index - start >= max_requests or (size + len(line) > max_bytes and index > start)
+        if full:
+            ranges.append((start, index))
+            start, size = index, 0
+        size += len(line)
+    if start < len(lines):
+        ranges.append((start, len(lines)))
+    return ranges
+
+
+@dataclass(frozen=True, slots=True)
+class LineResult:
+    """What an output or error file says about one ``custom_id``."""
+
+    custom_id: str
+    status_code: int | None
+    """The response's HTTP status (``None`` for a line with ``error`` and no response)."""
+    body: Any
+    """The response body (a chat completion on 200, an error object otherwise)."""
+    error_code: str | None
+    """The line's ``error.code`` (``batch_expired``, ``batch_cancelled``,
+    ``request_timeout`` …), or the body's ``error.code`` of a non-200 response."""
+    message: str
+    """The error message, if any."""
+
+    @property
+    def ok(self) -> bool:
+        """A 200 response with a body."""
+        return self.status_code == 200 and isinstance(self.body, dict) and self.error_code is None
+
+
+def _error_fields(value: Any) -> tuple[str | None, str]:
+    if isinstance(value, dict):
+        inner = value.get("error", value)
+        if isinstance(inner, dict):
+            code, message = inner.get("code"), inner.get("message")
+            return (
+                str(code) if code is not None else None,
+                str(message) if isinstance(message, str) else "",
+            )
+    return None, ""
+
+
+def parse_result_lines(data: bytes, problems: list[str]) -> dict[str, LineResult]:
+    """The lines of an output or error file by ``custom_id``.
+
+    A line that is not JSON, not an object or has no string ``custom_id`` is skipped and
+    named in ``problems`` (its request then counts as unanswered and is retried). When a
+    ``custom_id`` appears twice, a success wins over a failure.
+    """
+    found: dict[str, LineResult] = {}
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except (ValueError, RecursionError):
+            problems.append(f"line {number}: not JSON")
+            continue
+        custom_id = line.get("custom_id") if isinstance(line, dict) else None
+        if not isinstance(custom_id, str):
+            problems.append(f"line {number}: no custom_id")
+            continue
+        response, error = line.get("response"), line.get("error")
+        status: int | None = None
+        body: Any = None
+        code, message = _error_fields(error) if error else (None, "")
+        if isinstance(response, dict):
+            raw_status = response.get("status_code")
+            status = raw_status if type(raw_status) is int else None
+            body = response.get("body")
+            if status != 200 and code is None:
+                code, message = _error_fields(body)
+                code = code or f"http_{status}"
+        elif not error:
+            code, message = "no_response", "the line has neither a response nor an error"
+        result = LineResult(custom_id, status, body, code, message)
+        previous = found.get(custom_id)
+        if previous is None or (result.ok and not previous.ok):
+            found[custom_id] = result
+    return found
+
+
+class BatchClient:
+    """Talks to one endpoint's Files and Batches API with one key.
+
+    Args:
+        base_url: the OpenAI-compatible endpoint (``…/v1``).
+        api_key: sent as ``Authorization: Bearer``; empty for servers that need none.
+        timeout_s: per HTTP call.
+
+    Every HTTP failure is raised as :class:`ProviderError` (classified like a chat
+    completion's), transport failures as aiohttp's own exceptions; the caller classifies.
+
+    """
+
+    def __init__(self, base_url: str, api_key: str, timeout_s: float = 120.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"Accept": "application/json", "User-Agent": "pytest-legaleval"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._headers = headers
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._proxy = proxy_for(self.base_url)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout)
+        return self._session
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        session = self._open()
+        async with session.request(
+            method, self.base_url + path, proxy=self._proxy, allow_redirects=False, **kwargs
+        ) as response:
+            if not 200 <= response.status < 300:
+                content = await response.content.read(MAX_ERROR_BODY)
+                raise error_from_status(response.status, response.headers, content)
+            content = await response.content.read(MAX_ERROR_BODY)
+            try:
+                data = json.loads(content)
+            except (ValueError, RecursionError):
+                data = None
+            if not isinstance(data, dict):
+                raise ProviderError("invalid_response", f"{method} {path}: not a JSON object")
+            return data
+
+    async def upload(self, content: bytes, filename: str) -> str:
+        """Upload a batch input file; its file id."""
+        form = aiohttp.FormData()
+        form.add_field("purpose", "batch")
+        form.add_field("file", content, filename=filename, content_type="application/jsonl")
+        data = await self._json("POST", "/files", data=form)
+        return _string_field(data, "id", "POST /files")
+
+    async def create(self, input_file_id: str, metadata: Mapping[str, str]) -> dict[str, Any]:
+        """Create a batch over an uploaded file; the batch object."""
+        body = {
+            "input_file_id": input_file_id,
+            "endpoint": BATCH_ENDPOINT,
+            "completion_window": "24h",
+            "metadata": dict(metadata),
+        }
+        data = await self._json("POST", "/batches", json=body)
+        _string_field(data, "id", "POST /batches")
+        return data
+
+    async def retrieve(self, batch_id: str) -> dict[str, Any]:
+        """The batch object now."""
+        data = await self._json("GET", f"/batches/{batch_id}")
+        _string_field(data, "status", f"GET /batches/{batch_id}")
+        return data
+
+    async def cancel(self, batch_id: str) -> dict[str, Any]:
+        """Ask the provider to cancel a batch (it ends ``cancelled`` with partial output)."""
+        return await self._json("POST", f"/batches/{batch_id}/cancel")
+
+    async def download(self, file_id: str, limit: int) -> bytes:
+        """A file's content, at most ``limit`` bytes.
+
+        Raises:
+            ProviderError: ``invalid_response`` when the file is larger than ``limit``.
+
+        """
+        session = self._open()
+        async with session.get(
+            f"{self.base_url}/files/{file_id}/content", proxy=self._proxy, allow_redirects=False
+        ) as response:
+            if not 200 <= response.status < 300:
+                content = await response.content.read(MAX_ERROR_BODY)
+                raise error_from_status(response.status, response.headers, content)
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.content.iter_chunked(256 * 1024):
+                size += len(chunk)
+                if size > limit:
+                    raise ProviderError(
+                        "invalid_response",
+                        f"batch file {file_id} is larger than {limit} bytes, the bound for "
+                        "its number of requests",
+                    )
+                chunks.append(chunk)
+            return b"".join(chunks)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+
+def _string_field(data: Mapping[str, Any], name: str, where: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value:
+        raise ProviderError("invalid_response", f"{where}: no {name} in the reply")
+    return value
+
+
+def line_errors(batch: Mapping[str, Any]) -> dict[int, tuple[str, str]]:
+    """A failed batch's ``errors.data`` by input line (1-based): ``(code, message)``."""
+    errors = batch.get("errors")
+    data = errors.get("data") if isinstance(errors, dict) else None
+    out: dict[int, tuple[str, str]] = {}
+    for entry in data if isinstance(data, list) else ():
+        if not isinstance(entry, dict):
+            continue
+        line = entry.get("line")
+        if type(line) is int:
+            out[line] = (
+                str(entry.get("code") or "invalid_request"),
+                str(entry.get("message") or ""),
+            )
+    return out
+
+
+def batch_errors(batch: Mapping[str, Any]) -> Iterable[str]:
+    """The messages of a batch's ``errors.data`` (for the run's log)."""
+    errors = batch.get("errors")
+    data = errors.get("data") if isinstance(errors, dict) else None
+    for entry in data if isinstance(data, list) else ():
+        if isinstance(entry, dict):
+            yield f"{entry.get('code')}: {entry.get('message')}"
