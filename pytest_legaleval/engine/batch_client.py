@@ -28,6 +28,7 @@ from typing import Any
 
 import aiohttp
 
+from pytest_legaleval.engine.presets import BATCH_PRICE_FACTORS, DEFAULT_BATCH_FACTOR
 from pytest_legaleval.engine.retry import ProviderError
 from pytest_legaleval.engine.wire import MAX_ERROR_BODY, error_from_status, proxy_for
 
@@ -46,13 +47,6 @@ __all__ = [
     "split_lines",
 ]
 
-BATCH_PRICE_FACTORS: Mapping[str, float] = {"openai": 0.5, "together": 0.5, "groq": 0.5}
-"""Providers whose vendor runs the OpenAI Batch API, and the share of the price table a
-batch request costs there (OpenAI, Together AI and Groq each bill batches at half price,
-per their pricing pages, 2025). ``openai/`` is any OpenAI-compatible endpoint: whether it
-has the API is found out by asking (a 404 sends its calls live)."""
-DEFAULT_BATCH_FACTOR = 0.5
-"""The batch share for a provider not in :data:`BATCH_PRICE_FACTORS`."""
 BATCH_ENDPOINT = "/v1/chat/completions"
 """The ``endpoint`` (and each line's ``url``) of a chat completion batch."""
 MAX_FILE_REQUESTS = 50_000

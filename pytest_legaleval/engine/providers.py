@@ -9,9 +9,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pytest_legaleval.engine.batch_client import BATCH_PRICE_FACTORS
 from pytest_legaleval.engine.openai_reply import DUMMY_KEY, parse_completion, scrub_key
-from pytest_legaleval.engine.presets import OPENAI_DEFAULT_BASE_URL, PRESETS, Route
+from pytest_legaleval.engine.presets import (
+    BATCH_PRICE_FACTORS,
+    OPENAI_DEFAULT_BASE_URL,
+    PRESETS,
+    Route,
+)
 from pytest_legaleval.engine.retry import ProviderError, classify_error
 from pytest_legaleval.engine.routing import (
     missing_key_message,

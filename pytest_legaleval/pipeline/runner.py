@@ -84,6 +84,10 @@ def engine_settings(plan: RunPlan, share: int, position: int = 0) -> Any:
         per_model=routing.per_model(settings),
         max_cost_usd=settings.max_cost,
         prices=dict(prices),
+        batch=settings.batch,
+        batch_poll_s=settings.batch_poll,
+        batch_attempts=settings.batch_attempts,
+        batch_max_wait_s=settings.batch_max_wait,
     )
 
 
@@ -306,7 +310,9 @@ class ItemRunner:
                 else None
             ),
             epoch=epoch,
-            transcript=transcript(request, answer, grade, self._params_json(request)),
+            transcript=transcript(
+                request, answer, grade, self._params_json(request), generation=generation
+            ),
         )
         return result
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_legaleval.testing.mock_openai.batches import BatchAPI
 from pytest_legaleval.testing.mock_openai.config import MockConfig
 from pytest_legaleval.testing.mock_openai.faults import FaultRule
 from pytest_legaleval.testing.mock_openai.hostile import HostileRule, render_hostile
@@ -48,6 +49,8 @@ class Core:
         self.lock = threading.Lock()
         self.config = config
         self.in_flight = 0
+        self.batch_calls = 0
+        self.batches = BatchAPI(config, self._batch_answer)
         self._reset_locked()
 
     # -- state ------------------------------------------------------------------------------
@@ -84,6 +87,20 @@ class Core:
         """Zero the counters (see ``MockOpenAIServer.reset``)."""
         with self.lock:
             self._reset_locked()
+        self.batches.reset()
+
+    def _batch_answer(self, raw: bytes) -> Outcome:
+        """One batch line's body, answered as a live call would be (not counted as one)."""
+        with self.lock:
+            self.batch_calls += 1
+            call = self.batch_calls
+        headers = {}
+        if self.config.api_key is not None:
+            headers["authorization"] = f"Bearer {self.config.api_key}"
+        try:
+            return self._chat_outcome(call, ("POST", "/v1/chat/completions"), headers, raw)
+        except Exception as exc:  # a bug of the mock: a failed line, never a lost one
+            return error_outcome(500, f"mock server failed: {type(exc).__name__}: {exc}")
 
     def stats(self) -> dict[str, Any]:
         """The counters (see ``MockOpenAIServer.stats``)."""
@@ -152,6 +169,8 @@ class Core:
             if name in self.config.models:
                 return Outcome("respond", 200, json_bytes(model_object(name)), (JSON_HEADER,))
             return error_outcome(404, f"The model '{name}' does not exist", code="model_not_found")
+        if path.startswith(("/files", "/batches")):
+            return self.batches.route(method, path, headers, body)
         if path == "/stats" and method == "GET":
             return Outcome("respond", 200, json_bytes(self.stats()), (JSON_HEADER,))
         if path == "/reset" and method == "POST":
