@@ -12,12 +12,14 @@ Polling starts after ``batch_poll_s`` and backs off by half each time up to a mi
 read (bounded, see ``batch_client.download_bound``) and matched to the requests by
 ``custom_id``. A success is stored in the result cache and handed to its callers, like a
 live answer. A failure is what a live attempt's failure would be: permanent ones (a 400,
-a refused line of a ``failed`` batch) end the request with their error; transient ones (a
-5xx line, ``batch_expired``, ``batch_cancelled``, ``request_timeout``, a request the files
-do not mention) go into a new batch, or live once ``batch_attempts`` batches were tried or
-the ``batch_max_wait_s`` deadline passed (the batch is then cancelled and what it answered
-is kept). An endpoint without a Batch API (404/405 on ``/files`` or ``/batches``) gets its
-requests live, and the run says so.
+an unusable answer) end the request with their error; transient ones (a 5xx line,
+``batch_expired``, ``batch_cancelled``, ``request_timeout``, a request the files do not
+mention, the requests of a ``failed`` batch) go into a new batch, or live once
+``batch_attempts`` batches were tried or the ``batch_max_wait_s`` deadline passed (the
+batch is then cancelled and what it answered is kept). A line a ``failed`` batch's
+``errors.data`` refused goes live at once: another batch would refuse it again. An
+endpoint without a Batch API (404/405 on ``/files`` or ``/batches``) gets its requests
+live, and the run says so.
 
 Nothing is paid twice: a request is in at most one live batch; its row moves to a new batch
 only after the old one ended; an answer is in the cache before the batch is marked
@@ -361,6 +363,7 @@ class BatchRunner:
                 loop.call_soon_threadsafe(step)
 
         retry: list[Job] = []
+        live: list[Job] = []
         for custom_id, (key, model, line) in models.items():
             job = watch.jobs.get(custom_id)
             result = lines.get(custom_id)
@@ -375,16 +378,18 @@ class BatchRunner:
             finished.append(key)
             if job is None:
                 continue  # another run's request: it is retried when someone asks for it
-            code, message, transient, status = failure
+            code, message, kind, status = failure
             job.attempts.append(self._attempt(job, watch, error=(code, message, status)))
-            if not transient:
+            if kind == "final":
                 self.counts["batch_failed_requests"] += 1
                 self._on_done(job, failed_result(job, code, message))
             else:
-                retry.append(job)
+                (live if kind == "live" else retry).append(job)
         self._watches.pop(watch.batch_id, None)
         if self.store is not None and finished:
             await asyncio.to_thread(self.store.forget, watch.batch_id, finished)
+        if live:
+            self._live(live)
         self._retry(retry, deadline)
         if waiting[0]:
             await done
@@ -409,34 +414,35 @@ class BatchRunner:
 
     def _answer(
         self, result: LineResult | None, refused: tuple[str, str] | None, status: str
-    ) -> tuple[RawCompletion | None, tuple[str, str, bool, int | None]]:
-        """The answer of one request, or ``(code, message, transient, status)``."""
+    ) -> tuple[RawCompletion | None, tuple[str, str, str, int | None]]:
+        """The answer of one request, or ``(code, message, what next, status)``.
+
+        What next: ``final`` (a permanent failure, as live), ``retry`` (a new batch, or
+        live once the batch attempts are spent) or ``live`` (a line the batch refused at
+        validation: another batch would refuse it again, the live call decides).
+        """
         if result is None:
             if refused is not None:
-                return None, ("bad_request", f"the batch refused it: {refused[0]}: {refused[1]}",
-                              False, None)  # fmt: skip
-            return None, (
-                "service_unavailable",
-                f"no result for it in the batch's files (batch {status})",
-                True,
-                None,
-            )
+                message = f"the batch refused it: {refused[0]}: {refused[1]}"
+                return None, ("bad_request", message, "live", None)
+            message = f"no result for it in the batch's files (batch {status})"
+            return None, ("service_unavailable", message, "retry", None)
         if result.ok:
             try:
                 body = json.dumps(result.body, ensure_ascii=False).encode("utf-8")
-                return checked_completion(parse_completion(body)), ("", "", False, None)
+                return checked_completion(parse_completion(body)), ("", "", "final", None)
             except ProviderError as exc:
-                return None, (exc.code, str(exc), exc.transient, 200)
+                return None, (exc.code, str(exc), _next(exc.transient), 200)
             except (ValueError, TypeError) as exc:
-                return None, ("invalid_response", f"batch answer: {exc}", False, 200)
+                return None, ("invalid_response", f"batch answer: {exc}", "final", 200)
         message = result.message or f"batch line failed ({result.error_code})"
         if result.status_code is not None and result.status_code != 200:
             code, transient = classify_status(result.status_code, result.error_code)
-            return None, (code, message, transient, result.status_code)
+            return None, (code, message, _next(transient), result.status_code)
         mapped = _TRANSIENT_LINE_ERRORS.get(str(result.error_code))
         if mapped is not None:
-            return None, (mapped, f"{result.error_code}: {message}", True, None)
-        return None, ("internal_error", f"{result.error_code}: {message}", True, None)
+            return None, (mapped, f"{result.error_code}: {message}", "retry", None)
+        return None, ("internal_error", f"{result.error_code}: {message}", "retry", None)
 
     def _attempt(
         self,
@@ -505,3 +511,7 @@ class BatchRunner:
         for client in clients.values():
             with contextlib.suppress(Exception):
                 await client.aclose()
+
+
+def _next(transient: bool) -> str:
+    return "retry" if transient else "final"

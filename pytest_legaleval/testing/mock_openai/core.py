@@ -98,7 +98,9 @@ class Core:
         if self.config.api_key is not None:
             headers["authorization"] = f"Bearer {self.config.api_key}"
         try:
-            return self._chat_outcome(call, ("POST", "/v1/chat/completions"), headers, raw)
+            return self._chat_outcome(
+                call, ("POST", "/v1/chat/completions"), headers, raw, live=False
+            )
         except Exception as exc:  # a bug of the mock: a failed line, never a lost one
             return error_outcome(500, f"mock server failed: {type(exc).__name__}: {exc}")
 
@@ -197,7 +199,13 @@ class Core:
         return outcome
 
     def _chat_outcome(
-        self, call: int, line: tuple[str, str], headers: Mapping[str, str], raw: bytes
+        self,
+        call: int,
+        line: tuple[str, str],
+        headers: Mapping[str, str],
+        raw: bytes,
+        *,
+        live: bool = True,
     ) -> Outcome:
         config = self.config
         if (
@@ -217,11 +225,13 @@ class Core:
         prompt = prompt_text(messages)
         key = prompt_hash(messages)
         with self.lock:
-            self.per_prompt[key] += 1
-            self.models[model] += 1
-            if self.recorded.maxlen:
-                self.recorded.append(request)
-            self._index_prompt(prompt)
+            # A batch line is no live request: the batch API counts its own lines.
+            if live:
+                self.per_prompt[key] += 1
+                self.models[model] += 1
+                if self.recorded.maxlen:
+                    self.recorded.append(request)
+                self._index_prompt(prompt)
             hostile = self._pick_hostile(prompt)
             fault = None if hostile is not None else self._pick_fault(call, prompt)
             latency = self._draw_latency()

@@ -1,0 +1,61 @@
+"""The terminal's lines about a ``--batch`` run: what went through batches, what waits.
+
+A batch may take up to 24 h, so a run stopped before its batches ended must say how many
+are still pending and for how long, and how to collect them (the same command with the
+same ``--cache``; ``legaleval batches`` lists them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["batch_lines", "format_age"]
+
+
+def format_age(seconds: float) -> str:
+    """``3h 12m``, ``4m 05s`` or ``12s``."""
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 'es' if word.endswith('ch') else 's'}"
+
+
+def batch_lines(stats: Mapping[str, Any], cost: Mapping[str, Any]) -> list[str]:
+    """Lines for the engine's batch counters and the summary's cost block."""
+    created = int(stats.get("batches_created") or 0)
+    resumed = int(stats.get("batches_resumed") or 0)
+    parts = [f"{_plural(created, 'batch')} submitted"]
+    if resumed:
+        parts.append(f"resumed {_plural(resumed, 'batch')} from the cache (not paid again)")
+    answers = int(stats.get("batch_answers") or 0)
+    parts.append(f"{answers} answers")
+    retries = int(stats.get("batch_retries") or 0)
+    if retries:
+        parts.append(f"{retries} requests retried in a new batch")
+    live = int(stats.get("batch_live_fallbacks") or 0)
+    if live:
+        parts.append(f"{live} sent live")
+    lines = ["batches: " + ", ".join(parts)]
+    if stats.get("batch_unsupported_endpoints"):
+        lines.append("batches: an endpoint has no Batch API; its calls went live")
+    pending = int(stats.get("batches_pending") or 0)
+    if pending:
+        oldest = stats.get("batch_oldest_pending_s")
+        age = f", the oldest {format_age(float(oldest))} old" if oldest is not None else ""
+        lines.append(
+            f"batches: {_plural(pending, 'batch')} still pending{age}: run the same command "
+            "with the same --cache to collect them (legaleval batches --cache PATH lists them)"
+        )
+    batch_usd, saved = cost.get("batch_usd"), cost.get("saved_usd")
+    if isinstance(batch_usd, int | float) and isinstance(saved, int | float):
+        lines.append(f"batches: ${batch_usd:.4f} at the batch price, ${saved:.4f} saved")
+    return lines
