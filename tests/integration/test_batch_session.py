@@ -208,9 +208,7 @@ def test_sigkill_while_in_progress_then_rerun_submits_nothing_new(
             stderr=subprocess.DEVNULL,
         )
         try:
-            held = wait_until(
-                lambda: server.batch_stats()["by_status"].get("in_progress") == 1, 60
-            )
+            held = wait_until(lambda: server.batch_stats()["by_status"].get("in_progress") == 1, 60)
             assert held, server.batch_stats()
         finally:
             child.send_signal(signal.SIGKILL)
