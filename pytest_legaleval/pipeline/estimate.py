@@ -64,6 +64,8 @@ class CallEstimate:
     output_tokens: int
     cost_usd: float | None
     """``None`` when the model has no price."""
+    batch_cost_usd: float | None = None
+    """The same calls through a Batch API (``--batch``): the batch share of the price."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,8 @@ class CostEstimate:
     """Where :attr:`answer_tokens` came from (``--max-new-tokens``, ``default`` …)."""
     prices_source: str
     max_cost_usd: float | None = None
+    batch: bool = False
+    """The run uses ``--batch``: its calls are priced at the batch share."""
 
     @property
     def calls(self) -> int:
@@ -87,6 +91,11 @@ class CostEstimate:
     def cost_usd(self) -> float:
         """The cost of the calls whose model has a price."""
         return sum(row.cost_usd or 0.0 for row in self.rows)
+
+    @property
+    def batch_cost_usd(self) -> float:
+        """The cost of the priced calls through a Batch API."""
+        return sum(row.batch_cost_usd or 0.0 for row in self.rows)
 
     @property
     def unpriced(self) -> tuple[str, ...]:
@@ -107,8 +116,18 @@ class CostEstimate:
             f"legaleval estimate: {self.calls:,} calls, about {total_in:,} input + "
             f"{total_out:,} output tokens, {total} (prices: {self.prices_source})"
         ]
+        if self.cost_usd or self.batch_cost_usd:
+            saved = self.cost_usd - self.batch_cost_usd
+            tail = (
+                f"this run uses --batch: ${saved:.4f} less"
+                if self.batch
+                else f"--batch would save ${saved:.4f}; results within 24 h"
+            )
+            out.append(f"  live ${self.cost_usd:.4f} | batch ${self.batch_cost_usd:.4f} ({tail})")
         for row in self.rows:
             cost = "price unknown" if row.cost_usd is None else f"${row.cost_usd:.4f}"
+            if row.batch_cost_usd is not None and row.cost_usd:
+                cost += f" live, ${row.batch_cost_usd:.4f} batch"
             out.append(
                 f"  {row.model} ({row.purpose}): {row.calls:,} calls, {row.input_tokens:,} in + "
                 f"{row.output_tokens:,} out tokens, {cost}"
@@ -208,7 +227,8 @@ class _Tally:
         for (model, purpose), (calls, tokens_in, tokens_out) in self.rows.items():
             free = model.startswith("local/")
             cost = 0.0 if free else table.cost(model, tokens_in, tokens_out)
-            out.append(CallEstimate(model, purpose, calls, tokens_in, tokens_out, cost))
+            batch = 0.0 if free else table.cost(model, tokens_in, tokens_out, batch=True)
+            out.append(CallEstimate(model, purpose, calls, tokens_in, tokens_out, cost, batch))
         return tuple(out)
 
 
@@ -393,4 +413,5 @@ def estimate_run(
         answer_source,
         ", ".join(table.sources) or "none",
         s.max_cost,
+        bool(getattr(s, "batch", False)),
     )
