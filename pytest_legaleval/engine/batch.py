@@ -348,6 +348,9 @@ class BatchRunner:
         models = {p.custom_id: (p.cache_key, p.model, p.line) for p in owed}
         for custom_id, asker in watch.jobs.items():
             models.setdefault(custom_id, (asker.key, asker.request.model, 0))
+        state = str(batch.get("status"))
+        if problems:  # why a request may be missing: said on each one it concerns
+            state += "; " + "; ".join(problems[:3])
         waiting = [0]
         finished: list[str] = []
         done = asyncio.get_running_loop().create_future()
@@ -367,7 +370,7 @@ class BatchRunner:
         for custom_id, (key, model, line) in models.items():
             job = watch.jobs.get(custom_id)
             result = lines.get(custom_id)
-            raw, failure = self._answer(result, by_line.get(line), str(batch.get("status")))
+            raw, failure = self._answer(result, by_line.get(line), state)
             if raw is not None:
                 if job is not None:
                     job.attempts.append(self._attempt(job, watch, raw=raw))

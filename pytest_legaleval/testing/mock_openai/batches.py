@@ -49,6 +49,8 @@ _ENDPOINT = "/v1/chat/completions"
 class BatchKnobs:
     """How the mock's batches behave (all off by default except shuffling)."""
 
+    enabled: bool = True
+    """Off: ``/files`` and ``/batches`` answer 404, as on a server without the API."""
     polls_in_progress: int = 1
     """Polls a batch answers ``in_progress`` before it finalizes."""
     hold: bool = False
@@ -171,6 +173,8 @@ class BatchAPI:
 
     def route(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Outcome:
         """Answer one request under ``/files`` or ``/batches`` (``path`` without ``/v1``)."""
+        if not self.knobs.enabled:
+            return error_outcome(404, f"Unknown request URL: {method} {path}.", code="unknown_url")
         key = self._config.api_key
         if key is not None and headers.get("authorization") != f"Bearer {key}":
             return error_outcome(401, "Incorrect API key provided (mock).", code="invalid_api_key")

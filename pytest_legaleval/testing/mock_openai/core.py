@@ -368,7 +368,7 @@ class Core:
         n_field = request.get("n")
         n = n_field if isinstance(n_field, int) and n_field > 0 else 1
         completion_tokens = int(usage.get("completion_tokens", n * count_tokens(content)))
-        body = {
+        body: dict[str, Any] = {
             "id": f"chatcmpl-mock{call:08d}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -389,6 +389,8 @@ class Core:
                 "total_tokens": int(usage.get("total_tokens", prompt_tokens + completion_tokens)),
             },
         }
+        if "cached_tokens" in usage:  # a scripted prompt-cache hit, as OpenAI reports it
+            body["usage"]["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
         return Outcome(
             "respond",
             status,
