@@ -98,8 +98,9 @@ def test_requests_are_split_into_files_by_the_limits(
 
 
 def test_split_lines_respects_count_and_bytes() -> None:
-    lines = [input_line(f"id{i}", {"model": "m", "messages": [{"role": "user", "content": "x" * (i * 10)}]})
-             for i in range(10)]  # fmt: skip
+    bodies = [{"model": "m", "messages": [{"role": "user", "content": "x" * (i * 10)}]}
+              for i in range(10)]  # fmt: skip
+    lines = [input_line(f"id{i}", body) for i, body in enumerate(bodies)]
     assert split_lines(lines, max_requests=4) == [(0, 4), (4, 8), (8, 10)]
     sizes = [len(line) for line in lines]
     ranges = split_lines(lines, max_bytes=sizes[-1] + sizes[-2] - 1)
