@@ -8,7 +8,7 @@ input files as the provider's limits allow, uploaded and submitted. The batch an
 anything waits on it (``engine.batch_store``).
 
 Polling starts after ``batch_poll_s`` and backs off by half each time up to a minute (or
-``batch_poll_s`` if that is longer). When the batch ends, its output and error files are
+``batch_poll_s`` if that is longer); a change of status starts the backoff again. When the batch ends, its output and error files are
 read (bounded, see ``batch_client.download_bound``) and matched to the requests by
 ``custom_id``. A success is stored in the result cache and handed to its callers, like a
 live answer. A failure is what a live attempt's failure would be: permanent ones (a 400,
@@ -301,6 +301,8 @@ class BatchRunner:
             failures = 0
             status = str(batch.get("status"))
             if status != watch.status:
+                # A batch that moved on (to finalizing, say) may end soon: look again soon.
+                delay = poll
                 watch.status = status
                 if self.store is not None:
                     await asyncio.to_thread(self.store.set_status, watch.batch_id, status)
