@@ -129,3 +129,18 @@ def test_terminal_lines_say_what_is_pending_and_how_to_collect_it() -> None:
     assert "same --cache" in lines[1]
     assert lines[2] == "batches: $0.5000 at the batch price, $0.5000 saved"
     assert [format_age(s) for s in (5, 65, 3600)] == ["5s", "1m 05s", "1h 00m"]
+
+
+def test_batch_options_from_yaml_and_the_command_line(tmp_path: Path) -> None:
+    from pytest_legaleval.pipeline.settings import resolve_settings
+
+    config = tmp_path / "legaleval.yaml"
+    config.write_text("batch: true\nbatch_poll: 0.5\nbatch_max_wait: 3600\n", encoding="utf-8")
+    settings = resolve_settings({}, config_file=config)
+    assert (settings.batch, settings.batch_poll, settings.batch_max_wait) == (True, 0.5, 3600.0)
+    assert settings.batch_attempts == 2 and settings.sources["batch"] == "yaml"
+    cli = resolve_settings({"batch_poll": "2", "batch_attempts": "4"}, config_file=config)
+    assert (cli.batch_poll, cli.batch_attempts) == (2.0, 4)
+    for bad in ({"batch_poll": "0"}, {"batch_attempts": "0"}, {"batch_max_wait": "-1"}):
+        with pytest.raises(ConfigError):
+            resolve_settings(bad)
