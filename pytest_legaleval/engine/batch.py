@@ -123,6 +123,8 @@ class BatchRunner:
         self._watches: dict[str, _Watch] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._unsupported: set[str] = set()
+        self._left: dict[str, float] = {}
+        """Batches this run stopped waiting on (Ctrl-C), by id: their creation time."""
         self.counts: dict[str, int] = dict.fromkeys(
             (
                 "batches_created",
@@ -478,10 +480,12 @@ class BatchRunner:
     def snapshot(self) -> dict[str, Any]:
         """Counters, and the batches waited on now with the oldest one's age in seconds."""
         now = time.time()
-        ages = [now - w.created_epoch for w in self._watches.values()]
+        created = {w.batch_id: w.created_epoch for w in self._watches.values()}
+        created.update(self._left)
+        ages = [now - epoch for epoch in created.values()]
         return {
             **self.counts,
-            "batches_pending": len(self._watches),
+            "batches_pending": len(created),
             "batch_oldest_pending_s": round(max(ages), 1) if ages else None,
             "batch_unsupported_endpoints": len(self._unsupported),
         }
@@ -499,6 +503,7 @@ class BatchRunner:
             task.cancel()
         watches, self._watches = self._watches, {}
         for watch in watches.values():
+            self._left[watch.batch_id] = watch.created_epoch
             for job in watch.jobs.values():
                 self._on_done(
                     job,

@@ -206,7 +206,9 @@ def test_a_new_engine_resumes_a_stored_batch_and_caches_every_answer(
     first = Engine(_settings(server, cache))
     futures = first.submit_many(requests)
     assert wait_until(lambda: server.batch_stats()["by_status"].get("in_progress") == 1)
-    first.close()  # like Ctrl-C: the callers get "cancelled", the batch runs on
+    first.cancel_all()  # like Ctrl-C: the callers get "cancelled", the batch runs on
+    assert first.stats()["batches_pending"] == 1
+    first.close()
     assert all(f.result(10).error_code == "cancelled" for f in futures)
     assert "rerun with the same cache" in futures[0].result().error_message
     (row,) = pending_batches(str(cache))
