@@ -243,3 +243,25 @@ def test_sigkill_while_in_progress_then_rerun_submits_nothing_new(
         cwd=pytester.path, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert again.returncode == 0 and "no pending batches" in again.stdout
+
+
+def test_the_service_driver_runs_batches_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_legaleval.pipeline.driver import run_evaluation
+    from pytest_legaleval.pipeline.settings import resolve_settings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
+    write_jsonl(tmp_path / "d.jsonl", [mcq_row(f"s{i}") for i in range(6)])
+    with MockOpenAIServer() as server:
+        settings = resolve_settings(
+            {"dataset": [str(tmp_path / "d.jsonl")], "model": ["openai/mock"],
+             "base_url": server.base_url, "batch": "true", "batch_poll": "0.05",
+             "cache": str(tmp_path / "c.sqlite"), "run_dir": str(tmp_path / "runs")}
+        )  # fmt: skip
+        outcome = run_evaluation(settings, "run_batch")
+        assert server.batch_stats()["batches_created"] == 1
+        assert server.stats()["requests"] == 0
+    assert outcome.status in ("completed", "completed_with_failures")
+    predictions = read_jsonl(tmp_path / "runs" / "run_batch" / "predictions.jsonl")
+    assert len(predictions) == 6 and all(p["details"]["batch"] for p in predictions)
