@@ -8,9 +8,9 @@ input files as the provider's limits allow, uploaded and submitted. The batch an
 anything waits on it (``engine.batch_store``).
 
 Polling starts after ``batch_poll_s`` and backs off by half each time up to a minute (or
-``batch_poll_s`` if that is longer); a change of status starts the backoff again. When the batch ends, its output and error files are
-read (bounded, see ``batch_client.download_bound``) and matched to the requests by
-``custom_id``. A success is stored in the result cache and handed to its callers, like a
+``batch_poll_s`` if that is longer); a change of status starts the backoff again. When the
+batch ends, its output and error files are read (bounded, see
+``batch_client.download_bound``) and matched to the requests by ``custom_id``. A success is stored in the result cache and handed to its callers, like a
 live answer. A failure is what a live attempt's failure would be: permanent ones (a 400,
 an unusable answer) end the request with their error; transient ones (a 5xx line,
 ``batch_expired``, ``batch_cancelled``, ``request_timeout``, a request the files do not

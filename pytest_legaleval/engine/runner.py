@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from pytest_legaleval.engine.batch import BatchRunner
 from pytest_legaleval.engine.batch_store import BatchStore
-from pytest_legaleval.engine.budget import Budget, is_overhead
+from pytest_legaleval.engine.budget import Budget
 from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
 from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter, success_result
 from pytest_legaleval.engine.providers import (
@@ -277,10 +277,11 @@ class Engine:
     def _batch_target(self, job: Job) -> BatchTarget | None:
         """Where ``job`` goes in a batch.
 
-        ``None``: it goes live (no ``--batch``, the engine's own probe, or a provider
-        without a Batch API).
+        ``None``: it goes live (no ``--batch``, or a provider without a Batch API). The
+        judge's structured-output probe is batched too: under ``--batch`` nothing goes
+        live but retries.
         """
-        if self._batcher is None or is_overhead(job.request):
+        if self._batcher is None:
             return None
         target = getattr(job.provider, "batch_target", None)
         return target(job.request) if callable(target) else None

@@ -25,8 +25,6 @@ from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 from ..processes import wait_until
 from .conftest import mcq_row, read_jsonl, run_dirs, write_jsonl
 
-PROBE = 'Reply with the JSON object {"ok": true}.'
-"""The judge model's one structured-output probe: the engine's own call, always live."""
 PRICES = "models:\n  mock: {input: 2.0, output: 8.0, cached_input: 0.5}\n"
 
 
@@ -113,8 +111,8 @@ def test_batch_run_equals_live_run_and_costs_half(
     for p in judged:
         for verdict in p["judge"]["verdicts"]:
             assert verdict["batch_input_tokens"] == verdict["input_tokens"] > 0
-    # Nothing went live but the judge's capability probe (the engine's own call).
-    assert stats["requests"] == server.count_for(PROBE) == 1
+    # Nothing went live, not even the judge's structured-output probe.
+    assert stats["requests"] == 0
     assert live_calls > 60
     assert batches["batches_created"] >= 3  # answers, their retries, then the judges
     assert batches["by_status"].get("expired") == 1
