@@ -10,9 +10,10 @@ anything waits on it (``engine.batch_store``).
 Polling starts after ``batch_poll_s`` and backs off by half each time up to a minute (or
 ``batch_poll_s`` if that is longer); a change of status starts the backoff again. When the
 batch ends, its output and error files are read (bounded, see
-``batch_client.download_bound``) and matched to the requests by ``custom_id``. A success is stored in the result cache and handed to its callers, like a
-live answer. A failure is what a live attempt's failure would be: permanent ones (a 400,
-an unusable answer) end the request with their error; transient ones (a 5xx line,
+``batch_client.download_bound``) and matched to the requests by ``custom_id``. A success
+is stored in the result cache and handed to its callers, like a live answer. A failure is
+what a live attempt's failure would be (``batch_client.classify_line``): permanent ones (a
+400, an unusable answer) end the request with their error; transient ones (a 5xx line,
 ``batch_expired``, ``batch_cancelled``, ``request_timeout``, a request the files do not
 mention, the requests of a ``failed`` batch) go into a new batch, or live once
 ``batch_attempts`` batches were tried or the ``batch_max_wait_s`` deadline passed (the
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -43,6 +43,7 @@ from pytest_legaleval.engine.batch_client import (
     BatchClient,
     LineResult,
     batch_errors,
+    classify_line,
     download_bound,
     input_line,
     line_errors,
@@ -51,10 +52,8 @@ from pytest_legaleval.engine.batch_client import (
 )
 from pytest_legaleval.engine.batch_store import BatchRow, BatchStore
 from pytest_legaleval.engine.jobs import Job, failed_result
-from pytest_legaleval.engine.openai_reply import parse_completion
 from pytest_legaleval.engine.providers import BatchTarget
-from pytest_legaleval.engine.retry import ProviderError, classify_error, classify_status
-from pytest_legaleval.engine.sanitize import checked_completion
+from pytest_legaleval.engine.retry import classify_error
 from pytest_legaleval.engine.types import Attempt, EngineSettings, RawCompletion, utc_timestamp
 
 __all__ = ["BatchRunner", "StoreAnswer"]
@@ -63,13 +62,6 @@ _log = logging.getLogger(__name__)
 
 POLL_CAP_S = 60.0
 """Polling backs off to at most this (or ``batch_poll_s`` when that is longer)."""
-
-_TRANSIENT_LINE_ERRORS = {
-    "batch_expired": "timeout",
-    "request_timeout": "timeout",
-    "batch_cancelled": "service_unavailable",
-    "no_response": "service_unavailable",
-}
 
 
 StoreAnswer = Callable[[str, str, RawCompletion, "Job | None", Callable[[], None]], None]
@@ -274,9 +266,25 @@ class BatchRunner:
 
     # ----------------------------------------------------------------- waiting
     def _start(self, watch: _Watch) -> None:
-        watch.task = asyncio.get_running_loop().create_task(self._wait(watch))
+        watch.task = asyncio.get_running_loop().create_task(self._guarded(watch))
         self._tasks.add(watch.task)
         watch.task.add_done_callback(self._tasks.discard)
+
+    async def _guarded(self, watch: _Watch) -> None:
+        """Wait on ``watch``; a bug on the way must not leave its callers waiting forever."""
+        try:
+            await self._wait(watch)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            _log.error(
+                "legaleval --batch: waiting on %s failed (%s: %s); its requests go live",
+                watch.batch_id,
+                type(exc).__name__,
+                exc,
+            )
+            self._watches.pop(watch.batch_id, None)
+            self._live([job for job in watch.jobs.values() if not job.resolved])
 
     async def _wait(self, watch: _Watch) -> None:
         poll = self.settings.batch_poll_s
@@ -374,7 +382,7 @@ class BatchRunner:
         for custom_id, (key, model, line) in models.items():
             job = watch.jobs.get(custom_id)
             result = lines.get(custom_id)
-            raw, failure = self._answer(result, by_line.get(line), state)
+            raw, failure = classify_line(result, by_line.get(line), state)
             if raw is not None:
                 if job is not None:
                     job.attempts.append(self._attempt(job, watch, raw=raw))
@@ -418,38 +426,6 @@ class BatchRunner:
     def _target_of(self, job: Job) -> BatchTarget | None:
         target = getattr(job.provider, "batch_target", None)
         return target(job.request) if callable(target) else None
-
-    def _answer(
-        self, result: LineResult | None, refused: tuple[str, str] | None, status: str
-    ) -> tuple[RawCompletion | None, tuple[str, str, str, int | None]]:
-        """The answer of one request, or ``(code, message, what next, status)``.
-
-        What next: ``final`` (a permanent failure, as live), ``retry`` (a new batch, or
-        live once the batch attempts are spent) or ``live`` (a line the batch refused at
-        validation: another batch would refuse it again, the live call decides).
-        """
-        if result is None:
-            if refused is not None:
-                message = f"the batch refused it: {refused[0]}: {refused[1]}"
-                return None, ("bad_request", message, "live", None)
-            message = f"no result for it in the batch's files (batch {status})"
-            return None, ("service_unavailable", message, "retry", None)
-        if result.ok:
-            try:
-                body = json.dumps(result.body, ensure_ascii=False).encode("utf-8")
-                return checked_completion(parse_completion(body)), ("", "", "final", None)
-            except ProviderError as exc:
-                return None, (exc.code, str(exc), _next(exc.transient), 200)
-            except (ValueError, TypeError) as exc:
-                return None, ("invalid_response", f"batch answer: {exc}", "final", 200)
-        message = result.message or f"batch line failed ({result.error_code})"
-        if result.status_code is not None and result.status_code != 200:
-            code, transient = classify_status(result.status_code, result.error_code)
-            return None, (code, message, _next(transient), result.status_code)
-        mapped = _TRANSIENT_LINE_ERRORS.get(str(result.error_code))
-        if mapped is not None:
-            return None, (mapped, f"{result.error_code}: {message}", "retry", None)
-        return None, ("internal_error", f"{result.error_code}: {message}", "retry", None)
 
     def _attempt(
         self,
@@ -521,7 +497,3 @@ class BatchRunner:
         for client in clients.values():
             with contextlib.suppress(Exception):
                 await client.aclose()
-
-
-def _next(transient: bool) -> str:
-    return "retry" if transient else "final"

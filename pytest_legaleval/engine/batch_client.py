@@ -28,8 +28,11 @@ from typing import Any
 
 import aiohttp
 
+from pytest_legaleval.engine.openai_reply import parse_completion
 from pytest_legaleval.engine.presets import BATCH_PRICE_FACTORS, DEFAULT_BATCH_FACTOR
-from pytest_legaleval.engine.retry import ProviderError
+from pytest_legaleval.engine.retry import ProviderError, classify_status
+from pytest_legaleval.engine.sanitize import checked_completion
+from pytest_legaleval.engine.types import RawCompletion
 from pytest_legaleval.engine.wire import MAX_ERROR_BODY, error_from_status, proxy_for
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "BatchClient",
     "LineResult",
+    "classify_line",
     "download_bound",
     "input_line",
     "parse_result_lines",
@@ -310,3 +314,55 @@ def batch_errors(batch: Mapping[str, Any]) -> Iterable[str]:
     for entry in data if isinstance(data, list) else ():
         if isinstance(entry, dict):
             yield f"{entry.get('code')}: {entry.get('message')}"
+
+
+_TRANSIENT_LINE_ERRORS = {
+    "batch_expired": "timeout",
+    "request_timeout": "timeout",
+    "batch_cancelled": "service_unavailable",
+    "no_response": "service_unavailable",
+}
+"""A line's ``error.code`` that another batch may well answer, and its contract code."""
+
+LineVerdict = tuple[str, str, str, int | None]
+"""``(error code, message, what next, HTTP status)`` of a request a batch did not answer."""
+
+
+def classify_line(
+    result: LineResult | None, refused: tuple[str, str] | None, status: str
+) -> tuple[RawCompletion | None, LineVerdict]:
+    """The answer of one request in a batch's files, or why it has none.
+
+    ``result``: its line (``None``: the files do not mention it); ``refused``: what a
+    ``failed`` batch's ``errors.data`` said of its input line; ``status``: the batch's.
+
+    What next: ``final`` (a permanent failure, as live), ``retry`` (a new batch, or
+    live once the batch attempts are spent) or ``live`` (a line the batch refused at
+    validation: another batch would refuse it again, the live call decides).
+    """
+    if result is None:
+        if refused is not None:
+            message = f"the batch refused it: {refused[0]}: {refused[1]}"
+            return None, ("bad_request", message, "live", None)
+        message = f"no result for it in the batch's files (batch {status})"
+        return None, ("service_unavailable", message, "retry", None)
+    if result.ok:
+        try:
+            body = json.dumps(result.body, ensure_ascii=False).encode("utf-8")
+            return checked_completion(parse_completion(body)), ("", "", "final", None)
+        except ProviderError as exc:
+            return None, (exc.code, str(exc), _next(exc.transient), 200)
+        except (ValueError, TypeError) as exc:
+            return None, ("invalid_response", f"batch answer: {exc}", "final", 200)
+    message = result.message or f"batch line failed ({result.error_code})"
+    if result.status_code is not None and result.status_code != 200:
+        code, transient = classify_status(result.status_code, result.error_code)
+        return None, (code, message, _next(transient), result.status_code)
+    mapped = _TRANSIENT_LINE_ERRORS.get(str(result.error_code))
+    if mapped is not None:
+        return None, (mapped, f"{result.error_code}: {message}", "retry", None)
+    return None, ("internal_error", f"{result.error_code}: {message}", "retry", None)
+
+
+def _next(transient: bool) -> str:
+    return "retry" if transient else "final"

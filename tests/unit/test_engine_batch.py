@@ -318,3 +318,17 @@ def test_engine_threads_end(server: MockOpenAIServer, tmp_path: Path) -> None:
     before = threading.active_count()
     _run(_settings(server, tmp_path / "c.sqlite"), _requests(2))
     assert wait_until(lambda: threading.active_count() <= before, 10)
+
+
+def test_a_bug_while_collecting_sends_the_requests_live_instead_of_hanging(
+    server: MockOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytest_legaleval.engine.batch as batch_module
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(batch_module, "classify_line", broken)
+    results = _run(_settings(server, tmp_path / "c.sqlite"), _requests(3))
+    assert all(r.ok and not r.batch for r in results)
+    assert server.stats()["requests"] == 3
