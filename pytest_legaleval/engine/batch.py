@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -363,32 +364,17 @@ class BatchRunner:
         state = str(batch.get("status"))
         if problems:  # why a request may be missing: said on each one it concerns
             state += "; " + "; ".join(problems[:3])
-        waiting = [0]
+        answers: list[tuple[str, str, RawCompletion, Job | None]] = []
         finished: list[str] = []
-        done = asyncio.get_running_loop().create_future()
-        loop = asyncio.get_running_loop()
-
-        def after() -> None:
-            def step() -> None:
-                waiting[0] -= 1
-                if waiting[0] == 0 and not done.done():
-                    done.set_result(None)
-
-            with contextlib.suppress(RuntimeError):  # the engine closed meanwhile
-                loop.call_soon_threadsafe(step)
-
         retry: list[Job] = []
         live: list[Job] = []
         for custom_id, (key, model, line) in models.items():
             job = watch.jobs.get(custom_id)
-            result = lines.get(custom_id)
-            raw, failure = classify_line(result, by_line.get(line), state)
+            raw, failure = classify_line(lines.get(custom_id), by_line.get(line), state)
             if raw is not None:
                 if job is not None:
                     job.attempts.append(self._attempt(job, watch, raw=raw))
-                waiting[0] += 1
-                self.counts["batch_answers"] += 1
-                self._store_answer(key, model, raw, job, after)
+                answers.append((key, model, raw, job))
                 continue
             finished.append(key)
             if job is None:
@@ -401,15 +387,21 @@ class BatchRunner:
             else:
                 (live if kind == "live" else retry).append(job)
         self._watches.pop(watch.batch_id, None)
-        if self.store is not None and finished:
-            await asyncio.to_thread(self.store.forget, watch.batch_id, finished)
+        store = self.store
+        if store is not None and finished:
+            await asyncio.to_thread(store.forget, watch.batch_id, finished)
+        # The batch is collected once its last answer is durable in the cache; that last
+        # write's callback marks it (on the cache's writer thread, which finishes its work
+        # even when the caller closes the engine right after its results arrived).
+        countdown = _Countdown(
+            len(answers), (lambda: store.collected(watch.batch_id)) if store else None
+        )
+        self.counts["batch_answers"] += len(answers)
+        for key, model, raw, job in answers:
+            self._store_answer(key, model, raw, job, countdown.step)
         if live:
             self._live(live)
         self._retry(retry, deadline)
-        if waiting[0]:
-            await done
-        if self.store is not None:
-            await asyncio.to_thread(self.store.collected, watch.batch_id)
 
     def _retry(self, jobs: list[Job], deadline: bool) -> None:
         if not jobs:
@@ -497,3 +489,28 @@ class BatchRunner:
         for client in clients.values():
             with contextlib.suppress(Exception):
                 await client.aclose()
+
+
+class _Countdown:
+    """Calls ``on_zero`` once ``count`` steps were taken (at once for 0); thread-safe."""
+
+    def __init__(self, count: int, on_zero: Callable[[], None] | None) -> None:
+        self._left = count
+        self._lock = threading.Lock()
+        self._on_zero = on_zero
+        if count == 0:
+            self._fire()
+
+    def step(self) -> None:
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            self._fire()
+
+    def _fire(self) -> None:
+        if self._on_zero is not None:
+            try:
+                self._on_zero()
+            except Exception as exc:  # the batch stays listed as pending; nothing is lost
+                _log.warning("legaleval --batch: cannot mark a batch collected: %s", exc)
