@@ -116,8 +116,19 @@ def _summary_cards(data: ReportData, run: RunData) -> str:
     cost = (run.summary or {}).get("cost_usd")
     if cost is not None or block.get("total_tokens") is not None:
         shown = _num(cost, 4) if isinstance(cost, int | float) else "unknown"
-        cards.append(_card("cost (USD)", shown, "cost_usd"))
+        cards.append(_card("cost (USD)", shown, "cost_usd", _batch_note(run.summary or {})))
     return '<div class="cards">' + "".join(cards) + "</div>" + _mismatch(data, run)
+
+
+def _batch_note(summary: Mapping[str, Any]) -> str:
+    """What ``--batch`` saved, when some of the cost went through a Batch API."""
+    cost = summary.get("cost")
+    if not isinstance(cost, Mapping):
+        return ""
+    batch, saved = cost.get("batch_usd"), cost.get("saved_usd")
+    if not isinstance(batch, int | float) or not batch or not isinstance(saved, int | float):
+        return ""
+    return f"{_num(batch, 4)} at the batch price, {_num(saved, 4)} saved"
 
 
 def _mismatch(data: ReportData, run: RunData) -> str:

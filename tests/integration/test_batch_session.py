@@ -140,6 +140,13 @@ def test_batch_run_equals_live_run_and_costs_half(
     )
     expected = (tokens_in * 2.0 + tokens_out * 8.0) / 1e6 * 0.5
     assert batch_cost["total_usd"] == pytest.approx(expected)
+    # The terminal and the report say it.
+    batch.stdout.fnmatch_lines(["batches: * batches submitted, * answers, *", "*saved"])
+    from pytest_legaleval.cli import main as cli_main
+
+    assert cli_main(["report", str(batch_run), "--out", str(pytester.path / "r.html")]) == 0
+    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    assert f"{batch_cost['batch_usd']:.4f} at the batch price" in page
 
 
 def test_batch_failures_end_with_a_verdict_or_a_named_error(
