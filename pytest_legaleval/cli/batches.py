@@ -14,14 +14,13 @@ import argparse
 import time
 from typing import Any
 
-from pytest_legaleval.run.batch_text import format_age
 from pytest_legaleval.run.console import printable_json
 
 __all__ = ["register"]
 
 
 def _cmd_batches(args: argparse.Namespace) -> int:
-    from pytest_legaleval.engine.batch_store import pending_batches
+    from pytest_legaleval.engine.batch_store import format_age, pending_batches
 
     rows = pending_batches(args.cache)
     now = time.time()

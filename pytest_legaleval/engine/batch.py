@@ -51,7 +51,7 @@ from pytest_legaleval.engine.batch_client import (
     parse_result_lines,
     split_lines,
 )
-from pytest_legaleval.engine.batch_store import BatchRow, BatchStore
+from pytest_legaleval.engine.batch_store import BatchRow, BatchStore, format_age
 from pytest_legaleval.engine.jobs import Job, failed_result
 from pytest_legaleval.engine.providers import BatchTarget
 from pytest_legaleval.engine.retry import classify_error
@@ -470,18 +470,16 @@ class BatchRunner:
         for task in list(self._tasks):
             task.cancel()
         watches, self._watches = self._watches, {}
+        now = time.time()
         for watch in watches.values():
             self._left[watch.batch_id] = watch.created_epoch
+            waited = format_age(now - watch.created_epoch)
+            message = (
+                f"cancelled while batch {watch.batch_id} was {watch.status} ({waited} since "
+                "it was created); the batch is kept: a rerun with the same cache collects it"
+            )
             for job in watch.jobs.values():
-                self._on_done(
-                    job,
-                    failed_result(
-                        job,
-                        "cancelled",
-                        f"cancelled while batch {watch.batch_id} was {watch.status}; the batch "
-                        "is kept: a rerun with the same cache collects it",
-                    ),
-                )
+                self._on_done(job, failed_result(job, "cancelled", message))
 
     async def aclose(self) -> None:
         """Close the HTTP clients."""

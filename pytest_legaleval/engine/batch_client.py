@@ -180,7 +180,7 @@ class BatchClient:
     Args:
         base_url: the OpenAI-compatible endpoint (``…/v1``).
         api_key: sent as ``Authorization: Bearer``; empty for servers that need none.
-        timeout_s: per HTTP call.
+        timeout_s: to connect, and between two reads of a reply.
 
     Every HTTP failure is raised as :class:`ProviderError` (classified like a chat
     completion's), transport failures as aiohttp's own exceptions; the caller classifies.
@@ -193,7 +193,11 @@ class BatchClient:
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._headers = headers
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        # No total: a 200 MB upload or download takes what it takes; a stalled one is cut
+        # by the per-read timeout.
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=timeout_s, sock_read=timeout_s
+        )
         self._proxy = proxy_for(self.base_url)
         self._session: aiohttp.ClientSession | None = None
 

@@ -26,7 +26,7 @@ from pytest_legaleval.engine.cache import ResultCache
 from pytest_legaleval.engine.types import utc_timestamp
 from pytest_legaleval.errors import ConfigError
 
-__all__ = ["BatchRow", "BatchStore", "PendingRequest", "pending_batches"]
+__all__ = ["BatchRow", "BatchStore", "PendingRequest", "format_age", "pending_batches"]
 
 _SELECT_CHUNK = 500
 _SCHEMA = (
@@ -282,3 +282,15 @@ def pending_batches(path: str) -> list[BatchRow]:
     finally:
         conn.close()
     return [BatchRow(*row) for row in rows]
+
+
+def format_age(seconds: float) -> str:
+    """How long a batch has waited: ``3h 12m``, ``4m 05s`` or ``12s``."""
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"

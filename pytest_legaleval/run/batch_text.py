@@ -10,19 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["batch_lines", "format_age"]
+from pytest_legaleval.engine.batch_store import format_age
 
-
-def format_age(seconds: float) -> str:
-    """``3h 12m``, ``4m 05s`` or ``12s``."""
-    whole = max(0, int(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    if minutes:
-        return f"{minutes}m {secs:02d}s"
-    return f"{secs}s"
+__all__ = ["batch_lines"]
 
 
 def _plural(count: int, word: str) -> str:
