@@ -116,18 +116,8 @@ class CostEstimate:
             f"legaleval estimate: {self.calls:,} calls, about {total_in:,} input + "
             f"{total_out:,} output tokens, {total} (prices: {self.prices_source})"
         ]
-        if self.cost_usd or self.batch_cost_usd:
-            saved = self.cost_usd - self.batch_cost_usd
-            tail = (
-                f"this run uses --batch: ${saved:.4f} less"
-                if self.batch
-                else f"--batch would save ${saved:.4f}; results within 24 h"
-            )
-            out.append(f"  live ${self.cost_usd:.4f} | batch ${self.batch_cost_usd:.4f} ({tail})")
         for row in self.rows:
             cost = "price unknown" if row.cost_usd is None else f"${row.cost_usd:.4f}"
-            if row.batch_cost_usd is not None and row.cost_usd:
-                cost += f" live, ${row.batch_cost_usd:.4f} batch"
             out.append(
                 f"  {row.model} ({row.purpose}): {row.calls:,} calls, {row.input_tokens:,} in + "
                 f"{row.output_tokens:,} out tokens, {cost}"
@@ -136,6 +126,14 @@ class CostEstimate:
             f"  output per answer: {self.answer_tokens} tokens ({self.answer_tokens_source}); "
             "cache hits cost nothing, judge re-asks are not counted"
         )
+        if self.cost_usd or self.batch_cost_usd:
+            saved = self.cost_usd - self.batch_cost_usd
+            tail = (
+                f"this run uses --batch: ${saved:.4f} less"
+                if self.batch
+                else f"--batch would save ${saved:.4f}; results within 24 h"
+            )
+            out.append(f"  live ${self.cost_usd:.4f} | batch ${self.batch_cost_usd:.4f} ({tail})")
         if self.unpriced:
             out.append(f"  no price for {', '.join(self.unpriced)}: add it with --price-table")
         if self.max_cost_usd is not None:

@@ -145,3 +145,22 @@ def test_batch_options_from_yaml_and_the_command_line(tmp_path: Path) -> None:
     for bad in ({"batch_poll": "0"}, {"batch_attempts": "0"}, {"batch_max_wait": "-1"}):
         with pytest.raises(ConfigError):
             resolve_settings(bad)
+
+
+def test_the_estimate_shows_live_and_batch_cost_side_by_side() -> None:
+    from pytest_legaleval.pipeline.estimate import CallEstimate, CostEstimate
+
+    table = PriceTable({"gpt-4.1": Price(2.0, 8.0)})
+    # PRBench's README figure: 18,700 judge calls of 2,000 input and 200 output tokens.
+    tokens_in, tokens_out = 18_700 * 2_000, 18_700 * 200
+    live = table.cost("openai/gpt-4.1", tokens_in, tokens_out)
+    batch = table.cost("openai/gpt-4.1", tokens_in, tokens_out, batch=True)
+    assert (live, batch) == (pytest.approx(104.72), pytest.approx(52.36))
+    row = CallEstimate("openai/gpt-4.1", "judge", 18_700, tokens_in, tokens_out, live, batch)
+    planned = CostEstimate((row,), 256, "default", "builtin")
+    assert (
+        "  live $104.7200 | batch $52.3600 (--batch would save $52.3600; results within 24 h)"
+        in (planned.lines())
+    )
+    chosen = CostEstimate((row,), 256, "default", "builtin", batch=True)
+    assert any("this run uses --batch: $52.3600 less" in line for line in chosen.lines())
