@@ -235,7 +235,7 @@ class BatchRunner:
     def _submit_failed(
         self, base_url: str, part: list[tuple[Job, BatchTarget]], exc: Exception
     ) -> None:
-        found = classify_error(exc)
+        found = classify_error(exc, scrub=self._client(part[0][1]).scrub)
         jobs = [job for job, _ in part]
         if found.status_code in (404, 405, 501):
             self._unsupported.add(base_url)
@@ -302,7 +302,7 @@ class BatchRunner:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                found = classify_error(exc)
+                found = classify_error(exc, scrub=watch.client.scrub)
                 failures += 1
                 if found.transient and failures < 20:
                     continue
@@ -341,7 +341,7 @@ class BatchRunner:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            problems.append(f"{name}: {classify_error(exc).message}")
+            problems.append(f"{name}: {classify_error(exc, scrub=watch.client.scrub).message}")
             return {}
         return parse_result_lines(data, problems)
 
@@ -352,7 +352,7 @@ class BatchRunner:
         lines = {**errors, **{k: v for k, v in outputs.items() if v.ok or k not in errors}}
         by_line = line_errors(batch)
         for message in [*problems, *batch_errors(batch)][:5]:
-            _log.warning("legaleval --batch %s: %s", watch.batch_id, message)
+            _log.warning("legaleval --batch %s: %s", watch.batch_id, watch.client.scrub(message))
         owed = (
             await asyncio.to_thread(self.store.requests_of, watch.batch_id)
             if self.store is not None
@@ -380,6 +380,7 @@ class BatchRunner:
             if job is None:
                 continue  # another run's request: it is retried when someone asks for it
             code, message, kind, status = failure
+            message = watch.client.scrub(message)  # the server's words may echo the key
             job.attempts.append(self._attempt(job, watch, error=(code, message, status)))
             if kind == "final":
                 self.counts["batch_failed_requests"] += 1

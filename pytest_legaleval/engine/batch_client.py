@@ -28,7 +28,7 @@ from typing import Any
 
 import aiohttp
 
-from pytest_legaleval.engine.openai_reply import parse_completion
+from pytest_legaleval.engine.openai_reply import parse_completion, scrub_key
 from pytest_legaleval.engine.presets import BATCH_PRICE_FACTORS, DEFAULT_BATCH_FACTOR
 from pytest_legaleval.engine.retry import ProviderError, classify_status
 from pytest_legaleval.engine.sanitize import checked_completion
@@ -189,6 +189,7 @@ class BatchClient:
 
     def __init__(self, base_url: str, api_key: str, timeout_s: float = 120.0) -> None:
         self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
         headers = {"Accept": "application/json", "User-Agent": "pytest-legaleval"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -200,6 +201,10 @@ class BatchClient:
         )
         self._proxy = proxy_for(self.base_url)
         self._session: aiohttp.ClientSession | None = None
+
+    def scrub(self, text: str) -> str:
+        """``text`` without this client's key (a server may echo it in an error)."""
+        return scrub_key(text, self._api_key)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:

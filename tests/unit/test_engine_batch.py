@@ -332,3 +332,17 @@ def test_a_bug_while_collecting_sends_the_requests_live_instead_of_hanging(
     results = _run(_settings(server, tmp_path / "c.sqlite"), _requests(3))
     assert all(r.ok and not r.batch for r in results)
     assert server.stats()["requests"] == 3
+
+
+def test_a_key_echoed_in_a_failed_line_never_reaches_the_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    with MockOpenAIServer(api_key=secret) as server:
+        server.add_reply(r"item 000", {"status": 400, "content": f"bad key {secret}"})
+        (result,) = _run(_settings(server, tmp_path / "c.sqlite"), _requests(1))
+        assert server.batch_stats()["batches_created"] == 1
+    assert result.error_code == "bad_request"
+    assert secret not in result.error_message and "***" in result.error_message
+    assert all(secret not in a.message for a in result.attempts)
