@@ -310,10 +310,9 @@ class RecorderPlugin:
         write(f"status: {self.status}" + (f" ({detail})" if detail else ""))
         if summary["cost_usd"] is not None:
             write(f"cost: ${summary['cost_usd']:.4f} (list prices)")
-        batches = self.config.stash.get(BATCH_STATS_KEY, None)
-        if batches is not None:
-            for line in batch_lines(batches, summary.get("cost") or {}):
-                write(line)
+        batches = self.config.stash.get(BATCH_STATS_KEY, {})
+        for line in batch_lines(batches, summary.get("cost") or {}):
+            write(line)
         if self.run_error:
             write(f"run error: {self.recorder.redactor.text(self.run_error)}")
         write(f"run directory: {Path(self.directory.path)}")

@@ -20,7 +20,23 @@ def _plural(count: int, word: str) -> str:
 
 
 def batch_lines(stats: Mapping[str, Any], cost: Mapping[str, Any]) -> list[str]:
-    """Lines for the engine's batch counters and the summary's cost block."""
+    """Lines for the engine's batch counters and the summary's cost block.
+
+    ``stats`` is empty where this process ran no engine (an xdist controller): only the
+    cost is said then, if any of it went through a batch.
+    """
+    lines = _counter_lines(stats) if stats else []
+    batch_usd, saved = cost.get("batch_usd"), cost.get("saved_usd")
+    if (
+        isinstance(batch_usd, int | float)
+        and isinstance(saved, int | float)
+        and (batch_usd or stats)
+    ):
+        lines.append(f"batches: ${batch_usd:.4f} at the batch price, ${saved:.4f} saved")
+    return lines
+
+
+def _counter_lines(stats: Mapping[str, Any]) -> list[str]:
     created = int(stats.get("batches_created") or 0)
     resumed = int(stats.get("batches_resumed") or 0)
     parts = [f"{_plural(created, 'batch')} submitted"]
@@ -45,7 +61,4 @@ def batch_lines(stats: Mapping[str, Any], cost: Mapping[str, Any]) -> list[str]:
             f"batches: {_plural(pending, 'batch')} still pending{age}: run the same command "
             "with the same --cache to collect them (legaleval batches --cache PATH lists them)"
         )
-    batch_usd, saved = cost.get("batch_usd"), cost.get("saved_usd")
-    if isinstance(batch_usd, int | float) and isinstance(saved, int | float):
-        lines.append(f"batches: ${batch_usd:.4f} at the batch price, ${saved:.4f} saved")
     return lines
