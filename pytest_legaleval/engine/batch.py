@@ -189,21 +189,31 @@ class BatchRunner:
         self, base_url: str, model: str, items: list[tuple[Job, BatchTarget]]
     ) -> None:
         lines = [input_line(job.key, target.body) for job, target in items]
-        for start, stop in split_lines(
-            lines,
-            max_requests=self.settings.batch_file_requests,
-            max_bytes=self.settings.batch_file_bytes,
-        ):
-            part = items[start:stop]
-            if base_url in self._unsupported:
-                self._live([job for job, _ in part])
-                continue
-            try:
-                await self._submit_file(model, part, b"".join(lines[start:stop]))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self._submit_failed(base_url, part, exc)
+        try:
+            for start, stop in split_lines(
+                lines,
+                max_requests=self.settings.batch_file_requests,
+                max_bytes=self.settings.batch_file_bytes,
+            ):
+                part = items[start:stop]
+                if base_url in self._unsupported:
+                    self._live([job for job, _ in part])
+                    continue
+                try:
+                    await self._submit_file(model, part, b"".join(lines[start:stop]))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    self._submit_failed(base_url, part, exc)
+        except asyncio.CancelledError:
+            # Ctrl-C while submitting: what is in no batch yet ends cancelled (a job that
+            # is in one was ended by cancel_all; ending it again does nothing).
+            for job, _ in items:
+                if not job.resolved:
+                    self._on_done(
+                        job, failed_result(job, "cancelled", "cancelled before its batch")
+                    )
+            raise
 
     async def _submit_file(
         self, model: str, part: list[tuple[Job, BatchTarget]], content: bytes
@@ -222,7 +232,15 @@ class BatchRunner:
         requests = [(job.key, job.key, line) for line, (job, _) in enumerate(part, start=1)]
         if self.store is not None:
             # Durable before anything waits on it: a kill from here on resumes this batch.
-            await asyncio.to_thread(self.store.record_batch, row, file_id, requests)
+            try:
+                await asyncio.to_thread(self.store.record_batch, row, file_id, requests)
+            except Exception as exc:  # the batch is paid for: wait on it all the same
+                _log.warning(
+                    "legaleval --batch: cannot store batch %s (%s); a killed run would not "
+                    "resume it",
+                    batch_id,
+                    exc,
+                )
         watch = _Watch(batch_id, client, len(part), now)
         for job, _ in part:
             job.batch_attempts += 1
@@ -389,8 +407,6 @@ class BatchRunner:
                 (live if kind == "live" else retry).append(job)
         self._watches.pop(watch.batch_id, None)
         store = self.store
-        if store is not None and finished:
-            await asyncio.to_thread(store.forget, watch.batch_id, finished)
         # The batch is collected once its last answer is durable in the cache; that last
         # write's callback marks it (on the cache's writer thread, which finishes its work
         # even when the caller closes the engine right after its results arrived).
@@ -400,6 +416,10 @@ class BatchRunner:
         self.counts["batch_answers"] += len(answers)
         for key, model, raw, job in answers:
             self._store_answer(key, model, raw, job, countdown.step)
+        if store is not None and finished:
+            # Before the retries are taken in (they would find this batch's rows), and on
+            # the loop itself: nothing between here and the handoff below may be cancelled.
+            store.forget(watch.batch_id, finished)
         if live:
             self._live(live)
         self._retry(retry, deadline)
