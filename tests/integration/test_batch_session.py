@@ -284,3 +284,35 @@ def test_the_service_driver_runs_batches_too(
     assert outcome.status in ("completed", "completed_with_failures")
     predictions = read_jsonl(tmp_path / "runs" / "run_batch" / "predictions.jsonl")
     assert len(predictions) == 6 and all(p["details"]["batch"] for p in predictions)
+
+
+def test_ctrl_c_while_waiting_says_what_is_pending(pytester: pytest.Pytester, suite: Path) -> None:
+    common = _write_data(pytester.path, 10, judged=False)
+    env = {**os.environ, "OPENAI_API_KEY": "test-key-not-secret"}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    with MockOpenAIServer() as server:
+        server.batch_knobs(hold=True)
+        child = subprocess.Popen(
+            _command(common, server.base_url),
+            cwd=pytester.path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            held = wait_until(
+                lambda: _stored_status(pytester.path / "c.sqlite") == "in_progress", 60
+            )
+            assert held, server.batch_stats()
+        finally:
+            child.send_signal(signal.SIGINT)
+            out, _ = child.communicate(timeout=_CHILD_TIMEOUT)
+        assert server.batch_stats()["cancels"] == 0  # the batch runs on at the provider
+    assert "status: cancelled (cancelled 10)" in out, out[-3000:]
+    assert "batches: 1 batch still pending, the oldest " in out
+    assert "same --cache" in out
+    (run,) = run_dirs(pytester.path / "runs")
+    predictions = read_jsonl(run / "predictions.jsonl")
+    assert len(predictions) == 10
+    assert {p["reason"] for p in predictions} == {"cancelled"}
