@@ -162,6 +162,11 @@ def parse_result_lines(data: bytes, problems: list[str]) -> dict[str, LineResult
             raw_status = response.get("status_code")
             status = raw_status if type(raw_status) is int else None
             body = response.get("body")
+            if isinstance(body, str):  # some servers send the body as a JSON string
+                try:
+                    body = json.loads(body)
+                except (ValueError, RecursionError):
+                    pass
             if status != 200 and code is None:
                 code, message = _error_fields(body)
                 code = code or f"http_{status}"

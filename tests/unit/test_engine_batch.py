@@ -264,12 +264,15 @@ def test_result_lines_keep_a_success_over_a_failure_and_name_bad_lines() -> None
         "response": None,
         "error": {"code": "batch_expired", "message": "m"},
     }
-    data = b"\n".join(json.dumps(x).encode() for x in (failed, ok, expired)) + b"\nnot json\n[1]\n"
+    as_text = {"custom_id": "c", "response": {"status_code": 200, "body": json.dumps({"x": 1})}}
+    data = b"\n".join(json.dumps(x).encode() for x in (failed, ok, expired, as_text))
+    data += b"\nnot json\n[1]\n"
     problems: list[str] = []
     found = parse_result_lines(data, problems)
     assert found["a"].ok and found["a"].status_code == 200
     assert found["b"].error_code == "batch_expired" and not found["b"].ok
-    assert problems == ["line 4: not JSON", "line 5: no custom_id"]
+    assert found["c"].ok and found["c"].body == {"x": 1}
+    assert problems == ["line 5: not JSON", "line 6: no custom_id"]
 
 
 def test_store_survives_reopening_and_lists_pending(tmp_path: Path) -> None:
