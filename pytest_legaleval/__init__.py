@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from pytest_legaleval._version import __version__
 from pytest_legaleval.errors import (
     ConfigError,
     DatasetRejected,
@@ -39,8 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers; loaded lazily a
     from pytest_legaleval.pipeline.driver import run_evaluation
     from pytest_legaleval.pipeline.plan import RunPlan
     from pytest_legaleval.pytest.fixtures import Evaluation
-
-__version__ = "0.1.0"
 
 _LAZY = {
     "Evaluation": "pytest_legaleval.pytest.fixtures",

@@ -23,9 +23,11 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     ├── DatasetRejected(ValueError)                the contract's 400/413 dataset failure
     │   └── validation.record_error: AllRecordsRejected
     ├── NonFiniteNumber(ValueError)                NaN/Infinity where JSON allows none
-    ├── formats.paths: PathRefused(ValueError)     a path outside its allowed folder
+    ├── util.paths: PathRefused(ValueError)        a path outside its allowed folder
     ├── importers.base: RowError(ValueError)       one source row that cannot be a record
     ├── grading.official.legalbench: OfficialScoringError(ValueError)
+    ├── grading.official.prbench: PrbenchScoringError(ValueError)   a rubric PRBench cannot score
+    ├── grading.official.apex: ApexReplyError(ValueError)   a reply or rubric APEX cannot read
     ├── engine.local_server: LocalModelError(RuntimeError)
     ├── engine.retry: ProviderError                a classified model-endpoint failure
     ├── service.storage: StorageError(OSError)     the data directory cannot be written
@@ -34,7 +36,7 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     ├── service.http: ApiError                     an HTTP answer with the error envelope
     ├── service.client: ServiceError               an answer `legaleval submit` did not expect
     ├── cli.submit: _Exit                          ends `submit` with an exit code
-    ├── formats.safe_yaml: _TooLarge               an alias bomb, before it is built
+    ├── util.safe_yaml: _TooLarge                  an alias bomb, before it is built
     ├── grading.base: _Suspended(RuntimeError)     an inline grader that awaited
     ├── importers.xlsx_package: _Refused           a DTD inside an XLSX part
     └── testing.mock_openai.hostile_server: _BadRequest   (test tooling, kept in the tree)
@@ -77,7 +79,7 @@ class NonFiniteNumber(LegalEvalError, ValueError):
     """``NaN``, ``Infinity`` or a number beyond a double's range where JSON allows none.
 
     Standard JSON has no such number: a judge reply, a responses row or a verdict file
-    that holds one is refused with this (see ``formats.strict_json``).
+    that holds one is refused with this (see ``util.strict_json``).
     """
 
 

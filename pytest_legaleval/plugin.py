@@ -32,9 +32,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    tricks.add_switch(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    tricks.configure(config)
     configure(config)
 
 

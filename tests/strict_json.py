@@ -4,7 +4,7 @@ Python's ``json`` reads ``NaN``, ``Infinity`` and ``-Infinity`` (and ``1e999`` a
 by default, so a test that reads an artifact with ``json.loads`` never notices that no
 other parser could read it. :func:`strict_loads` refuses them; :func:`assert_strict_run_dir`
 parses every file of a run directory with it. Deliberately independent of the package's
-own ``formats.strict_json`` (a test must not check the code with the code).
+own ``util.strict_json`` (a test must not check the code with the code).
 """
 
 from __future__ import annotations

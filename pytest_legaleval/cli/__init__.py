@@ -41,7 +41,9 @@ def validation_body(paths: Sequence[str], fmt: str = "auto") -> tuple[int, dict[
     """
     request_id = new_request_id()
     try:
-        loaded = load_dataset(list(paths), fmt)
+        from pytest_legaleval.pipeline.sources import dataset_paths
+
+        loaded = load_dataset(dataset_paths(paths), fmt)
     except DatasetRejected as exc:
         return exc.status, exc.envelope(request_id), EXIT_REJECTED
     errors = [error.to_dict() for error in loaded.errors]

@@ -52,9 +52,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from pytest_legaleval.formats import load_dataset
     from pytest_legaleval.metrics.power import plan, record_fields
     from pytest_legaleval.metrics.runfiles import load_run
+    from pytest_legaleval.pipeline.sources import dataset_paths
 
     try:
-        loaded = load_dataset(args.dataset, args.dataset_format)
+        loaded = load_dataset(dataset_paths(args.dataset), args.dataset_format)
     except DatasetRejected as exc:
         print(f"legaleval plan: the dataset is rejected: {exc.message}", file=sys.stderr)
         return 2

@@ -30,8 +30,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from pytest_legaleval.metrics.compare import comparison, render
+    from pytest_legaleval.metrics.compare import comparison
     from pytest_legaleval.metrics.runfiles import load_run
+    from pytest_legaleval.run.compare_render import render
 
     data = comparison(
         load_run(args.run_a),

@@ -17,7 +17,6 @@ from typing import Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.formats.base import JSON_WHITESPACE, RejectedRecord, read_file
-from pytest_legaleval.formats.paths import PathRefused
 from pytest_legaleval.formats.rag import (
     RAG_QA,
     RAG_SUMMARIES,
@@ -25,6 +24,7 @@ from pytest_legaleval.formats.rag import (
     manifest_file,
     read_manifest,
 )
+from pytest_legaleval.util.paths import PathRefused
 
 __all__ = ["DEFAULT_MAX_DROP", "DatasetCheck", "check_dataset", "count_rows"]
 

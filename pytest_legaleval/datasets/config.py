@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.formats.safe_yaml import load_yaml
+from pytest_legaleval.util.safe_yaml import load_yaml
 
 __all__ = ["DEFAULTS", "DatasetConfig", "find_project_root", "load_dataset_config"]
 

@@ -2,6 +2,9 @@
 
 One module per format (:mod:`.legal_eval_v1`, :mod:`.contract_v1`), listed in
 :mod:`.registry`; nothing downstream knows which format a record came from.
+:mod:`.lexam_prompts` holds the texts of LEXam's official prompts, which both its importer
+and its protocol need. A ``SOURCE:PATH`` argument (a benchmark's upstream files) is
+resolved to its imported file by ``importers.cache`` before it reaches this package.
 """
 
 from __future__ import annotations
@@ -9,7 +12,6 @@ from __future__ import annotations
 from pytest_legaleval.formats.base import DatasetInfo, Entry, LoadResult, RejectedRecord
 from pytest_legaleval.formats.detect import detect_format
 from pytest_legaleval.formats.loader import DatasetStream, dataset_files, load_dataset
-from pytest_legaleval.formats.paths import PathRefused, confined_path
 from pytest_legaleval.formats.registry import FORMATS
 
 __all__ = [
@@ -18,9 +20,7 @@ __all__ = [
     "DatasetStream",
     "Entry",
     "LoadResult",
-    "PathRefused",
     "RejectedRecord",
-    "confined_path",
     "dataset_files",
     "detect_format",
     "load_dataset",

@@ -25,18 +25,17 @@ SIDECAR_NAMES = frozenset({MANIFEST_NAME})
 """Files that describe the datasets next to them instead of being one (a RAG manifest)."""
 
 
-def dataset_files(paths: Sequence[str | Path], protocol: str | None = None) -> list[Path]:
+def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
     """Expand ``--dataset`` arguments into files, in order, each file once.
 
     A directory contributes its ``*.jsonl`` and ``*.json`` files (not recursively; hidden
     files, a RAG ``manifest.json`` and the offline dataset it names skipped), sorted by name.
-    ``SOURCE:PATH`` (``lexam:data/MCQs_test.xlsx``) is a benchmark in its upstream layout:
-    it contributes the ``legal_eval_v1`` file its importer writes, cached by content hash
-    under ``.legaleval/imports/`` (see :mod:`pytest_legaleval.importers.cache`).
+    A ``SOURCE:PATH`` argument (``lexam:data/MCQs_test.xlsx``, a benchmark in its upstream
+    layout) is not read here: the layers above resolve it first to the file its importer
+    writes (``importers.cache.resolve_arguments``).
 
     Raises:
-        ConfigError: no paths, a path that does not exist, a directory without datasets,
-            or a ``SOURCE:PATH`` import that fails.
+        ConfigError: no paths, a path that does not exist, or a directory without datasets.
 
     """
     if not paths:
@@ -44,10 +43,7 @@ def dataset_files(paths: Sequence[str | Path], protocol: str | None = None) -> l
     files: list[Path] = []
     for given in paths:
         path = Path(given)
-        imported = _imported(given, protocol)
-        if imported is not None:
-            files.append(imported)
-        elif path.is_dir():
+        if path.is_dir():
             skip = {*SIDECAR_NAMES, offline_dataset_name(path)}
             found = sorted(
                 child
@@ -74,20 +70,6 @@ def dataset_files(paths: Sequence[str | Path], protocol: str | None = None) -> l
     return list(unique.values())
 
 
-def _imported(given: str | Path, protocol: str | None = None) -> Path | None:
-    """The cached import of a ``SOURCE:PATH`` argument, or ``None`` for a plain path.
-
-    ``protocol``: ``--protocol`` (``None``: the benchmark's official protocol).
-    """
-    if not isinstance(given, str) or ":" not in given:
-        return None
-    # Deferred: the importers (and their readers) load only when an argument names one.
-    from pytest_legaleval.importers.cache import resolve_import, split_import_arg
-
-    split = split_import_arg(given)
-    return None if split is None else resolve_import(*split, protocol=protocol)
-
-
 class DatasetStream:
     """The entries of ``--dataset`` files, read one at a time and never held.
 
@@ -99,9 +81,7 @@ class DatasetStream:
     so holds no record in memory.
     """
 
-    def __init__(
-        self, paths: Sequence[str | Path], fmt: str = "auto", protocol: str | None = None
-    ) -> None:
+    def __init__(self, paths: Sequence[str | Path], fmt: str = "auto") -> None:
         """Resolve the files and formats.
 
         Raises:
@@ -115,7 +95,7 @@ class DatasetStream:
             )
         self.files = [
             (path, detect_format(path) if fmt == "auto" else fmt)
-            for path in dataset_files(paths, protocol)
+            for path in dataset_files(paths)
         ]
         self.datasets: list[DatasetInfo] = []
         """One entry per file read so far, in load order."""
@@ -138,17 +118,13 @@ class DatasetStream:
             self.datasets.append(info)
 
 
-def load_dataset(
-    paths: Sequence[str | Path], fmt: str = "auto", protocol: str | None = None
-) -> LoadResult:
+def load_dataset(paths: Sequence[str | Path], fmt: str = "auto") -> LoadResult:
     """Load and validate dataset files into records and rejected records.
 
     Args:
         paths: files or directories, in order (``--dataset``, repeatable).
         fmt: a format name from :data:`FORMATS`, or ``"auto"`` to detect each file's
             format from its content.
-        protocol: the grading protocol of ``SOURCE:PATH`` imports (``--protocol``;
-            ``None``: the benchmark's official one).
 
     Returns:
         The datasets read and every entry (valid ``Record`` or ``RejectedRecord``) in file
@@ -160,6 +136,6 @@ def load_dataset(
         DatasetRejected: a dataset-level failure of any file (the contract's 400/413).
 
     """
-    stream = DatasetStream(paths, fmt, protocol)
+    stream = DatasetStream(paths, fmt)
     entries = list(stream)
     return LoadResult(datasets=stream.datasets, entries=entries)

@@ -35,8 +35,8 @@ from pytest_legaleval.formats.base import (
     display_name,
 )
 from pytest_legaleval.formats.legal_eval_v1 import parse_json_line
-from pytest_legaleval.formats.paths import confined_path, is_within
 from pytest_legaleval.records import Message, Record, SourceRef
+from pytest_legaleval.util.paths import confined_path, is_within
 from pytest_legaleval.validation import RecordError
 from pytest_legaleval.validation.checks import Issue, canonicalize, scan_values, show, usable_id
 from pytest_legaleval.validation.duplicates import duplicate_key_issues
@@ -126,7 +126,7 @@ def manifest_file(manifest: Path, name: str, extra_roots: Iterable[str | Path] =
     """Where a file a manifest names (a split, the offline dataset) is, confined.
 
     The name is data, so it may only lead inside the manifest's folder or ``extra_roots``
-    (see :func:`~pytest_legaleval.formats.paths.confined_path`). It is looked up, in order:
+    (see :func:`~pytest_legaleval.util.paths.confined_path`). It is looked up, in order:
     from the manifest's folder; from each folder above it (the builder writes paths
     relative to the project root, which holds the manifest's folder); from each extra
     root; and by its file name in the manifest's folder (a copied dataset folder). The

@@ -1,6 +1,6 @@
 """Attachment text: files named by ``attachments[].path``, relative to the dataset file.
 
-An attachment path is data, so it is confined (:func:`~pytest_legaleval.formats.paths.
+An attachment path is data, so it is confined (:func:`~pytest_legaleval.util.paths.
 confined_path`): it must resolve, symlinks followed, inside the dataset file's folder or a
 root the user allowed (``--attachments-root DIR``), never under ``/proc``, ``/sys`` or
 ``/dev``, and name a regular file. A refused path is never opened: the item is a record
@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_legaleval.formats.paths import PathRefused, confined_path, read_confined
 from pytest_legaleval.records import Attachment, Record
+from pytest_legaleval.util.paths import PathRefused, confined_path, read_confined, source_folder
 from pytest_legaleval.validation import RecordError
 
 __all__ = [
@@ -77,9 +77,7 @@ def _base_dir(record: Record) -> Path:
     if not record.source.path:
         return Path.cwd()
     # An imported dataset (--dataset apex:DIR) is a cached copy: its paths are the source's,
-    # relative to the folder the user named (see importers.cache.source_folder).
-    from pytest_legaleval.importers.cache import source_folder
-
+    # relative to the folder the user named (recorded by the import: util.paths).
     return source_folder(record.source.path) or Path(record.source.path).parent
 
 

@@ -34,7 +34,6 @@ from string import Template
 from typing import Any
 
 from pytest_legaleval.errors import NonFiniteNumber
-from pytest_legaleval.formats import strict_json
 from pytest_legaleval.grading.judge_schemas import (
     RATIONALE_MAX,
     criterion_grade,
@@ -47,6 +46,7 @@ from pytest_legaleval.grading.prompts import NONE
 from pytest_legaleval.grading.scoring import clipped_score, round_to_step
 from pytest_legaleval.grading.text import split_reasoning, strip_reasoning
 from pytest_legaleval.records import Criterion, Record
+from pytest_legaleval.util import strict_json
 
 __all__ = [
     "RATIONALE_MAX",

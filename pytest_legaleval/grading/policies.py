@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, LegalEvalWarning
-from pytest_legaleval.formats.safe_yaml import load_yaml
 from pytest_legaleval.grading.policy_format import (
     ANSWER_CONTRACTS,
     ATTACHMENT_STYLES,
@@ -47,6 +46,7 @@ from pytest_legaleval.grading.policy_format import (
 )
 from pytest_legaleval.grading.scoring import PARTIAL_FAILURE_MODES, SCORINGS, scoring_rule
 from pytest_legaleval.records import Record
+from pytest_legaleval.util.safe_yaml import load_yaml
 
 __all__ = [
     "ANSWER_CONTRACTS",

@@ -40,9 +40,10 @@ policy's reference template is not used)."""
 ANSWER_CONTRACTS: tuple[str, ...] = ("letters", "json", "json_single")
 """MCQ answers: an ``Answer: B`` line, ``{"answer": ["B"]}``, or ``{"answer": "B",
 "reasoning": "…"}`` (LBR)."""
-ATTACHMENT_STYLES: tuple[str, ...] = ("numbered", "files")
+ATTACHMENT_STYLES: tuple[str, ...] = ("numbered", "files", "sections")
 """Attachment block layout: ``Attachments:`` + ``[1] title``, or LBR's ``==== Attached files
-content: ====`` + ``File: path (kind)``."""
+content: ====`` + ``File: path (kind)``, or ``==== Attached files content: ====`` +
+``=== <file name> ===`` and the file's text stripped (APEX's own generation prompt)."""
 
 USER_FIELDS = frozenset(
     {

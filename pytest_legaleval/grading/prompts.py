@@ -12,6 +12,7 @@ the framing become one, the framing is trimmed); values are put in afterwards, u
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -68,6 +69,9 @@ def _attachments_text(record: Record, policy: Policy, roots: Sequence[str]) -> s
     parts = []
     for number, (given, item) in enumerate(zip(record.attachments, items, strict=True), 1):
         text = item.text if policy.inject_attachments else ""
+        if policy.attachment_style == "sections":
+            parts.append(f"=== {os.path.basename(given.path)} ===\n{text.strip()}")
+            continue
         if policy.attachment_style == "files":
             head = f"File: {given.path} ({given.kind})" if given.kind else f"File: {given.path}"
         else:
@@ -98,7 +102,7 @@ def user_fields(
     attachments = _attachments_text(record, policy, attachment_roots)
     if not attachments:
         attachments_block = ""
-    elif policy.attachment_style == "files":
+    elif policy.attachment_style in ("files", "sections"):
         attachments_block = f"{FILES_HEADER}\n\n{attachments}"
     else:
         attachments_block = f"{ATTACHMENTS_HEADER}\n{attachments}"

@@ -30,7 +30,10 @@ class SyncGraderAdapter:
         self.wrapped = grader
         self.name = str(grader.name)
         self.needs_judge = bool(grader.needs_judge)
-        self.grades_inline = not self.needs_judge
+        # Not inline until a call has shown that grade() returns a Grade: driven inline,
+        # an awaitable that suspends could not be resumed (the first item failed with
+        # _Suspended). On the loop, either kind of grade() works.
+        self.grades_inline = False
 
     async def grade(self, request: GradeRequest) -> Grade:
         """Call the wrapped ``grade``; await what it returns if it is awaitable."""
@@ -38,6 +41,8 @@ class SyncGraderAdapter:
         if inspect.isawaitable(value):
             self.grades_inline = False  # it does await: from now on, on the loop
             value = await value
+        elif not self.needs_judge:
+            self.grades_inline = True  # a plain Grade: the next ones need no loop
         return value  # type: ignore[no-any-return]
 
 
@@ -120,20 +125,19 @@ class GraderRegistry:
 def default_registry() -> GraderRegistry:
     """The built-in graders: MCQ letter extraction, and the LLM judge for the rest.
 
-    The official protocols add theirs: LegalBench's metrics for every record of
-    ``legalbench_official``, LEXam's ``###X###`` extraction for the MCQs of
-    ``lexam_official`` (its open questions go to the judge, in LEXam's reply format).
+    Every registered benchmark protocol (``grading.protocols``) adds its graders for the
+    records of its policy id (LegalBench's metrics for every record of
+    ``legalbench_official``; LEXam's ``###X###`` extraction for the MCQs of
+    ``lexam_official``, whose open questions go to the judge in LEXam's reply format).
     """
     from pytest_legaleval.grading.graders import JudgeGrader, McqGrader
-    from pytest_legaleval.grading.official.graders import (
-        LegalbenchOfficialGrader,
-        LexamMcqOfficialGrader,
-    )
+    from pytest_legaleval.grading.protocols import protocols
 
     registry = GraderRegistry()
     registry.register(McqGrader(), task_type="mcq")
-    registry.register(LegalbenchOfficialGrader(), policy_id="legalbench_official")
-    registry.register(LexamMcqOfficialGrader(), policy_id="lexam_official", task_type="mcq")
+    for protocol in protocols():
+        for grader, task_type in protocol.graders():
+            registry.register(grader, policy_id=protocol.id, task_type=task_type)
     judge = JudgeGrader()
     for task_type in ("reference_qa", "rubric_qa", "criteria"):
         registry.register(judge, task_type=task_type)

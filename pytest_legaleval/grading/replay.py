@@ -16,6 +16,11 @@ from typing import Any
 from pytest_legaleval.grading.base import Grade, GradeRequest
 from pytest_legaleval.grading.graders import lexical_details
 from pytest_legaleval.grading.judge import judge_kind
+from pytest_legaleval.grading.official.judged import (
+    JUDGED_PROTOCOLS,
+    official_skip,
+    replayed_grade,
+)
 from pytest_legaleval.grading.verdicts import RecordedVerdict, VerdictFile, score_verdict
 
 __all__ = ["ReplayGrader"]
@@ -71,6 +76,10 @@ class ReplayGrader:
             "threshold": policy.pass_threshold,
         }
         verdict = self.verdicts.verdicts.get((record.id, request.model, request.epoch))
+        if verdict is None and policy.id in JUDGED_PROTOCOLS:
+            skipped = official_skip(request)
+            if skipped is not None:
+                return skipped
         if verdict is None:
             return Grade(
                 "error",
@@ -82,6 +91,20 @@ class ReplayGrader:
                 grader,
                 details,
             )
+        replayed_from = {
+            "file": self.source,
+            "line": verdict.line,
+            "format": verdict.source,
+            "recorded_score": verdict.recorded_score,
+            "recorded_pass": verdict.recorded_pass,
+        }
+        if policy.id in JUDGED_PROTOCOLS:
+            extra = {**details, "replayed_from": replayed_from}
+            recorded = {c.criterion_id: c for c in verdict.criteria}
+            rows = [recorded.get(c.id) for c in record.rubric]
+            grades = [None if row is None else row.grade for row in rows]
+            errors = [None if row is None else row.error for row in rows]
+            return replayed_grade(request, grades, errors, extra)
         scored = score_verdict(verdict, policy)
         details["replayed_from"] = {
             "file": self.source,

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_legaleval.errors import NonFiniteNumber
-from pytest_legaleval.formats import strict_json
 from pytest_legaleval.grading.policies import Policy
 from pytest_legaleval.grading.scoring import (
     RubricOutcome,
@@ -44,6 +43,7 @@ from pytest_legaleval.grading.scoring import (
 )
 from pytest_legaleval.grading.verdict_rows import CriterionVerdict, criteria_of, reference_of
 from pytest_legaleval.records import Record
+from pytest_legaleval.util import strict_json
 
 __all__ = [
     "CriterionVerdict",

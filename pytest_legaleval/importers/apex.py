@@ -11,7 +11,14 @@ with the missing column named instead of being guessed at.
 
 Each criterion keeps its name as id, its description as title, its justification as
 description and its weight; the attachment is kept with kind ``pdf`` or ``file``.
-Id ``apexv1:<Task ID>``; policy ``apexv1_extended_v1``.
+Id ``apexv1:<Task ID>`` (``metadata.source_task_id`` keeps the upstream id).
+
+Protocols (``importers.protocols``): ``apex_official`` (the default) writes APEX's own
+response-generation prompt with ``Domain`` and ``Prompt`` filled in as ``run_with_hf.py``
+fills them (the cells as given), keeps ``Rubric JSON`` as the task gives it in
+``metadata.rubric_json`` (its grader reads each criterion's ``description`` from it) and
+every line of ``File Attachments`` as an attachment; ``lbr`` keeps LBR's
+``apexv1_extended_v1`` policy and the task prompt alone, as before.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.formats.judged_benchmarks import apex_generation_prompt
 from pytest_legaleval.importers.base import (
     Importer,
     ImportOptions,
@@ -30,11 +38,13 @@ from pytest_legaleval.importers.base import (
     new_record,
     short_hash,
 )
+from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.readers import read_table
 
 __all__ = ["IMPORTER", "attachments", "record", "rubric"]
 
 LICENCE = "CC-BY-4.0"
+OFFICIAL = "apex_official"
 
 
 def rubric(row: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -53,8 +63,14 @@ def rubric(row: Mapping[str, Any]) -> list[dict[str, Any]]:
             parsed = json.loads(raw)
         except ValueError as exc:
             raise RowError(f"Rubric JSON is not JSON: {exc}") from None
-    elif isinstance(raw, dict):
+    elif isinstance(raw, dict | list):
         parsed = raw
+    if isinstance(parsed, list):  # a list of one-criterion objects, merged as APEX merges it
+        merged: dict[str, Any] = {}
+        for entry in parsed:
+            if isinstance(entry, dict):
+                merged.update(entry)
+        parsed = merged
     if not isinstance(parsed, dict):
         raise RowError("Rubric JSON is not a JSON object of criteria")
     criteria: list[dict[str, Any]] = []
@@ -75,13 +91,25 @@ def rubric(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     return criteria
 
 
+def _criteria_count(rubric_json: str) -> int:
+    """How many criteria APEX's ``GradingTask`` finds (a list of objects is merged)."""
+    try:
+        parsed = json.loads(rubric_json)
+    except ValueError:
+        return -1
+    if isinstance(parsed, list):
+        keys = {k for entry in parsed if isinstance(entry, dict) for k in entry}
+        return len(keys)
+    return len(parsed) if isinstance(parsed, dict) else -1
+
+
 def attachments(row: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The task's document, as the record's attachment."""
+    """The task's documents (one relative path a line), as the record's attachments."""
     raw = row.get("File Attachments")
     if not (isinstance(raw, str) and raw.strip()):
         return []
-    path = raw.strip()
-    return [{"path": path, "kind": "pdf" if path.lower().endswith(".pdf") else "file"}]
+    paths = [line.strip() for line in raw.strip().split("\n") if line.strip()]
+    return [{"path": p, "kind": "pdf" if p.lower().endswith(".pdf") else "file"} for p in paths]
 
 
 def task_id(row: Mapping[str, Any]) -> str:
@@ -92,21 +120,37 @@ def task_id(row: Mapping[str, Any]) -> str:
     return short_hash(prompt or json.dumps(dict(row), sort_keys=True, default=str))
 
 
-def record(row: Mapping[str, Any], metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def record(
+    row: Mapping[str, Any],
+    metadata: Mapping[str, Any] | None = None,
+    protocol: str = "lbr",
+) -> dict[str, Any]:
     """The ``rubric_qa`` record of one APEX task (``metadata`` replaces ours when given).
 
     Raises:
         RowError: no rubric column, or a rubric that is not a JSON object.
 
     """
+    official = protocol == OFFICIAL
     prompt = str(row.get("Prompt", "")).strip()
     criteria = rubric(row)
     meta = dict(metadata) if metadata is not None else {
-        "policy_id": "apexv1_extended_v1",
+        "policy_id": OFFICIAL if official else "apexv1_extended_v1",
         "domain": row.get("Domain"),
         "source_task_id": row.get("Task ID"),
         "license": LICENCE,
     }  # fmt: skip
+    if official:
+        raw = row.get("Rubric JSON")
+        rubric_json = raw.strip() if isinstance(raw, str) else json.dumps(raw)
+        meta["rubric_json"] = rubric_json
+        if len(criteria) != _criteria_count(rubric_json):
+            # APEX's grader stops on a criterion that is not an object and drops the task
+            raise RowError("a criterion of Rubric JSON is not an object: APEX skips the task")
+        domain, given = row.get("Domain", ""), row.get("Prompt", "")
+        prompt = apex_generation_prompt(
+            domain if isinstance(domain, str) else "", given if isinstance(given, str) else ""
+        )
     out = new_record(f"apexv1:{task_id(row)}", "apexv1", "rubric_qa", prompt, metadata=meta)
     found = attachments(row)
     if found:
@@ -122,16 +166,17 @@ def files(paths: Sequence[Path]) -> list[Path]:
 
 def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
     """One row per task, files in order."""
+    protocol = resolve_protocol("apex", options.protocol) or OFFICIAL
     for path in files(paths):
         for position, row in enumerate(read_table(path), start=1):
             where = f"{path.name} row {position}"
-            yield SourceRow.built(where, None, record, row)
+            yield SourceRow.built(where, None, record, row, None, protocol)
 
 
 IMPORTER = Importer(
     name="apex",
     what="APEX-v1-extended tasks: prompt, weighted rubric, attached document",
-    version=1,
+    version=2,
     files=files,
     rows=rows,
     names_files=True,

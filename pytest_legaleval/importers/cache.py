@@ -14,44 +14,46 @@ source has.
 
 Files the records name (APEX's attached documents) stay where the source keeps them: their
 paths are relative to the source folder the user named (``DIR`` of ``apex:DIR``, or the
-folder of a named file), not to the cached copy. :func:`source_folder` tells the attachment
-reader that folder, and it becomes the records' base folder, confined exactly as a dataset
-file's own folder is (nothing outside it and ``--attachments-root`` is read). The fact is
-kept in this process only, learnt from the command line, never from data: a dataset cannot
-claim another folder by naming one, and the cached file passed as a plain ``--dataset``
-path resolves from its own folder, like any dataset. An importer whose records name files
-(:attr:`~.base.Importer.names_files`) is keyed by that folder too, since the same rows in
-another folder name other files.
+folder of a named file), not to the cached copy. ``util.paths.source_folder`` tells the
+attachment reader that folder, and it becomes the records' base folder, confined exactly as
+a dataset file's own folder is (nothing outside it and ``--attachments-root`` is read). The
+fact is kept in this process only, learnt from the command line, never from data: a dataset
+cannot claim another folder by naming one, and the cached file passed as a plain
+``--dataset`` path resolves from its own folder, like any dataset. An importer whose
+records name files (:attr:`~.base.Importer.names_files`) is keyed by that folder too, since
+the same rows in another folder name other files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.formats import LoadResult, judged_benchmarks, lexam_prompts
+from pytest_legaleval.formats import dataset_files as formats_dataset_files
+from pytest_legaleval.formats import load_dataset as formats_load_dataset
 from pytest_legaleval.importers.base import ImportOptions
 from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.registry import IMPORTER_NAMES, get_importer
 from pytest_legaleval.importers.writer import write_records
+from pytest_legaleval.util.paths import remember_source_folder, source_folder
 
-__all__ = ["IMPORT_CACHE_DIR", "cache_key", "resolve_import", "source_folder", "split_import_arg"]
+__all__ = [
+    "IMPORT_CACHE_DIR",
+    "cache_key",
+    "dataset_files",
+    "load_dataset",
+    "resolve_arguments",
+    "resolve_import",
+    "source_folder",
+    "split_import_arg",
+]
 
 IMPORT_CACHE_DIR = Path(".legaleval") / "imports"
 _CHUNK = 1 << 20
-_SOURCE_FOLDERS: dict[str, Path] = {}
-# Cached import (real path) → the source folder the user named, for this process. Filled
-# only by resolve_import, i.e. from --dataset arguments, which are the user's own words.
-
-
-def source_folder(dataset_file: str | Path) -> Path | None:
-    """The source folder of an import resolved in this process, if ``dataset_file`` is one.
-
-    ``None`` for any other file (and for a cached import named as a plain path): its
-    attachments then resolve from its own folder.
-    """
-    return _SOURCE_FOLDERS.get(os.path.realpath(dataset_file))
 
 
 def split_import_arg(given: str) -> tuple[str, str] | None:
@@ -90,8 +92,9 @@ def cache_key(
         digest.update(os.path.realpath(root).encode("utf-8", "surrogatepass") + b"\0")
     for code in sorted(Path(__file__).parent.glob("*.py")):
         _digest_file(digest, code)
-    # The official protocols' prompts are written by the importers from this module.
-    _digest_file(digest, Path(__file__).parents[1] / "grading" / "official" / "lexam_prompts.py")
+    # The official protocols' prompts the importers write (a changed text: a new import).
+    _digest_file(digest, Path(lexam_prompts.__file__))
+    _digest_file(digest, Path(judged_benchmarks.__file__))
     for path in inputs:
         try:
             name = path.resolve().relative_to(root.resolve()).as_posix()
@@ -124,7 +127,7 @@ def resolve_import(
     key = cache_key(source, importer.files([given]), root, protocol, by_folder=importer.names_files)
     target = (cache_dir or IMPORT_CACHE_DIR) / f"{source}-{key}.jsonl"
     if target.is_file():
-        _SOURCE_FOLDERS[os.path.realpath(target)] = root.resolve()
+        remember_source_folder(target, root)
         return target
     options = ImportOptions(protocol=protocol)
     summary = write_records(importer.rows([given], options), target, force=True)
@@ -139,5 +142,36 @@ def resolve_import(
     if summary.written == 0:
         target.unlink(missing_ok=True)
         raise ConfigError(f"--dataset {source}:{path}: the import found no rows")
-    _SOURCE_FOLDERS[os.path.realpath(target)] = root.resolve()
+    remember_source_folder(target, root)
     return target
+
+
+def resolve_arguments(paths: Sequence[str | Path], protocol: str | None = None) -> list[str | Path]:
+    """``--dataset`` arguments with each ``SOURCE:PATH`` replaced by its imported file.
+
+    ``lexam:data/MCQs_test.xlsx`` becomes the ``legal_eval_v1`` file its importer writes,
+    cached by content hash under ``.legaleval/imports/`` (:func:`resolve_import`); every
+    other argument is kept as given for the dataset loader (``formats``), which never
+    imports. ``protocol`` is ``--protocol`` (``None``: each benchmark's official one).
+
+    Raises:
+        ConfigError: an import that fails (the message names the first failed row).
+
+    """
+    out: list[str | Path] = []
+    for given in paths:
+        split = split_import_arg(given) if isinstance(given, str) else None
+        out.append(given if split is None else resolve_import(*split, protocol=protocol))
+    return out
+
+
+def dataset_files(paths: Sequence[str | Path], protocol: str | None = None) -> list[Path]:
+    """:func:`formats.dataset_files <pytest_legaleval.formats.dataset_files>`, imports included."""
+    return formats_dataset_files(resolve_arguments(paths, protocol))
+
+
+def load_dataset(
+    paths: Sequence[str | Path], fmt: str = "auto", protocol: str | None = None
+) -> LoadResult:
+    """:func:`formats.load_dataset <pytest_legaleval.formats.load_dataset>`, imports included."""
+    return formats_load_dataset(resolve_arguments(paths, protocol), fmt)

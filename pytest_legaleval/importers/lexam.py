@@ -22,7 +22,7 @@ export with the same columns imports alike. Choice ids past ``Z`` are ``CHOICE_2
 
 Protocols (``importers.protocols``): ``lexam_official`` (the default) writes LEXam's own
 answering prompt with the course and, for MCQs, the choices listed ``A. text`` (up to 26)
-or ``1. text`` (more) — ``grading.official.lexam_prompts`` — under policy
+or ``1. text`` (more) — ``formats.lexam_prompts`` — under policy
 ``lexam_official``; ``lexam`` keeps the bare question under our policy ``lexam``; ``lbr``
 keeps it under ``lexam_mcq_v1`` / ``lexam_oq_v1`` (as the Legal Benchmark Runner runs
 LEXam). ``metadata.course`` is the natural cluster of a LEXam question (one course's exam).
@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.grading.official.lexam_prompts import mcq_prompt, open_prompt
+from pytest_legaleval.formats.lexam_prompts import mcq_prompt, open_prompt
 from pytest_legaleval.importers.base import (
     Importer,
     ImportOptions,

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.formats.safe_yaml import load_yaml
 from pytest_legaleval.importers.base import RowError, choice_id
+from pytest_legaleval.util.safe_yaml import load_yaml
 
 __all__ = ["ConversionMapping", "Layout", "RowError", "load_mapping"]
 

@@ -16,7 +16,27 @@ Every turn is kept in ``messages``: each prompt as a user turn, with its referen
 put before it as ``Reference Text i:`` blocks (as PRBench's ``process_reference_texts``
 does), each response as an assistant turn; the last user turn is also the ``prompt``.
 Criterion ids, titles, descriptions and weights are kept (negative weights are
-penalties). Id ``prbench:<task>``; policy ``prbench_v1``.
+penalties). Id ``prbench:<task>`` (the upstream task id is ``metadata.source_id``).
+
+Protocols (``importers.protocols``): ``prbench_official`` (the default) keeps every turn
+byte for byte as PRBench's ``evals.py`` builds its conversation (turns not stripped; a
+turn counts when it has text other than blanks), each criterion's ``title`` as given and
+its weight where ``weight_class`` names it (a row without one is refused: upstream cannot
+score it). Reference texts reach a turn exactly when upstream's code would prepend them:
+``process_reference_texts`` prepends a *list* cell. The public ``evals.py`` (d6a7042)
+loads the Hub's Parquet release with ``datasets`` and ``to_pandas()``, which hands that
+code arrays, so rows from Parquet files get no reference blocks under this protocol; the
+earlier ``evals.py`` (070abdf) reads JSON Lines, whose lists it prepends, so rows from JSON
+or JSON Lines get them (a list cell beside a turn with no prompt, where upstream would stop
+on ``str + None``, adds nothing).
+``lbr`` keeps LBR's ``prbench_v1`` policy and ``prbench_paper_v1`` our paper-style one,
+both with the stripped turns and every reference text, as before.
+
+The Hard subsets repeat tasks of the main splits (the same ``task``, another ``canary``):
+one record per task, ``metadata.splits`` listing every split it belongs to (from the
+canary ``prbench:sample:<split>:<task>``, else the file name, else ``field``) and
+``metadata.split_positions`` its place among each split's rows (PRBench averages a split's
+tasks in its file's order).
 """
 
 from __future__ import annotations
@@ -27,6 +47,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.formats.judged_benchmarks import prbench_weight
 from pytest_legaleval.importers.base import (
     Importer,
     ImportOptions,
@@ -36,9 +57,19 @@ from pytest_legaleval.importers.base import (
     new_record,
     short_hash,
 )
+from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.readers import read_table
 
-__all__ = ["IMPORTER", "conversation", "rubric"]
+__all__ = ["IMPORTER", "conversation", "official_conversation", "rubric", "splits_of"]
+
+OFFICIAL = "prbench_official"
+_POLICY = {
+    "prbench_official": OFFICIAL,
+    "lbr": "prbench_v1",
+    "prbench_paper_v1": "prbench_paper_v1",
+}
+SPLITS = ("finance_hard", "legal_hard", "finance", "legal")
+"""Split names, the longer first (a file name holding ``legal_hard`` also holds ``legal``)."""
 
 TURNS = 10
 _TRAILING_NUMBER = re.compile(r"(\d+)$")
@@ -102,6 +133,91 @@ def conversation(row: Mapping[str, Any]) -> tuple[list[dict[str, str]], list[dic
     return messages, turns
 
 
+def official_conversation(row: Mapping[str, Any], prepend: bool) -> list[dict[str, str]]:
+    """The turns as ``evals.py`` builds them: unstripped, references where it puts them.
+
+    Raises:
+        RowError: no user turn.
+
+    """
+    prompts: dict[int, object] = {i: row.get(f"prompt_{i}") for i in range(TURNS)}
+    if prepend:
+        for key, value in row.items():
+            if "reference" not in str(key) or not isinstance(value, list):
+                continue
+            number = str(key).split("_")[-1]
+            if not number.isdigit() or int(number) >= TURNS:
+                continue
+            current = prompts[int(number)]
+            if not isinstance(current, str):
+                continue  # upstream's ``str + None`` would stop the run here
+            body = "".join(f"Reference Text {i}:\n{ref}\n\n" for i, ref in enumerate(value))
+            prompts[int(number)] = body + current
+    messages: list[dict[str, str]] = []
+    for turn in range(TURNS):
+        prompt, response = prompts[turn], row.get(f"response_{turn}")
+        if isinstance(prompt, str) and prompt.strip():
+            messages.append({"role": "user", "content": prompt})
+        if isinstance(response, str) and response.strip():
+            messages.append({"role": "assistant", "content": response})
+    if not any(m["role"] == "user" for m in messages):
+        raise RowError("no user turn: prompt_0 … prompt_9 are all empty")
+    return messages
+
+
+def official_rubric(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The criteria as ``criteria.py`` reads them: title as given, weight by weight_class.
+
+    Raises:
+        RowError: a criterion upstream cannot read (no title text, no weight_class weight).
+
+    """
+    items = row.get("rubric")
+    if isinstance(items, str):
+        try:
+            items = json.loads(items)
+        except ValueError:
+            raise RowError("rubric is text that is not JSON") from None
+    if not isinstance(items, list) or not items:
+        raise RowError("rubric is not a list of criteria")
+    criteria: list[dict[str, Any]] = []
+    for position, item in enumerate(items):
+        annotations = item.get("annotations") if isinstance(item, dict) else None
+        title = item.get("title") if isinstance(item, dict) else None
+        if not isinstance(annotations, dict) or not isinstance(title, str) or not title:
+            raise RowError(f"rubric[{position}] has no annotations or no title text")
+        key, weight = prbench_weight(annotations)
+        if weight is None:
+            why = f"{key} is not a number" if key else "no weight_class"
+            raise RowError(f"rubric[{position}]: {why}")
+        criterion: dict[str, Any] = {
+            "id": str(item.get("id") or f"criterion_{position + 1}"),
+            "title": title,
+            "weight": float(weight),
+        }
+        description = annotations.get("criteria_description")
+        if isinstance(description, str) and description.strip():
+            criterion["description"] = description.strip()
+        criteria.append(criterion)
+    return criteria
+
+
+def splits_of(row: Mapping[str, Any], path: Path) -> list[str]:
+    """The split a row says it is in: its canary, else its file name, else its field."""
+    canary = row.get("canary")
+    if isinstance(canary, str):
+        parts = canary.split(":")
+        if len(parts) >= 3 and parts[2] in SPLITS:
+            return [parts[2]]
+    for name in SPLITS:
+        if name in path.name.lower():
+            return [name]
+    field = row.get("field")
+    if isinstance(field, str) and field.strip().lower() in SPLITS:
+        return [field.strip().lower()]
+    return []
+
+
 def _weight(annotations: Mapping[str, Any], lbr_order: bool) -> float | None:
     if not lbr_order:
         weight_class = annotations.get("weight_class")
@@ -152,23 +268,41 @@ def task_id(row: Mapping[str, Any]) -> str:
     return short_hash(json.dumps(dict(row), sort_keys=True, ensure_ascii=False, default=str))
 
 
-def record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``rubric_qa`` record of one PRBench conversation.
+def record(
+    row: Mapping[str, Any],
+    protocol: str = "lbr",
+    path: Path | None = None,
+    splits: Sequence[str] = (),
+    positions: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The ``rubric_qa`` record of one PRBench conversation under ``protocol``.
 
     Raises:
-        RowError: no user turn, a non-text turn.
+        RowError: no user turn, a non-text turn, a criterion the official protocol cannot
+            weigh.
 
     """
-    messages, _ = conversation(row)
+    policy = _POLICY[protocol]
+    if policy == OFFICIAL:
+        prepend = path is None or path.suffix.lower() != ".parquet"
+        messages = official_conversation(row, prepend)
+        criteria = official_rubric(row)
+    else:
+        messages, _ = conversation(row)
+        criteria = rubric(row)
     source_id = task_id(row)
-    metadata: dict[str, Any] = {"policy_id": "prbench_v1", "source_id": source_id}
+    metadata: dict[str, Any] = {"policy_id": policy, "source_id": source_id}
     for key in (*_METADATA_FIELDS, "turns", "canary"):
         if row.get(key) is not None:
             metadata[key] = row[key]
+    if splits:
+        metadata["splits"] = list(splits)
+    if positions:
+        metadata["split_positions"] = dict(positions)
     prompt = [m["content"] for m in messages if m["role"] == "user"][-1]
     out = new_record(f"prbench:{source_id}", "prbench", "rubric_qa", prompt, metadata=metadata)
     out["messages"] = messages
-    out["rubric"] = rubric(row)
+    out["rubric"] = criteria
     return out
 
 
@@ -178,17 +312,46 @@ def files(paths: Sequence[Path]) -> list[Path]:
 
 
 def rows(paths: Sequence[Path], options: ImportOptions) -> Iterator[SourceRow]:
-    """One row per conversation, files in order."""
+    """One row per task, in the order tasks first appear, with every split it is in.
+
+    A task the Hard subsets repeat is one record: the first row's content, the splits of
+    all its rows (``--split NAME`` keeps the tasks in that split).
+    """
+    protocol = resolve_protocol("prbench", options.protocol) or OFFICIAL
+    seen: dict[str, tuple[str, Path, Any, dict[str, int]]] = {}
+    counters: dict[str, int] = {}
+    unread: list[tuple[str, Any]] = []
     for path in files(paths):
         for position, row in enumerate(read_table(path), start=1):
             where = f"{path.name} row {position}"
-            yield SourceRow.built(where, None, record, row)
+            if not isinstance(row, Mapping):
+                unread.append((where, row))
+                continue
+            key = task_id(row)
+            if key not in seen:
+                seen[key] = (where, path, row, {})
+            places = seen[key][3]
+            for split in splits_of(row, path):
+                if split not in places:  # its place among its split's rows, files in order
+                    places[split] = counters[split] = counters.get(split, -1) + 1
+    for where, row in unread:
+        yield SourceRow.built(where, None, record, row)
+    for where, path, row, places in seen.values():
+        ordered: list[str] = [
+            s for s in ("finance", "legal", "finance_hard", "legal_hard") if s in places
+        ]
+        ordered += sorted(set(places) - set(ordered))
+        if options.split is not None and options.split not in ordered:
+            continue
+        first = ordered[0] if ordered else None
+        positions = {s: places[s] for s in ordered}
+        yield SourceRow.built(where, first, record, row, protocol, path, ordered, positions)
 
 
 IMPORTER = Importer(
     name="prbench",
     what="PRBench conversations: every turn, reference texts, weighted rubric",
-    version=1,
+    version=2,
     files=files,
     rows=rows,
 )

@@ -4,7 +4,7 @@ A *protocol* is how a benchmark's records are prompted and graded: the policy th
 ``metadata.policy_id`` names and the prompt the importer writes. It changes nothing else:
 ids, task types, choices, gold answers and the other metadata stay as they are.
 
-``legaleval import legalbench|lexam`` (and ``--dataset legalbench:PATH`` / ``lexam:PATH``)
+``legaleval import legalbench|lexam|prbench|apex`` (and ``--dataset legalbench:PATH`` …)
 assign the benchmark's official protocol — its own prompts and scoring, so the figures
 are the leaderboard's — and ``--protocol NAME`` picks one of ours. The other sources have
 one protocol each (their policy, as before) and take no ``--protocol``.
@@ -54,6 +54,25 @@ PROTOCOLS: Mapping[str, Protocols] = {
             "(policy `lexam`)",
             "lbr": "as the Legal Benchmark Runner runs LEXam (policies `lexam_mcq_v1`, "
             "`lexam_oq_v1`)",
+        },
+    ),
+    "prbench": Protocols(
+        "prbench_official",
+        {
+            "prbench_official": "PRBench's own: the conversation as evals.py builds it, "
+            "GRADER_TEMPLATE per criterion, unreadable or failed judging not met, "
+            "Σ w·met / Σ w⁺ unclipped, per split and Hard subset",
+            "lbr": "as the Legal Benchmark Runner runs PRBench (policy `prbench_v1`)",
+            "prbench_paper_v1": "ours: PRBench's method in our judge wording, task scores "
+            "clipped to [0, 1], judge errors kept apart",
+        },
+    ),
+    "apex": Protocols(
+        "apex_official",
+        {
+            "apex_official": "APEX-v1's own: its response-generation prompt, "
+            "grading_prompt.txt per criterion, percent met, mean of the median over epochs",
+            "lbr": "as the Legal Benchmark Runner runs APEX (policy `apexv1_extended_v1`)",
         },
     ),
 }

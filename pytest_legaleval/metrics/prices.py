@@ -21,7 +21,7 @@ from typing import Any
 
 from pytest_legaleval.engine.presets import BATCH_PRICE_FACTORS, DEFAULT_BATCH_FACTOR
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.formats.safe_yaml import load_yaml
+from pytest_legaleval.util.safe_yaml import load_yaml
 
 __all__ = ["Price", "PriceTable", "batch_factor", "load_price_table"]
 

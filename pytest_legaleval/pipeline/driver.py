@@ -38,8 +38,8 @@ __all__ = [
     "RunOutcome",
     "RunSession",
     "StateCallback",
+    "outcome_of",
     "run_evaluation",
-    "test_outcome",
 ]
 
 _log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ ProgressCallback = Callable[[int, int], None]
 """Called with ``(items recorded, items in all)`` after every recorded item."""
 
 
-def test_outcome(result: EvalResult) -> str:
+def outcome_of(result: EvalResult) -> str:
     """The pytest outcome the default suite's ``evaluation.check()`` gives a result."""
     if result.outcome == "skipped":
         return "skipped"
@@ -250,7 +250,7 @@ def _evaluate_all(
         if resume is not None and spec.item_id in resume.finished:
             line = resume.finished[spec.item_id]
             result = EvalResult.from_dict(line)
-            session.record(spec, result, str(line.get("test_outcome") or test_outcome(result)))
+            session.record(spec, result, str(line.get("test_outcome") or outcome_of(result)))
             run.recorded()
             continue
         policy = session.plan.policies.for_record(entry)
@@ -272,7 +272,7 @@ def _evaluate_all(
         if cancel.is_set():
             # Cancelled while this item waited: like an interrupted test, it is cancelled.
             return position
-        session.record(spec, result, test_outcome(result))
+        session.record(spec, result, outcome_of(result))
         run.recorded()
     return len(specs)
 

@@ -148,7 +148,7 @@ class CostEstimate:
 def _config_pricing(config_file: str | None) -> Any:
     if not config_file:
         return None
-    from pytest_legaleval.formats.safe_yaml import load_yaml
+    from pytest_legaleval.util.safe_yaml import load_yaml
 
     try:
         data = load_yaml(Path(config_file).read_text(encoding="utf-8"), source=config_file)
@@ -313,8 +313,9 @@ def plan_entries(
         return
     from pytest_legaleval.formats import DatasetStream
     from pytest_legaleval.pipeline.selection import entry_key, in_shard
+    from pytest_legaleval.pipeline.sources import dataset_paths
 
-    files = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
+    files = DatasetStream(dataset_paths(s.dataset, s.protocol), s.dataset_format)
     if not selected:
         yield from files
         return

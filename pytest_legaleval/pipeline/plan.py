@@ -31,6 +31,7 @@ from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
 from pytest_legaleval.pipeline.selection import entry_key, in_shard, select, selected_count
 from pytest_legaleval.pipeline.settings import Settings, Shard, generation_settings
+from pytest_legaleval.pipeline.sources import dataset_paths
 from pytest_legaleval.records import Record
 from pytest_legaleval.run.ids import new_request_id
 
@@ -137,7 +138,8 @@ class DatasetPlan:
             s = self._settings
             try:
                 if s.shard is None:
-                    self._load = load_dataset(list(s.dataset), s.dataset_format, s.protocol)
+                    paths = dataset_paths(s.dataset, s.protocol)
+                    self._load = load_dataset(paths, s.dataset_format)
                     self._records_read = sum(isinstance(e, Record) for e in self._load.entries)
                 else:
                     self._load = self._load_shard(s.shard)
@@ -148,7 +150,7 @@ class DatasetPlan:
 
     def _load_shard(self, shard: Shard) -> LoadResult:
         s = self._settings
-        stream = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
+        stream = DatasetStream(dataset_paths(s.dataset, s.protocol), s.dataset_format)
         kept: list[Record | RejectedRecord] = []
         records = 0
         for entry in stream:
@@ -227,9 +229,9 @@ class DatasetPlan:
             self.items  # noqa: B018 - a selection error is raised here, as in collection
             entries: Iterable[Record | RejectedRecord] = loaded.entries
             if self.partial:  # the files' other entries were not kept: read them again
-                entries = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
+                entries = DatasetStream(dataset_paths(s.dataset, s.protocol), s.dataset_format)
             return DatasetSource(loaded.datasets, entries, self._records_read, len(self.selected))
-        stream = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
+        stream = DatasetStream(dataset_paths(s.dataset, s.protocol), s.dataset_format)
         if self._streamed is not None:  # counted by an earlier pass (the estimate's)
             datasets, records, selected = self._streamed
             return DatasetSource(datasets, stream, records, selected)
@@ -259,7 +261,7 @@ class DatasetPlan:
         if s.sample is not None:
             yield from sampled()
             return
-        stream = DatasetStream(list(s.dataset), s.dataset_format, s.protocol)
+        stream = DatasetStream(dataset_paths(s.dataset, s.protocol), s.dataset_format)
         records = shard_count = 0
         for entry in stream:
             records += isinstance(entry, Record)
@@ -331,6 +333,12 @@ class RunPlan:
             replay = ReplayGrader(lambda: plan.read_judgments(), path)
             for task_type in ("reference_qa", "rubric_qa", "criteria"):
                 registry.register(replay, task_type=task_type)
+            from pytest_legaleval.grading.protocols import protocols
+
+            for protocol in protocols():  # a protocol's own judge would otherwise be asked
+                for grader, kind in protocol.graders():
+                    if grader.needs_judge:
+                        registry.register(replay, policy_id=protocol.id, task_type=kind)
         models = (responses.models or ("prefilled",)) if responses is not None else settings.model
         plan = cls(
             settings,

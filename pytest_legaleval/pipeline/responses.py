@@ -37,7 +37,7 @@ from pathlib import Path
 
 from pytest_legaleval.engine.sanitize import clean_text, token_count
 from pytest_legaleval.errors import LegalEvalWarning, ResponsesError
-from pytest_legaleval.formats import strict_json
+from pytest_legaleval.util import strict_json
 from pytest_legaleval.validation.duplicates import (
     colon_count,
     find_duplicate_keys,

@@ -56,7 +56,7 @@ _BY_DEST = {spec.dest: spec for spec in OPTIONS}
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    from pytest_legaleval.formats.safe_yaml import load_yaml
+    from pytest_legaleval.util.safe_yaml import load_yaml
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -124,7 +124,7 @@ def _confined_yaml_path(value: str, folder: Path, dest: str, config_file: Path) 
     tests, so it may not point the run at files elsewhere (``/etc``, ``~/.ssh``, a FIFO) or
     write outside its project. Relative paths are taken from the file's folder.
     """
-    from pytest_legaleval.formats.paths import SYSTEM_TREES, is_within
+    from pytest_legaleval.util.paths import SYSTEM_TREES, is_within
 
     prefix = ""
     if dest == "dataset" and ":" in value:

@@ -38,10 +38,11 @@ from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin, terminal_writer
 from pytest_legaleval.pytest.state import RECORDER_KEY
+from pytest_legaleval.run.recorder import REGRESSIONS
 
 __all__ = ["REGRESSIONS_FILE", "SHOWN_REGRESSIONS", "Baseline", "Gatekeeper", "load_baseline"]
 
-REGRESSIONS_FILE = "regressions.jsonl"
+REGRESSIONS_FILE = REGRESSIONS
 SHOWN_REGRESSIONS = 20
 """Regressed records named in the terminal; ``regressions.jsonl`` has all of them."""
 
@@ -163,10 +164,11 @@ class Gatekeeper:
             self.regressed = self.comparison.paired == 0 or self.comparison.regressed(
                 settings.max_regression, settings.regression_alpha
             )
-            for change in self.comparison.changes:
-                if change.change != "fail_to_pass":
-                    directory.append(REGRESSIONS_FILE, change.to_dict())
-            directory.touch(REGRESSIONS_FILE)
+            recorder.write_regressions(
+                change.to_dict()
+                for change in self.comparison.changes
+                if change.change != "fail_to_pass"
+            )
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
-from pytest_legaleval.pipeline.driver import RunSession, test_outcome
+from pytest_legaleval.pipeline.driver import RunSession, outcome_of
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.carrier import Carried, carried
@@ -161,7 +161,7 @@ class RecorderPlugin:
             ]
         for nodeid, provenance, result in arrived:
             if not self.recorder.is_recorded(provenance["index"]):
-                self._record(result, nodeid, test_outcome(result), provenance)
+                self._record(result, nodeid, outcome_of(result), provenance)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -2,14 +2,18 @@
 
 A plugin lives in the user's own test process, so every trick that changes something
 process-wide is here, applies only while a legaleval run is active, and is undone at
-``pytest_unconfigure`` where it can be. Figures: ``benchmarks/RESULTS.md``.
+``pytest_unconfigure``. Figures: ``benchmarks/RESULTS.md``.
+
+**One switch.** The ini option ``legaleval_process_tweaks`` (default true; on the command
+line ``-o legaleval_process_tweaks=false``) turns the garbage-collector tricks off: no
+pause, no freeze, the collector as the user left it. :func:`configure` reads it.
 
 - **Garbage collector.** :func:`collector_paused` turns the cyclic collector off around
   blocks that build many long-lived objects and free none (a dataset load, the engine's
   import and start, a bulk submit); :func:`freeze` moves what exists into the permanent
   generation once the process's long-lived objects are built (the dataset, the engine, the
   controller's plugins), so the run's collections do not re-scan them. The pause ends with
-  its block; the freeze stays (see :func:`freeze`).
+  its block; the freeze is undone at unconfigure (:func:`restore`).
 - **Background imports.** An xdist worker that will call a model imports the engine on
   a thread while it collects (:func:`start_engine_import`); a single process does not
   (the thread would only compete with collection for the GIL).
@@ -32,7 +36,10 @@ import pytest
 __all__ = [
     "ENGINE_MODULE",
     "ENGINE_THREAD",
+    "SWITCH",
+    "add_switch",
     "collector_paused",
+    "configure",
     "finish_engine_import",
     "freeze",
     "quiet_worker_summary",
@@ -42,9 +49,31 @@ __all__ = [
 
 # -- the garbage collector ------------------------------------------------------------------
 
+SWITCH = "legaleval_process_tweaks"
+"""The ini option that turns the process-wide tricks on (the default) or off."""
+
 _pause_lock = threading.Lock()
 _pauses = 0
 _restore_collector = False
+_enabled = True
+_frozen = False
+
+
+def add_switch(parser: pytest.Parser) -> None:
+    """Declare the switch (call it from ``pytest_addoption``)."""
+    parser.addini(
+        SWITCH,
+        "Let pytest-legaleval pause and freeze the garbage collector while a run builds its "
+        "long-lived objects (undone at the session's end); false leaves it alone.",
+        type="bool",
+        default=True,
+    )
+
+
+def configure(config: pytest.Config) -> None:
+    """Read the switch for this process (call it from ``pytest_configure``)."""
+    global _enabled
+    _enabled = bool(config.getini(SWITCH))
 
 
 @contextmanager
@@ -57,6 +86,9 @@ def collector_paused() -> Iterator[None]:
     collector comes back when the last of them ends, if it was on when the first began.
     """
     global _pauses, _restore_collector
+    if not _enabled:
+        yield
+        return
     with _pause_lock:
         if _pauses == 0:
             _restore_collector = gc.isenabled()
@@ -76,18 +108,25 @@ def freeze() -> None:
 
     Called where a process's long-lived objects are built: after the dataset load, after
     the engine starts, at an xdist controller's first report. It changes no setting of the
-    collector (it stays on, its thresholds as they were), and it is the one trick not
-    undone at unconfigure: unfreezing then would make the collections pytest runs at its
-    end, and the one at interpreter exit, scan everything the run kept (see
-    ``benchmarks/RESULTS.md``). Frozen objects that die later stay in memory until the
-    process ends.
+    collector (it stays on, its thresholds as they were). :func:`restore` unfreezes at the
+    session's end, so the user's process gets its collector back as it was; the
+    collections pytest runs after that scan what the run kept, once. Frozen objects that
+    die during the run stay in memory until then.
     """
-    gc.freeze()
+    global _frozen
+    if _enabled:
+        gc.freeze()
+        _frozen = True
 
 
 def restore(config: pytest.Config) -> None:
     """Undo what the tricks changed in this process (call it at unconfigure)."""
+    global _frozen, _enabled
     finish_engine_import(config)
+    if _frozen:
+        gc.unfreeze()
+        _frozen = False
+    _enabled = True  # the next session in this process (pytester) reads its own switch
 
 
 # -- background imports ---------------------------------------------------------------------

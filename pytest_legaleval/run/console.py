@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_legaleval.grading.protocols import protocol_for_benchmark
 from pytest_legaleval.metrics.counts import counts_of
 
 __all__ = [
@@ -162,46 +163,30 @@ def summary_lines(summary: Mapping[str, Any], by_slice: Mapping[str, Any] | None
     return lines + [printable(line) for line in _warning_lines(summary)]
 
 
-def _num(value: Any, digits: int = 4) -> str:
-    return "-" if not isinstance(value, int | float) else f"{value:.{digits}f}"
-
-
-def _benchmark_figures(name: str, figures: Mapping[str, Any]) -> str:
-    if name == "legalbench":
-        manual = figures.get("manual") or []
-        note = f"; graded by hand upstream, not scored: {', '.join(manual)}" if manual else ""
-        return (
-            f"score {_num(figures.get('score'))} = mean over {figures.get('n_tasks', 0)} "
-            f"test-split tasks (balanced accuracy and LegalBench's own metrics){note}"
-        )
-    mcq = figures.get("mcq") or {}
-    opened = figures.get("open") or {}
-    parts = []
-    if mcq.get("n"):
-        parts.append(f"MCQ accuracy {_num(mcq.get('accuracy'))} (n={mcq['n']})")
-    if opened.get("n"):
-        ours = opened.get("ours") or {}
-        parts.append(
-            f"open questions {_num(opened.get('score'), 1)} (mean grade x 100, n={opened['n']}; "
-            f"unusable judge replies scored 0 as LEXam does: "
-            f"{opened.get('unusable_replies_scored_0', 0)}; ours: "
-            f"{ours.get('judge_errors', 0)} judge errors, never a 0)"
-        )
-    return "; ".join(parts) or "no item scored"
+_BLOCK_KEYS = frozenset(("protocol", "protocol_version", "upstream", "models", "other_protocols"))
+"""The keys every ``benchmarks`` block has; the rest are a one-model run's figures."""
 
 
 def benchmark_lines(benchmarks: Mapping[str, Any]) -> list[str]:
-    """The official figures of ``metrics_summary.json``'s ``benchmarks`` block, labelled."""
+    """The official figures of ``metrics_summary.json``'s ``benchmarks`` block, labelled.
+
+    Each registered protocol (``grading.protocols``) words its own figures; a block of a
+    benchmark no protocol knows is named with a pointer to the file.
+    """
     lines = []
     for name, block in benchmarks.items():
         if not isinstance(block, Mapping):
             continue
+        protocol = protocol_for_benchmark(name)
         label = f"official {name} ({block.get('protocol')})"
+        if protocol is None:
+            lines.append(f"{label}: figures in metrics_summary.json")
+            continue
         models = block.get("models") or {}
-        if len(models) <= 1 and ("score" in block or "mcq" in block):
-            lines.append(f"{label}: {_benchmark_figures(name, block)}")
+        if len(models) <= 1 and set(block) - _BLOCK_KEYS:
+            lines.append(f"{label}: {protocol.terminal_line(block)}")
             continue
         for model, figures in models.items():
             if isinstance(figures, Mapping):
-                lines.append(f"{label} [{model}]: {_benchmark_figures(name, figures)}")
+                lines.append(f"{label} [{model}]: {protocol.terminal_line(figures)}")
     return [printable(line) for line in lines]

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_legaleval.errors import ConfigError, NonFiniteWarning
-from pytest_legaleval.formats.strict_json import without_non_finite
 from pytest_legaleval.run.names import CHECKSUMS
+from pytest_legaleval.util.strict_json import without_non_finite
 
 __all__ = [
     "CHECKSUMS",

@@ -53,7 +53,7 @@ def package_version(name: str = "pytest-legaleval") -> str | None:
     reading the installed metadata parses the whole long description, tens of milliseconds.
     """
     if name == "pytest-legaleval":
-        from pytest_legaleval import __version__
+        from pytest_legaleval._version import __version__
 
         return __version__
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import artifacts
 from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
 from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, group_items
 from pytest_legaleval.metrics.prices import PriceTable, load_price_table
@@ -293,8 +294,9 @@ def merge_runs(
         failures = [f for s in shards for f in s.failures]
         for row in _sorted(failures, order, _failure_key):
             directory.append("failures.jsonl", retag(row))
-        for name in ("predictions.jsonl", "attempt_logs.jsonl", "failures.jsonl", TRANSCRIPTS):
-            directory.touch(name)
+        for artifact in artifacts():  # a concatenated file exists even with no shard lines
+            if artifact.merge == "concat":
+                directory.touch(artifact.name)
         if any(len(lines) > 1 for lines in predictions.values()):
             for flaky in tally.flaky_lines():
                 directory.append(FLAKY_RECORDS_FILE, flaky)

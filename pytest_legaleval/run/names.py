@@ -1,38 +1,28 @@
-"""The names of a run directory's files, in one light module (no other import).
+"""The names of a run directory's files: views of the artifact table, in one light module.
 
-The HTTP service lists and serves them, ``legaleval submit`` downloads them, the recorder
-writes them: one list, here.
+The table itself (name, schema, writer, retention, listing, merge rule) is
+:mod:`pytest_legaleval.metrics.artifacts`; these constants name its built-in rows for the
+code that needs a fixed list. Code that must also see registered artifacts calls
+:func:`~pytest_legaleval.metrics.artifacts.artifacts`.
 """
 
 from __future__ import annotations
 
+from pytest_legaleval.metrics.artifacts import ARTIFACT_TABLE, CHECKSUMS
+
 __all__ = ["ARTIFACTS", "CHECKSUMS", "EXTRA_ARTIFACTS", "KNOWN_ARTIFACTS", "OPTIONAL_ARTIFACTS"]
 
-ARTIFACTS: tuple[str, ...] = (
-    "run_manifest.json",
-    "input_dataset.json",
-    "record_validation.jsonl",
-    "predictions.jsonl",
-    "attempt_logs.jsonl",
-    "metrics_summary.json",
-    "metrics_by_slice.json",
-    "failures.jsonl",
-)
+ARTIFACTS: tuple[str, ...] = tuple(a.name for a in ARTIFACT_TABLE if a.presence == "contract")
 """The eight files of the Dataset Contract §4.1 (``SHA256SUMS`` comes on top)."""
 
-EXTRA_ARTIFACTS: tuple[str, ...] = ("transcripts.jsonl",)
+EXTRA_ARTIFACTS: tuple[str, ...] = tuple(a.name for a in ARTIFACT_TABLE if a.presence == "always")
 """Files every run directory has besides the contract's eight: what each item sent and got
 back."""
 
-OPTIONAL_ARTIFACTS: tuple[str, ...] = (
-    "flaky_records.jsonl",
-    "regressions.jsonl",
-    "human_labels_validation.jsonl",
+OPTIONAL_ARTIFACTS: tuple[str, ...] = tuple(
+    a.name for a in ARTIFACT_TABLE if a.presence == "optional"
 )
 """Files some runs have: with ``--epochs``, ``--baseline``, ``--human-labels``."""
 
 KNOWN_ARTIFACTS: tuple[str, ...] = (*ARTIFACTS, *EXTRA_ARTIFACTS, *OPTIONAL_ARTIFACTS)
-"""Every artifact a run directory can hold (``SHA256SUMS`` besides)."""
-
-CHECKSUMS = "SHA256SUMS"
-"""Written last, in ``sha256sum`` format (``<hex>  <name>``), over every artifact."""
+"""Every built-in artifact a run directory can hold (``SHA256SUMS`` besides)."""

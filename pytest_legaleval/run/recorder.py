@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
+from pytest_legaleval.metrics.artifacts import FinishedRun
+from pytest_legaleval.metrics.artifacts import artifacts as table
 from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, EpochSummary
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.slices import SliceAccumulator
@@ -37,8 +39,8 @@ from pytest_legaleval.run.manifest import (
 from pytest_legaleval.run.redaction import Redactor
 from pytest_legaleval.run.tally import (
     HUMAN_LABELS_VALIDATION,
-    OFFICIAL_POLICIES,
     RunTally,
+    is_official_policy,
     line_figures,
     merge_slice_blocks,
 )
@@ -46,7 +48,7 @@ from pytest_legaleval.run.tally import (
 if TYPE_CHECKING:
     from pytest_legaleval.metrics.human_labels import LabelFile
 
-__all__ = ["DENOMINATORS", "DatasetSource", "ResultListener", "RunRecorder"]
+__all__ = ["DENOMINATORS", "REGRESSIONS", "DatasetSource", "ResultListener", "RunRecorder"]
 
 DENOMINATORS = ("total_records", "valid_records", "evaluated_records", "failed_records",
                 "skipped_records", "invalid_records", "cancelled_records")  # fmt: skip
@@ -57,6 +59,8 @@ ResultListener = Callable[[EvalResult, Mapping[str, Any] | None], None]
 
 TRANSCRIPTS = artifacts.EXTRA_ARTIFACTS[0]
 """What each item (each epoch) sent and got back: one line per prediction line."""
+REGRESSIONS = "regressions.jsonl"
+"""The gates' comparison with ``--baseline`` (:meth:`RunRecorder.write_regressions`)."""
 
 
 @dataclass(slots=True)
@@ -121,6 +125,9 @@ class RunRecorder:
         """One flag per item index: a result was recorded, or the item was deselected."""
         self._pending_marks: list[int] = []
         self._retried = False
+        self._figures: tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]] | None = None
+        """The figures as last computed; dropped by every new line (computed once per run
+        when the gates and the end of the run both ask with no result between)."""
 
     @property
     def summary(self) -> MetricsAccumulator:
@@ -189,8 +196,9 @@ class RunRecorder:
                 "the dataset changed while the run started: its checksum differs between reads"
             )
         directory.flush()
-        for name in ("predictions.jsonl", "attempt_logs.jsonl", "failures.jsonl", TRANSCRIPTS):
-            directory.touch(name)
+        for row in table():  # the per-item files exist even when no item writes to them
+            if row.writer == "record":
+                directory.touch(row.name)
         self.transition("running")
         directory.write_json("run_manifest.json", self._manifest())
         return True
@@ -210,6 +218,7 @@ class RunRecorder:
 
     def _write(self, name: str, line: dict[str, Any]) -> None:
         assert self.directory is not None
+        self._figures = None
         if self.run_error is not None:
             return
         try:
@@ -220,6 +229,7 @@ class RunRecorder:
     def record_invalid(self, rejection: Mapping[str, Any], item_id: str) -> None:
         """An invalid record's item (``ItemSpec.rejection()``)."""
         self.mark_recorded(rejection["index"])
+        self._figures = None
         dataset = rejection["dataset"] or rejection["source_stem"]
         key = ("invalid", dataset, rejection["source_index"])  # one record for all its models
         self._tally.add_invalid(key, dataset=dataset, model=rejection["model"])
@@ -241,6 +251,7 @@ class RunRecorder:
         """
         if record is not None:
             self.mark_recorded(record["index"])
+        self._figures = None
         generation_settings = self.config.generation_settings.get(result.model, {})
         item_line: dict[str, Any] | None = None
         for epoch in result.epochs or (result,):
@@ -274,7 +285,7 @@ class RunRecorder:
         )
         if failure is not None:
             self._write("failures.jsonl", failure)
-        if result.policy_id in OFFICIAL_POLICIES or (
+        if is_official_policy(result.policy_id) or (
             result.judge is not None and len(result.judge.models) > 1
         ):
             self._reads_lines = True  # the benchmarks block, or a judge panel's agreement
@@ -320,8 +331,11 @@ class RunRecorder:
 
         ``metrics_summary.json``'s, ``metrics_by_slice.json``'s, and the human-label rows
         left out. What only all the lines together give (the official benchmarks, the judge audit,
-        the judges' consistency) is computed from ``predictions.jsonl`` as written.
+        the judges' consistency) is computed from ``predictions.jsonl`` as written. Computed
+        once for the lines recorded so far: the gates and :meth:`finalize` share them.
         """
+        if self._figures is not None:
+            return self._figures
         seed = self.seed
         metrics = {"run_id": self.run_id, "metrics_version": "1", "computed_at": utc_now()}
         summary = {
@@ -350,7 +364,46 @@ class RunRecorder:
             )
             summary.update(blocks)
             merge_slice_blocks(by_slice, slice_blocks)
-        return summary, by_slice, errors
+        self._figures = (summary, by_slice, errors)
+        return self._figures
+
+    def write_regressions(self, lines: Iterable[Mapping[str, Any]]) -> None:
+        """``regressions.jsonl``: the items worse than in the ``--baseline`` run.
+
+        The gates compare; the recorder writes (it is the run directory's only writer),
+        before :meth:`finalize` checksums and seals the directory.
+        """
+        if self.directory is None:
+            return
+        try:
+            for line in lines:
+                self.directory.append(REGRESSIONS, dict(line), flush=False)
+            self.directory.touch(REGRESSIONS)
+            self.directory.flush()
+        except OSError as exc:
+            self.run_error = self.run_error or f"cannot write {REGRESSIONS}: {exc}"
+
+    def _write_derived(self, summary: Mapping[str, Any], by_slice: Mapping[str, Any]) -> None:
+        """The registered artifacts computed from the finished run (``metrics.artifacts``)."""
+        from pytest_legaleval.metrics.runfiles import iter_jsonl
+
+        directory = self.directory
+        assert directory is not None
+        predictions = Path(directory.path) / "predictions.jsonl"
+        finished = FinishedRun(self.run_id, summary, by_slice, lambda: iter_jsonl(predictions))
+        for row in table():
+            if row.derive is None:
+                continue
+            directory.flush()
+            try:
+                lines = row.derive(finished)
+                for line in lines or ():
+                    directory.append(row.name, dict(line), flush=False)
+            except Exception as exc:
+                self.run_error = self.run_error or f"cannot compute {row.name}: {exc!r}"
+                continue
+            if lines is not None:
+                directory.touch(row.name)
 
     def finalize(self, interrupted: bool) -> None:
         """Write the metrics and the final manifest, checksum and seal the directory."""
@@ -376,6 +429,7 @@ class RunRecorder:
                 directory.touch(HUMAN_LABELS_VALIDATION)
             directory.write_json("metrics_summary.json", self.final[0])
             directory.write_json("metrics_by_slice.json", self.final[1])
+            self._write_derived(*self.final)
         except OSError as exc:
             self.run_error = self.run_error or f"cannot write the metrics: {exc}"
             self.status = "failed"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_legaleval.grading.protocols import protocol_for_policy
 from pytest_legaleval.metrics.epoch_summary import EpochSummary
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.slices import SliceAccumulator
@@ -23,8 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HUMAN_LABELS_VALIDATION",
-    "OFFICIAL_POLICIES",
     "RunTally",
+    "is_official_policy",
     "line_figures",
     "merge_slice_blocks",
 ]
@@ -100,8 +101,16 @@ class RunTally:
 
 # -- figures that read every line -------------------------------------------------------------
 
-OFFICIAL_POLICIES = frozenset(("legalbench_official", "lexam_official"))
-"""The official protocols' policy ids: a run with one of them has a ``benchmarks`` block."""
+
+def is_official_policy(policy_id: object) -> bool:
+    """Whether ``policy_id`` is a registered protocol's: the run then has a ``benchmarks`` block.
+
+    The registry (``grading.protocols``) is asked, so a protocol registered by a user or a
+    later benchmark gets its figures without a list to keep up to date here.
+    """
+    return protocol_for_policy(policy_id) is not None
+
+
 HUMAN_LABELS_VALIDATION = "human_labels_validation.jsonl"
 """The artifact listing the ``--human-labels`` rows that were left out, and why."""
 

@@ -1,28 +1,27 @@
-"""Check a finished run directory: every artifact present, schema-valid and checksummed."""
+"""Check a finished run directory: every artifact present, schema-valid and checksummed.
+
+Which files must be there and which schema each follows is the artifact table's
+(``metrics.artifacts``): the contract's files must exist, and every file present that has
+a schema is checked against it, line by line for JSONL.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.formats import strict_json
-from pytest_legaleval.run.artifacts import ARTIFACTS
+from pytest_legaleval.metrics.artifacts import ARTIFACT_TABLE, artifacts
 from pytest_legaleval.run.directory import CHECKSUMS, verify_checksums
+from pytest_legaleval.util import strict_json
 from pytest_legaleval.validation.schemas import schema_validator
 
 __all__ = ["ARTIFACT_SCHEMAS", "check_run_directory"]
 
 ARTIFACT_SCHEMAS: dict[str, str] = {
-    "run_manifest.json": "run_manifest",
-    "input_dataset.json": "input_dataset",
-    "record_validation.jsonl": "record_validation",
-    "predictions.jsonl": "prediction",
-    "attempt_logs.jsonl": "attempt_log",
-    "metrics_summary.json": "metrics_summary",
-    "metrics_by_slice.json": "metrics_by_slice",
-    "failures.jsonl": "failure",
+    row.name: row.schema for row in ARTIFACT_TABLE if row.schema is not None
 }
-"""Artifact file -> the ``schemas/`` stem that describes it (one line, for JSONL)."""
+"""Built-in artifact file -> the ``schemas/`` stem that describes it (one line, for JSONL);
+a view of ``metrics.artifacts``."""
 
 
 def _documents(path: Path) -> list[tuple[str, Any]]:
@@ -42,17 +41,20 @@ def check_run_directory(path: str | Path) -> list[str]:
     """Problems of a run directory (empty when it is complete, valid and intact)."""
     root = Path(path)
     problems = []
-    for name in ARTIFACTS:
-        target = root / name
+    for row in artifacts():
+        target = root / row.name
         if not target.is_file():
-            problems.append(f"{name}: missing")
+            if row.presence == "contract":
+                problems.append(f"{row.name}: missing")
             continue
-        validator = schema_validator(ARTIFACT_SCHEMAS[name])
+        if row.schema is None:
+            continue
+        validator = schema_validator(row.schema)
         try:
             documents = _documents(target)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             # ValueError: not JSON, or NaN/Infinity, which no strict parser reads.
-            problems.append(f"{name}: not standard JSON ({exc})")
+            problems.append(f"{row.name}: not standard JSON ({exc})")
             continue
         for where, document in documents:
             problems.extend(f"{where}: {error}" for error in validator.iter_errors(document))

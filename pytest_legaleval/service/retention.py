@@ -23,11 +23,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pytest_legaleval.run.names import CHECKSUMS, EXTRA_ARTIFACTS, OPTIONAL_ARTIFACTS
+from pytest_legaleval.metrics.artifacts import ARTIFACT_TABLE, CHECKSUMS, artifacts
 from pytest_legaleval.service.config import DataDir, Retention
 from pytest_legaleval.service.store import RunStore
 
-__all__ = ["RAW_ARTIFACTS", "SUMMARY_ARTIFACTS", "Sweep", "Sweeper", "iso", "sweep"]
+__all__ = [
+    "RAW_ARTIFACTS",
+    "SUMMARY_ARTIFACTS",
+    "Sweep",
+    "Sweeper",
+    "iso",
+    "raw_artifacts",
+    "summary_artifacts",
+    "sweep",
+]
 
 _log = logging.getLogger(__name__)
 ORPHAN_AFTER_S = 3600.0
@@ -35,21 +44,20 @@ ORPHAN_AFTER_S = 3600.0
 a request, so an older one belongs to an upload that failed)."""
 RETRY_AFTER_ERROR_S = 60.0
 
-RAW_ARTIFACTS = (
-    "input_dataset.json",
-    "record_validation.jsonl",
-    "predictions.jsonl",
-    "attempt_logs.jsonl",
-    "failures.jsonl",
-    *EXTRA_ARTIFACTS,
-    *OPTIONAL_ARTIFACTS,
-)
-SUMMARY_ARTIFACTS = (
-    "run_manifest.json",
-    "metrics_summary.json",
-    "metrics_by_slice.json",
-    CHECKSUMS,
-)
+RAW_ARTIFACTS = tuple(a.name for a in ARTIFACT_TABLE if a.retention == "raw")
+"""The built-in artifacts of retention class ``raw`` (``metrics.artifacts``)."""
+SUMMARY_ARTIFACTS = (*(a.name for a in ARTIFACT_TABLE if a.retention == "summary"), CHECKSUMS)
+"""The built-in artifacts of retention class ``summary``, and ``SHA256SUMS``."""
+
+
+def raw_artifacts() -> tuple[str, ...]:
+    """Every artifact of retention class ``raw``, registered ones included."""
+    return tuple(a.name for a in artifacts() if a.retention == "raw")
+
+
+def summary_artifacts() -> tuple[str, ...]:
+    """Every artifact of retention class ``summary``, registered ones included, and the sums."""
+    return (*(a.name for a in artifacts() if a.retention == "summary"), CHECKSUMS)
 
 
 def iso(moment: datetime) -> str:
@@ -77,7 +85,7 @@ def _unlink(folder: Path, names: tuple[str, ...]) -> None:
 
 
 def _raw(store: RunStore, data: DataDir, run_id: str) -> None:
-    _unlink(data.runs / run_id, RAW_ARTIFACTS)
+    _unlink(data.runs / run_id, raw_artifacts())
     shutil.rmtree(data.uploads / run_id, ignore_errors=True)
     for aside in data.interrupted.glob(f"{run_id}.*"):
         shutil.rmtree(aside, ignore_errors=True)
@@ -86,7 +94,7 @@ def _raw(store: RunStore, data: DataDir, run_id: str) -> None:
 
 def _summaries(store: RunStore, data: DataDir, run_id: str) -> None:
     folder = data.runs / run_id
-    _unlink(folder, (*RAW_ARTIFACTS, *SUMMARY_ARTIFACTS))
+    _unlink(folder, (*raw_artifacts(), *summary_artifacts()))
     if folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
     store.mark_deleted(run_id, "summary_deleted_at")

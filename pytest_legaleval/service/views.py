@@ -6,16 +6,22 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.run.names import CHECKSUMS, KNOWN_ARTIFACTS
+from pytest_legaleval.metrics.artifacts import CHECKSUMS, artifacts
+from pytest_legaleval.run.names import KNOWN_ARTIFACTS
 from pytest_legaleval.run.recorder import DENOMINATORS
 from pytest_legaleval.service.config import Retention
-from pytest_legaleval.service.retention import RAW_ARTIFACTS, iso
+from pytest_legaleval.service.retention import iso, raw_artifacts
 from pytest_legaleval.service.store import RunRow
 
-__all__ = ["DOWNLOADABLE", "artifact_list", "run_object"]
+__all__ = ["DOWNLOADABLE", "artifact_list", "downloadable", "run_object"]
 
 DOWNLOADABLE = (*KNOWN_ARTIFACTS, CHECKSUMS)
-"""Files of a run directory the API serves: the eight artifacts and their checksums."""
+"""The built-in files of a run directory the API serves, and their checksums."""
+
+
+def downloadable() -> tuple[str, ...]:
+    """Files of a run directory the API lists and serves (the table's ``listed`` rows)."""
+    return (*(a.name for a in artifacts() if a.listed), CHECKSUMS)
 
 
 def _after(at: str | None, days: int) -> str | None:
@@ -86,7 +92,7 @@ def artifact_list(row: RunRow, run_dir: Path, request_id: str) -> dict[str, Any]
     """The body of ``GET /v1/runs/{run_id}/artifacts``: the files still kept."""
     sums = checksums(run_dir)
     artifacts = []
-    for name in KNOWN_ARTIFACTS:
+    for name in downloadable()[:-1]:  # the artifacts, not the checksums
         target = run_dir / name
         if name in sums and target.is_file():
             artifacts.append(
@@ -104,4 +110,4 @@ def deleted_by_retention(row: RunRow, name: str) -> bool:
     """Whether ``name`` of the run was deleted by the retention sweeper."""
     if row.summary_deleted_at is not None:
         return True
-    return row.raw_deleted_at is not None and name in RAW_ARTIFACTS
+    return row.raw_deleted_at is not None and name in raw_artifacts()

@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.formats import dataset_files, load_dataset
 from pytest_legaleval.grading.attachments import missing_attachments, record_attachments
-from pytest_legaleval.importers.cache import source_folder
+from pytest_legaleval.importers.cache import dataset_files, load_dataset, source_folder
 from pytest_legaleval.records import Record
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 

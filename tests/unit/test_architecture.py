@@ -1,26 +1,37 @@
-"""The package's structure holds: only the pytest layer knows pytest, nothing knows _pytest.
+"""The package's structure holds: the layers of DESIGN §11, and only the pytest layer knows pytest.
 
 DESIGN §11: ``plugin.py``, ``pytest/`` and ``testing/`` may import pytest; every other
 module is pytest-free, so the pipeline, the service and the command line run without it;
-no module imports pytest's private ``_pytest``. The top level keeps only ``plugin.py``,
-``records.py``, ``errors.py`` and package faces.
+no module imports pytest's private ``_pytest``. The layers are import contracts in
+``pyproject.toml`` (``[tool.importlinter]``), checked here with import-linter as CI's
+``lint-imports`` checks them. The top level keeps only ``plugin.py``, ``records.py``,
+``errors.py``, ``_version.py`` and package faces.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 import pytest_legaleval
 
+from .. import extras
+
 PACKAGE = Path(pytest_legaleval.__file__).parent
+PYPROJECT = PACKAGE.parent / "pyproject.toml"
+needs_import_linter = pytest.mark.skipif(
+    not extras.installed("importlinter") and not extras.require_extras(),
+    reason="needs import-linter (the [dev] extra): pip install 'pytest-legaleval[dev]'",
+)
 PYTEST_ALLOWED = ("plugin.py", "pytest/", "testing/")
 PURE = (
-    "records", "errors", "formats", "importers", "validation", "engine", "grading",
+    "records", "errors", "util", "formats", "importers", "validation", "engine", "grading",
     "pipeline", "run", "metrics", "report", "service", "cli", "datasets",
 )  # fmt: skip
 
@@ -60,7 +71,7 @@ def test_only_the_pytest_layer_imports_pytest() -> None:
 
 def test_the_top_level_holds_only_the_entry_point_the_values_and_the_errors() -> None:
     modules = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert modules == ["__init__.py", "errors.py", "plugin.py", "records.py"]
+    assert modules == ["__init__.py", "_version.py", "errors.py", "plugin.py", "records.py"]
 
 
 def test_importing_the_pure_packages_loads_no_pytest() -> None:
@@ -92,7 +103,10 @@ def test_the_package_face_exports_the_public_names_lazily_and_without_pytest() -
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     # Importing the package loads only the values and the errors ...
-    assert out[0] == "['pytest_legaleval', 'pytest_legaleval.errors', 'pytest_legaleval.records']"
+    assert out[0] == (
+        "['pytest_legaleval', 'pytest_legaleval._version', 'pytest_legaleval.errors', "
+        "'pytest_legaleval.records']"
+    )
     # ... every public name resolves, the heavy ones from their own modules ...
     assert out[1] == "[]"
     assert out[2] == "pytest_legaleval.grading.base pytest_legaleval.pipeline.driver"
@@ -105,3 +119,70 @@ def test_the_package_face_exports_the_public_names_lazily_and_without_pytest() -
 def test_an_unknown_name_on_the_package_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'Evaluator'"):
         _ = pytest_legaleval.Evaluator  # type: ignore[attr-defined]
+
+
+def _lint_imports(config: Path, root: Path) -> int:
+    """import-linter's exit status for ``config`` (the package found under ``root``)."""
+    from importlinter.cli import lint_imports
+
+    sys.path.insert(0, str(root))
+    try:
+        return lint_imports(config_filename=str(config), no_cache=True, no_logo=True)
+    finally:
+        sys.path.remove(str(root))
+
+
+@needs_import_linter
+@pytest.mark.skipif(not PYPROJECT.exists(), reason="an installed wheel has no pyproject.toml")
+def test_the_import_contracts_of_design_11_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    status = _lint_imports(PYPROJECT, PACKAGE.parent)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "3 kept, 0 broken" in out
+
+
+@needs_import_linter
+def test_the_layers_contract_catches_an_arrow_pointing_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Our own contracts, on a package of the same layout whose metrics import run (the
+    # cycle metrics/compare.py had) through a lazy import inside a function.
+    text = PYPROJECT.read_text(encoding="utf-8")
+    start = text.index("\n[tool.importlinter]\n")
+    end = text.index("\n[tool.", start + 1)
+    config = text[start:end].replace("pytest_legaleval", "fakepkg")
+    (layers,) = [c["layers"] for c in tomllib.loads(config)["tool"]["importlinter"]["contracts"]
+                 if c["type"] == "layers"]  # fmt: skip
+    package = tmp_path / "fakepkg"
+    for line in layers:
+        for name in re.split(r"[|:]", line):
+            (package / name.strip()).mkdir(parents=True)
+            (package / name.strip() / "__init__.py").write_text("", encoding="utf-8")
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "metrics" / "compare.py").write_text(
+        "def render():\n    from fakepkg.run import console\n", encoding="utf-8"
+    )
+    (package / "run" / "console.py").write_text("", encoding="utf-8")
+    (tmp_path / "setup.cfg").write_text("", encoding="utf-8")
+    (tmp_path / ".importlinter.toml").write_text(config, encoding="utf-8")
+    status = _lint_imports(tmp_path / ".importlinter.toml", tmp_path)
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "fakepkg.metrics is not allowed to import fakepkg.run" in out
+    assert "fakepkg.metrics.compare -> fakepkg.run.console" in out
+
+
+def test_no_library_function_has_a_name_pytest_collects() -> None:
+    # A test module that imports such a function runs it as a test; only the default
+    # suite's test_record is meant to be collected.
+    offenders = []
+    for name, path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+                "test"
+            ):
+                offenders.append(f"{name}:{node.name}")
+            elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+                offenders.append(f"{name}:{node.name}")
+    assert offenders == ["pytest/default_suite.py:test_record"]

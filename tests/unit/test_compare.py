@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.compare import LIST_LIMIT, comparison, render
+from pytest_legaleval.metrics.compare import comparison
 from pytest_legaleval.metrics.gates import block_from_rows
 from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.run.compare_render import LIST_LIMIT, render
 
 
 def row(record_id: str, passed: bool, dataset: str = "lexam", score: float | None = None) -> dict:

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_legaleval.cli import main
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.compare import comparison, render
+from pytest_legaleval.metrics.compare import comparison
 from pytest_legaleval.metrics.runfiles import (
     item_rows,
     load_run,
@@ -18,6 +18,7 @@ from pytest_legaleval.metrics.runfiles import (
     run_epochs,
     run_reducer,
 )
+from pytest_legaleval.run.compare_render import render
 
 OLD_RUN = Path(__file__).resolve().parents[1] / "data" / "report" / "run_v0"
 

@@ -68,7 +68,7 @@ def test_every_exception_class_derives_from_legal_eval_error() -> None:
     assert {
         "pytest_legaleval.engine.retry.ProviderError",
         "pytest_legaleval.importers.base.RowError",
-        "pytest_legaleval.formats.safe_yaml._TooLarge",
+        "pytest_legaleval.util.safe_yaml._TooLarge",
         "pytest_legaleval.cli.submit._Exit",
         "pytest_legaleval.pipeline.responses.ResponsesWarning",
         "pytest_legaleval.pytest.outcomes.RecordFailed",
@@ -86,9 +86,9 @@ def test_user_facing_errors_keep_their_builtin() -> None:
     """Callers that only know the builtin still catch them (hypothesis's habit)."""
     from pytest_legaleval.engine.local_server import LocalModelError
     from pytest_legaleval.errors import ConfigError, DatasetRejected, NonFiniteNumber
-    from pytest_legaleval.formats.paths import PathRefused
     from pytest_legaleval.importers.base import RowError
     from pytest_legaleval.service.storage import StorageError
+    from pytest_legaleval.util.paths import PathRefused
 
     for cls, builtin in (
         (ConfigError, ValueError),

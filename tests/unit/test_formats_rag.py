@@ -121,8 +121,8 @@ def test_a_directory_skips_the_manifest_and_the_offline_dataset() -> None:
 def test_manifest_files_resolve_from_the_manifest_never_the_cwd(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_legaleval.formats.paths import PathRefused
     from pytest_legaleval.formats.rag import manifest_file
+    from pytest_legaleval.util.paths import PathRefused
 
     folder = tmp_path / "project" / "evaluation" / "datasets"
     folder.mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""``--dataset SOURCE:PATH``: the loader imports on demand and caches by content hash."""
+"""``--dataset SOURCE:PATH``: imported on demand (``importers.cache``), cached by content hash."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.formats import dataset_files, load_dataset
 from pytest_legaleval.importers import split_import_arg
+from pytest_legaleval.importers.cache import dataset_files, load_dataset
 
 from ..extras import needs_import
 

@@ -61,11 +61,16 @@ def test_unknown_or_misplaced_protocols_are_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert resolve_protocol("lexam", None) == "lexam_official"
-    assert resolve_protocol("lexam", "lbr") == "lbr" and resolve_protocol("prbench", None) is None
+    assert resolve_protocol("lexam", "lbr") == "lbr"
+    assert resolve_protocol("prbench", None) == "prbench_official"
+    assert resolve_protocol("apex", None) == "apex_official"
+    assert resolve_protocol("apex", "lbr") == "lbr" and resolve_protocol("lar_echr", None) is None
     with pytest.raises(ConfigError, match="not a protocol of legalbench; choose one of"):
         resolve_protocol("legalbench", "lexam")
+    with pytest.raises(ConfigError, match="not a protocol of prbench"):
+        resolve_protocol("prbench", "prbench_v1")  # LBR's policy is the protocol `lbr`
     with pytest.raises(ConfigError, match="no choice of protocol"):
-        resolve_protocol("prbench", "prbench_v1")
+        resolve_protocol("lar_echr", "lbr")
     out = tmp_path / "x.jsonl"
     assert main(["import", "legalbench", str(TASKS), "--out", str(out), "--protocol", "x"]) == 2
     assert "--protocol 'x' is not a protocol of legalbench" in capsys.readouterr().err

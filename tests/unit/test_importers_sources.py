@@ -21,9 +21,11 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "importers"
 LBR = DATA / "lbr"
 
 
-def run(source: str, path: Path, tmp_path: Path) -> list[dict[str, Any]]:
+def run(
+    source: str, path: Path, tmp_path: Path, protocol: str | None = None
+) -> list[dict[str, Any]]:
     out = tmp_path / f"{source}.jsonl"
-    summary = run_import(source, [path], out, force=True)
+    summary = run_import(source, [path], out, force=True, options=ImportOptions(protocol=protocol))
     assert summary.failed == 0, summary.failures
     return [json.loads(line) for line in out.read_text(encoding="utf-8").split("\n")[:-1]]
 
@@ -31,7 +33,7 @@ def run(source: str, path: Path, tmp_path: Path) -> list[dict[str, Any]]:
 @needs_import
 def test_prbench_keeps_every_turn_reference_and_weight(tmp_path: Path) -> None:
     upstream = list(read_table(DATA / "prbench" / "test-00000-of-00001.parquet"))
-    records = run("prbench", DATA / "prbench", tmp_path)
+    records = run("prbench", DATA / "prbench", tmp_path, "lbr")
     assert len(records) == len(upstream) == 2
     for row, record in zip(upstream, records, strict=True):
         assert record["id"] == f"prbench:{row['task']}"
@@ -51,17 +53,33 @@ def test_prbench_keeps_every_turn_reference_and_weight(tmp_path: Path) -> None:
     # A criterion with two weights: PRBench reads the class's (a penalty), LBR the first.
     penalty = next(c for c in records[0]["rubric"] if c["id"].startswith("64736b28"))
     assert penalty["weight"] == -8.0
+    # PRBench's own protocol (the default): the turns as evals.py sends them, unstripped;
+    # from Parquet, pandas hands the reference lists over as arrays, so none are prepended.
+    official = run("prbench", DATA / "prbench", tmp_path)
+    for row, record in zip(upstream, official, strict=True):
+        prompts = [row[f"prompt_{i}"] for i in range(10) if row[f"prompt_{i}"]]
+        users = [m["content"] for m in record["messages"] if m["role"] == "user"]
+        assert users == prompts and record["metadata"]["policy_id"] == "prbench_official"
+        assert record["metadata"]["splits"] == [row["canary"].split(":")[2]]
 
 
 def test_prbench_reference_texts_go_before_their_turn(tmp_path: Path) -> None:
     row: dict[str, Any] = {f"prompt_{i}": None for i in range(10)}
     row.update(task="t1", prompt_0="First?", response_0="Answer.", prompt_1="Second?",
-               reference_texts_1=["Doc A", " ", "Doc B"], rubric=[])  # fmt: skip
+               reference_texts_1=["Doc A", " ", "Doc B"],
+               rubric=[{"id": "c", "title": "T", "annotations": {
+                   "weight_class": "important", "important_weight": 1}}])  # fmt: skip
     (tmp_path / "p.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
-    (result,) = get_importer("prbench").rows([tmp_path / "p.jsonl"], ImportOptions())
+    lbr = ImportOptions(protocol="lbr")
+    (result,) = get_importer("prbench").rows([tmp_path / "p.jsonl"], lbr)
     assert result.record is not None
     assert result.record["messages"][-1]["content"] == (
         "Reference Text 0:\nDoc A\n\nReference Text 1:\nDoc B\n\nSecond?"
+    )
+    (result,) = get_importer("prbench").rows([tmp_path / "p.jsonl"], ImportOptions())
+    assert result.record is not None  # process_reference_texts keeps every list item
+    assert result.record["messages"][-1]["content"] == (
+        "Reference Text 0:\nDoc A\n\nReference Text 1:\n \n\nReference Text 2:\nDoc B\n\nSecond?"
     )
     row.update(prompt_0=None, prompt_1=None)
     (tmp_path / "p.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
@@ -77,7 +95,11 @@ def test_apex_keeps_criteria_ids_and_the_attachment(tmp_path: Path) -> None:
     assert [c["id"] for c in record["rubric"]] == list(rubric)
     assert [c["title"] for c in record["rubric"]] == [v["description"] for v in rubric.values()]
     assert record["attachments"] == [{"path": row["File Attachments"], "kind": "pdf"}]
-    assert record["metadata"]["policy_id"] == "apexv1_extended_v1"
+    assert record["metadata"]["policy_id"] == "apex_official"
+    assert record["metadata"]["rubric_json"] == row["Rubric JSON"].strip()
+    (lbr,) = run("apex", LBR / "curated" / "apexv1_legal_europe.jsonl", tmp_path, "lbr")
+    assert lbr["metadata"]["policy_id"] == "apexv1_extended_v1"
+    assert lbr["prompt"] == row["Prompt"].strip()
 
 
 LAR_COLUMNS = ["case_id", "case_no", "complete_facts", "facts", "context", "a", "b", "c", "d",
@@ -150,7 +172,7 @@ def test_lbr_rebuilds_its_merged_set_byte_for_byte(tmp_path: Path) -> None:
 
 def test_lbr_keeps_lbr_weights_where_prbench_differs(tmp_path: Path) -> None:
     lbr = run("lbr", LBR / "curated" / "prbench_legal_hard_europe.jsonl", tmp_path)
-    native = run("prbench", LBR / "curated" / "prbench_legal_hard_europe.jsonl", tmp_path)
+    native = run("prbench", LBR / "curated" / "prbench_legal_hard_europe.jsonl", tmp_path, "lbr")
     assert [r["id"] for r in lbr] == [r["id"] for r in native]
     assert lbr[0]["messages"] == native[0]["messages"]
     lbr_weight = {c["id"]: c.get("weight") for c in lbr[0]["rubric"]}

@@ -1,4 +1,4 @@
-"""The benchmarks' own scoring: ``legalbench_official`` and ``lexam_official``.
+"""The benchmarks' own scoring: LegalBench, LEXam, PRBench and APEX-v1 (``*_official``).
 
 The official protocols, computed exactly as the upstream evaluation code computes them:
 
@@ -6,12 +6,21 @@ The official protocols, computed exactly as the upstream evaluation code compute
   the special evaluators), item by item and per task; :mod:`.legalbench_tasks` its task
   lists and reasoning categories; :mod:`.porter` the Porter stemmer it uses (NLTK's
   behaviour, our code); :mod:`.numeric` NumPy's mean, bit for bit.
-- :mod:`.lexam` — LEXam's MCQ extraction and judge grade; :mod:`.lexam_prompts` its prompts,
+- :mod:`.lexam` — LEXam's MCQ extraction and judge grade; :mod:`.lexam_prompts` its prompts
   verbatim; :mod:`.lexam_judge` its open-question judge, asked through the engine.
+- :mod:`.prbench`, :mod:`.apex` — PRBench's and APEX-v1's judge prompts (verbatim), reply
+  readers, task scores and headline figures; :mod:`.judged` their graders, which ask the
+  judge through the engine and keep the official verdicts (a failed or unreadable judging
+  not met) apart from our own accounting (a judge error), and score recorded verdicts.
 - :mod:`.graders` — the graders the built-in registry gives those protocols' records.
+- :mod:`.legalbench_protocol`, :mod:`.lexam_protocol`, :mod:`.prbench_protocol`,
+  :mod:`.apex_protocol` (with :mod:`.judged_figures`) — each benchmark as one object on
+  the protocol registry (:mod:`pytest_legaleval.grading.protocols`): its id and version,
+  graders, the figures of ``benchmarks.<name>``, its terminal line, report tables and cards.
 
 Each module cites the upstream commit it follows. The per-task and headline figures of a
-run are :func:`pytest_legaleval.metrics.benchmarks.benchmark_figures`. Pure (but for the
+run are :func:`pytest_legaleval.metrics.benchmarks.benchmark_figures`, which iterates over
+the registry. Pure (but for the
 judge's calls through the engine): never imports pytest, the pipeline or the run directory.
 """
 

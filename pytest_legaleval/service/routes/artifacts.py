@@ -16,10 +16,10 @@ from pytest_legaleval.service.models import ArtifactList, ErrorEnvelope
 from pytest_legaleval.service.routes import ERRORS
 from pytest_legaleval.service.store import RunRow
 from pytest_legaleval.service.views import (
-    DOWNLOADABLE,
     artifact_list,
     checksums,
     deleted_by_retention,
+    downloadable,
 )
 
 __all__ = ["router", "sealed"]
@@ -67,8 +67,9 @@ def list_artifacts(
 )
 def get_artifact(run_id: str, name: str, row: VisibleRun, backend: BackendDep) -> FileStream:
     """One artifact, streamed; its sha256 is in ``X-Content-SHA256`` (and the ETag)."""
-    if name not in DOWNLOADABLE:
-        raise ApiError(404, f"no artifact {name!r}; the artifacts are {', '.join(DOWNLOADABLE)}")
+    served = downloadable()
+    if name not in served:
+        raise ApiError(404, f"no artifact {name!r}; the artifacts are {', '.join(served)}")
     run_dir = sealed(row, backend.config.data)
     if deleted_by_retention(row, name):
         raise ApiError(410, f"{name} of run {run_id} was deleted (retention)")

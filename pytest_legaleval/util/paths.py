@@ -33,6 +33,8 @@ __all__ = [
     "confined_path",
     "is_within",
     "read_confined",
+    "remember_source_folder",
+    "source_folder",
 ]
 
 SYSTEM_TREES: tuple[str, ...] = ("/proc", "/sys", "/dev")
@@ -182,3 +184,27 @@ def read_confined(path: Path, limit: int) -> tuple[bytes, int]:
         return b"".join(chunks), info.st_size
     finally:
         os.close(fd)
+
+
+_SOURCE_FOLDERS: dict[str, Path] = {}
+# Cached import (real path) → the source folder the user named, for this process. Filled
+# only from --dataset SOURCE:PATH arguments (importers.cache), the user's own words.
+
+
+def remember_source_folder(dataset_file: str | Path, folder: str | Path) -> None:
+    """Record that the paths ``dataset_file`` names start at ``folder`` (this process only).
+
+    An imported dataset is a cached copy: the files its records name (APEX's attached
+    documents) are relative to the source folder the user named on the command line, not
+    to the copy's. Only the import of a command-line argument calls this, never data.
+    """
+    _SOURCE_FOLDERS[os.path.realpath(dataset_file)] = Path(folder).resolve()
+
+
+def source_folder(dataset_file: str | Path) -> Path | None:
+    """The source folder recorded for ``dataset_file``, if it is an import of this process.
+
+    ``None`` for any other file (and for a cached import named as a plain path): its
+    attachments then resolve from its own folder.
+    """
+    return _SOURCE_FOLDERS.get(os.path.realpath(dataset_file))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_legaleval.formats.paths import PathRefused, confined_path, read_confined
+from pytest_legaleval.util.paths import PathRefused, confined_path, read_confined
 
 
 @pytest.fixture

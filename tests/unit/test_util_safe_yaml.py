@@ -12,10 +12,10 @@ import yaml
 
 from pytest_legaleval.datasets.config import load_dataset_config
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.formats import safe_yaml
-from pytest_legaleval.formats.safe_yaml import load_yaml
 from pytest_legaleval.grading.policies import load_policy_file
 from pytest_legaleval.metrics.prices import load_price_table
+from pytest_legaleval.util import safe_yaml
+from pytest_legaleval.util.safe_yaml import load_yaml
 
 
 def bomb(levels: int, key: str = "x", indent: str = "") -> str:

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from pytest_legaleval.errors import ConfigError, LegalEvalError
-from pytest_legaleval.formats.strict_json import non_finite_paths
+from pytest_legaleval.util.strict_json import non_finite_paths
 
 __all__ = ["ALIAS_EXPANSION_FACTOR", "ALIAS_EXPANSION_LIMIT", "load_yaml"]
 

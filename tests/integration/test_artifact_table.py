@@ -1,0 +1,92 @@
+"""An artifact is one row: a toy artifact registered here is written, checked and served.
+
+The toy (``pass_counts.jsonl``, one line per model with its passed items, derived from the
+finished run's figures) is one function plus one
+:func:`~pytest_legaleval.metrics.artifacts.register_artifact` call. A real session writes it
+into the checksummed run directory; ``verify`` checks it; the service lists it and its
+retention class decides when the sweep deletes it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import (
+    Artifact,
+    FinishedRun,
+    artifact,
+    register_artifact,
+    unregister_artifact,
+)
+from pytest_legaleval.run.directory import verify_checksums
+from pytest_legaleval.run.verify import check_run_directory
+from pytest_legaleval.service.retention import raw_artifacts, summary_artifacts
+from pytest_legaleval.service.views import downloadable
+
+from .conftest import mcq_row, read_jsonl, run_dirs, run_eval, write_jsonl
+
+
+def _pass_counts(run: FinishedRun) -> Iterable[Mapping[str, Any]]:
+    passed: dict[str, int] = {}
+    for line in run.predictions():
+        passed[line["model"]] = passed.get(line["model"], 0) + bool(line.get("passed"))
+    return [{"run_id": run.run_id, "model": m, "passed": n} for m, n in sorted(passed.items())]
+
+
+TOY = Artifact(
+    "pass_counts.jsonl", "passed items per model (a test's)", None, "finalize", "optional",
+    "summary", listed=True, derive=_pass_counts,
+)  # fmt: skip
+
+
+@pytest.fixture
+def toy() -> Iterator[Artifact]:
+    register_artifact(TOY)
+    try:
+        yield TOY
+    finally:
+        unregister_artifact(TOY.name)
+    assert artifact(TOY.name) is None
+
+
+def test_a_registered_artifact_is_written_verified_listed_and_kept_by_its_class(
+    pytester: pytest.Pytester, suite: Path, toy: Artifact
+) -> None:
+    rows = [mcq_row(f"q{n}", correct="B") for n in range(3)]
+    data = write_jsonl(pytester.path / "mcq.jsonl", rows)
+    responses = write_jsonl(
+        pytester.path / "responses.jsonl",
+        [{"record_id": f"q{n}", "response": "B" if n else "C"} for n in range(3)],
+    )
+    result = run_eval(pytester, data, responses)
+    result.assert_outcomes(passed=2, failed=1)
+    (run,) = run_dirs(pytester.path / "runs")
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    (model,) = summary["models"]
+    assert read_jsonl(run / "pass_counts.jsonl") == [
+        {"run_id": summary["run_id"], "model": model, "passed": 2}
+    ]
+    # in the checksummed, read-only directory, and verified with the others
+    sums = (run / "SHA256SUMS").read_text(encoding="utf-8")
+    assert "  pass_counts.jsonl\n" in sums and verify_checksums(run) == []
+    assert check_run_directory(run) == []
+    # the service serves it, and keeps it as long as the summaries (its class)
+    assert "pass_counts.jsonl" in downloadable()
+    assert "pass_counts.jsonl" in summary_artifacts()
+    assert "pass_counts.jsonl" not in raw_artifacts()
+
+
+def test_the_table_refuses_a_clash_and_a_derived_json(toy: Artifact) -> None:
+    with pytest.raises(ConfigError, match="already in the table"):
+        register_artifact(TOY)
+    with pytest.raises(ConfigError, match="already in the table"):
+        register_artifact(Artifact("predictions.jsonl", "", None, "record", "always", "raw"))
+    with pytest.raises(ConfigError, match=r"derived artifact is a \.jsonl"):
+        register_artifact(Artifact("x.json", "", None, "finalize", "optional", "raw",
+                                   derive=_pass_counts))  # fmt: skip
