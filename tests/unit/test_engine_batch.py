@@ -205,7 +205,8 @@ def test_a_new_engine_resumes_a_stored_batch_and_caches_every_answer(
     server.batch_knobs(hold=True)
     first = Engine(_settings(server, cache))
     futures = first.submit_many(requests)
-    assert wait_until(lambda: server.batch_stats()["by_status"].get("in_progress") == 1)
+    # In progress at the provider, and known so in the cache (the status last seen).
+    assert wait_until(lambda: [r.status for r in pending_batches(str(cache))] == ["in_progress"])
     first.cancel_all()  # like Ctrl-C: the callers get "cancelled", the batch runs on
     assert first.stats()["batches_pending"] == 1
     first.close()
