@@ -137,6 +137,7 @@ class RecorderPlugin:
         if self.directory is None:
             return
         self._record_unfinished(cancel=interrupted and self.run_error is None)
+        self.recorder.batches = self.config.stash.get(BATCH_STATS_KEY, None)
         self.session.finish(interrupted)
 
     def _record_arrived(self) -> None:

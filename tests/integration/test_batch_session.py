@@ -316,3 +316,11 @@ def test_ctrl_c_while_waiting_says_what_is_pending(pytester: pytest.Pytester, su
     predictions = read_jsonl(run / "predictions.jsonl")
     assert len(predictions) == 10
     assert {p["reason"] for p in predictions} == {"cancelled"}
+    # The run directory and its report say it too.
+    batches = json.loads((run / "run_manifest.json").read_text())["batches"]
+    assert batches["batches_pending"] == 1 and batches["batch_oldest_pending_s"] >= 0
+    from pytest_legaleval.cli import main as cli_main
+
+    assert cli_main(["report", str(run), "--out", str(pytester.path / "r.html")]) == 0
+    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    assert "1 batch still pending, the oldest " in page
