@@ -350,3 +350,15 @@ def test_a_key_echoed_in_a_failed_line_never_reaches_the_result(
     assert result.error_code == "bad_request"
     assert secret not in result.error_message and "***" in result.error_message
     assert all(secret not in a.message for a in result.attempts)
+
+
+def test_a_batch_turnaround_is_no_latency_of_the_model(
+    server: MockOpenAIServer, tmp_path: Path
+) -> None:
+    request = GenerationRequest(
+        model=MODEL, messages=({"role": "user", "content": "item 0"},), max_latency_ms=1
+    )
+    (result,) = _run(_settings(server, tmp_path / "c.sqlite"), [request])
+    assert result.ok and result.batch
+    assert result.latency_ms is None and not result.latency_exceeded
+    assert result.attempts[0].latency_ms > 1  # the turnaround stays on the attempt
