@@ -104,6 +104,7 @@ class _Batch:
     counts: dict[str, int] = field(default_factory=lambda: {"completed": 0, "failed": 0})
     metadata: dict[str, Any] = field(default_factory=dict)
     times: dict[str, int] = field(default_factory=dict)
+    finishing: bool = False
 
 
 Answer = Callable[[bytes], Outcome]
@@ -297,8 +298,9 @@ class BatchAPI:
                     return
                 batch.status = "finalizing"
                 return
-            if batch.status not in ("finalizing", "cancelling"):
+            if batch.status not in ("finalizing", "cancelling") or batch.finishing:
                 return
+            batch.finishing = True  # one poll answers the lines, however many come at once
         self._finish(batch)
 
     def _finish(self, batch: _Batch) -> None:
@@ -355,8 +357,6 @@ class BatchAPI:
             rng.shuffle(outputs)
             rng.shuffle(errors)
         with self._lock:
-            if batch.status in ("completed", "expired", "cancelled"):
-                return  # a concurrent poll finished it first
             ok = sum(1 for e in outputs if e["response"]["status_code"] == 200)
             batch.counts = {"completed": ok, "failed": len(batch.lines) - ok}
             if outputs:
