@@ -389,6 +389,9 @@ def run_evaluation(
         finished.set()
         if interrupted:
             runner.cancel()
+        stats = runner.stats()
+        if "batches_created" in stats:  # --batch: the manifest says what is still pending
+            recorder.batches = {k: v for k, v in stats.items() if k.startswith("batch")}
         runner.close()
         if interrupted and recorder.run_error is None:
             session.record_missing(specs, cancel=True, on_recorded=run.recorded, invalid=True)

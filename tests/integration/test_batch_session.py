@@ -284,6 +284,9 @@ def test_the_service_driver_runs_batches_too(
     assert outcome.status in ("completed", "completed_with_failures")
     predictions = read_jsonl(tmp_path / "runs" / "run_batch" / "predictions.jsonl")
     assert len(predictions) == 6 and all(p["details"]["batch"] for p in predictions)
+    manifest = json.loads((tmp_path / "runs" / "run_batch" / "run_manifest.json").read_text())
+    assert manifest["batches"]["batches_created"] == 1
+    assert manifest["batches"]["batches_pending"] == 0
 
 
 def test_ctrl_c_while_waiting_says_what_is_pending(pytester: pytest.Pytester, suite: Path) -> None:
