@@ -84,6 +84,8 @@ class Engine:
         self._scheduler = Scheduler(settings, self._store_and_resolve, self._resolve, self._budget)
         self._batcher: BatchRunner | None = None
         self._batch_store: BatchStore | None = None
+        self._no_batch_api = 0
+        """``--batch`` calls that went live because their provider has no Batch API."""
         self._closed = False
         self._counts: dict[str, int] = dict.fromkeys(
             ("submitted", "completed", "failed", "cancelled", "cache_hits", "deduped"), 0
@@ -284,7 +286,10 @@ class Engine:
         if self._batcher is None:
             return None
         target = getattr(job.provider, "batch_target", None)
-        return target(job.request) if callable(target) else None
+        found = target(job.request) if callable(target) else None
+        if found is None:
+            self._no_batch_api += 1  # under self._lock (see _submit_many)
+        return found
 
     async def agenerate(self, request: GenerationRequest) -> GenerationResult:
         """Await one request from a coroutine running on this engine's loop."""
@@ -428,5 +433,5 @@ class Engine:
             budget_refused=self._budget.refused if self._budget else None,
         )
         if self._batcher is not None:
-            out.update(self._batcher.snapshot())
+            out.update(self._batcher.snapshot(), batch_no_api_calls=self._no_batch_api)
         return out

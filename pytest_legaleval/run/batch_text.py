@@ -53,6 +53,12 @@ def _counter_lines(stats: Mapping[str, Any]) -> list[str]:
     lines = ["batches: " + ", ".join(parts)]
     if stats.get("batch_unsupported_endpoints"):
         lines.append("batches: an endpoint has no Batch API; its calls went live")
+    no_api = int(stats.get("batch_no_api_calls") or 0)
+    if no_api:
+        lines.append(
+            f"batches: {no_api} calls went live: their provider has no Batch API "
+            "(--batch serves openai/, together/ and groq/)"
+        )
     pending = int(stats.get("batches_pending") or 0)
     if pending:
         oldest = stats.get("batch_oldest_pending_s")

@@ -130,6 +130,10 @@ def test_terminal_lines_say_what_is_pending_and_how_to_collect_it() -> None:
     assert "same --cache" in lines[1]
     assert lines[2] == "batches: $0.5000 at the batch price, $0.5000 saved"
     assert [format_age(s) for s in (5, 65, 3600)] == ["5s", "1m 05s", "1h 00m"]
+    assert batch_lines({"batches_created": 0, "batch_no_api_calls": 3}, {})[1] == (
+        "batches: 3 calls went live: their provider has no Batch API (--batch serves openai/, "
+        "together/ and groq/)"
+    )
     # A live run says nothing of batches; an xdist controller (no engine) says the cost.
     assert batch_lines({}, {"batch_usd": 0.0, "saved_usd": 0.0}) == []
     assert batch_lines({}, {"batch_usd": 1.0, "saved_usd": 1.0}) == [

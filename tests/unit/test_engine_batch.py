@@ -362,3 +362,17 @@ def test_a_batch_turnaround_is_no_latency_of_the_model(
     assert result.ok and result.batch
     assert result.latency_ms is None and not result.latency_exceeded
     assert result.attempts[0].latency_ms > 1  # the turnaround stays on the attempt
+
+
+def test_a_provider_without_a_batch_api_goes_live_and_is_counted(
+    server: MockOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEGALEVAL_MISTRAL_BASE_URL", server.base_url)
+    monkeypatch.setenv("MISTRAL_API_KEY", "k")
+    requests = [GenerationRequest(model="mistral/m", messages=({"role": "user", "content": "x"},))]
+    with Engine(_settings(server, tmp_path / "c.sqlite")) as engine:
+        (result,) = [f.result(30) for f in engine.submit_many(requests)]
+        stats = engine.stats()
+    assert result.ok and not result.batch
+    assert stats["batch_no_api_calls"] == 1 and stats["batches_created"] == 0
+    assert server.stats()["requests"] == 1
