@@ -14,7 +14,7 @@ import argparse
 import time
 from typing import Any
 
-from pytest_legaleval.run.console import printable_json
+from pytest_legaleval.run.console import printable, printable_json
 
 __all__ = ["register"]
 
@@ -53,7 +53,7 @@ def _cmd_batches(args: argparse.Namespace) -> int:
             f"  {row.batch_id}  {row.status:<11}  {row.model}  {row.owed}/{row.requests} "
             f"requests owed  {format_age(now - row.created_epoch)} old  {row.endpoint}"
         )
-        print(line.encode("ascii", "backslashreplace").decode("ascii"))
+        print(printable(line))
     return 0
 
 

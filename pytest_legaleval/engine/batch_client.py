@@ -22,6 +22,7 @@ A downloaded file is read with a bound scaled to its number of requests
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "BatchClient",
     "LineResult",
+    "checked_id",
     "classify_line",
     "download_bound",
     "input_line",
@@ -63,6 +65,17 @@ _PER_LINE_BOUND = 1024 * 1024
 """Bytes allowed per request in a downloaded file: a chat completion of the largest
 output a model gives, with room for its envelope."""
 _FILE_BOUND_BASE = 64 * 1024
+
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
+"""What a file or batch id may look like: it goes into a URL path and onto the terminal."""
+
+
+def checked_id(value: object, what: str) -> str:
+    """``value`` if it is a plausible id; else ``ProviderError`` (``invalid_response``)."""
+    if not isinstance(value, str) or not _SAFE_ID.fullmatch(value) or value in (".", ".."):
+        raise ProviderError("invalid_response", f"the server sent an unusable {what} id")
+    return value
 
 
 def download_bound(requests: int) -> int:
@@ -239,7 +252,7 @@ class BatchClient:
         form.add_field("purpose", "batch")
         form.add_field("file", content, filename=filename, content_type="application/jsonl")
         data = await self._json("POST", "/files", data=form)
-        return _string_field(data, "id", "POST /files")
+        return checked_id(data.get("id"), "file")
 
     async def create(self, input_file_id: str, metadata: Mapping[str, str]) -> dict[str, Any]:
         """Create a batch over an uploaded file; the batch object."""
@@ -250,18 +263,18 @@ class BatchClient:
             "metadata": dict(metadata),
         }
         data = await self._json("POST", "/batches", json=body)
-        _string_field(data, "id", "POST /batches")
+        checked_id(data.get("id"), "batch")
         return data
 
     async def retrieve(self, batch_id: str) -> dict[str, Any]:
         """The batch object now."""
-        data = await self._json("GET", f"/batches/{batch_id}")
+        data = await self._json("GET", f"/batches/{checked_id(batch_id, 'batch')}")
         _string_field(data, "status", f"GET /batches/{batch_id}")
         return data
 
     async def cancel(self, batch_id: str) -> dict[str, Any]:
         """Ask the provider to cancel a batch (it ends ``cancelled`` with partial output)."""
-        return await self._json("POST", f"/batches/{batch_id}/cancel")
+        return await self._json("POST", f"/batches/{checked_id(batch_id, 'batch')}/cancel")
 
     async def download(self, file_id: str, limit: int) -> bytes:
         """A file's content, at most ``limit`` bytes.
@@ -271,8 +284,9 @@ class BatchClient:
 
         """
         session = self._open()
+        path = f"/files/{checked_id(file_id, 'file')}/content"
         async with session.get(
-            f"{self.base_url}/files/{file_id}/content", proxy=self._proxy, allow_redirects=False
+            self.base_url + path, proxy=self._proxy, allow_redirects=False
         ) as response:
             if not 200 <= response.status < 300:
                 content = await response.content.read(MAX_ERROR_BODY)

@@ -376,3 +376,13 @@ def test_a_provider_without_a_batch_api_goes_live_and_is_counted(
     assert result.ok and not result.batch
     assert stats["batch_no_api_calls"] == 1 and stats["batches_created"] == 0
     assert server.stats()["requests"] == 1
+
+
+@pytest.mark.parametrize("bad", ["", "..", "../files/x", "a?b", "a/b", "\x1b[2J", "x" * 201, 7])
+def test_ids_from_the_server_must_be_plain(bad: object) -> None:
+    from pytest_legaleval.engine.batch_client import checked_id
+    from pytest_legaleval.engine.retry import ProviderError
+
+    with pytest.raises(ProviderError, match="unusable batch id"):
+        checked_id(bad, "batch")
+    assert checked_id("batch_6841e6b5b6f48190b2b2fbd5e8d0ea0e", "batch").startswith("batch_")
