@@ -221,7 +221,14 @@ class BatchRunner:
         client = self._client(part[0][1])
         file_id = await client.upload(content, f"legaleval-{part[0][0].key[:16]}.jsonl")
         attempt = max(job.batch_attempts for job, _ in part) + 1
-        batch = await client.create(file_id, {"legaleval": "1", "attempt": str(attempt)})
+        try:
+            batch = await client.create(file_id, {"legaleval": "1", "attempt": str(attempt)})
+        except Exception as exc:
+            # A lost reply may hide a batch that exists (and is paid): look before retrying.
+            found = await client.find(file_id) if classify_error(exc).transient else None
+            if found is None:
+                raise
+            batch = found
         batch_id = str(batch["id"])
         now = time.time()
         endpoint = part[0][0].provider.endpoint(model)

@@ -266,6 +266,23 @@ class BatchClient:
         checked_id(data.get("id"), "batch")
         return data
 
+    async def find(self, input_file_id: str) -> dict[str, Any] | None:
+        """The batch over ``input_file_id`` among the newest 100, if the server lists any.
+
+        After a ``POST /batches`` whose reply was lost, this says whether the batch exists
+        (it is paid for) before another is created. A server that cannot list says nothing.
+        """
+        try:
+            data = await self._json("GET", "/batches?limit=100")
+        except ProviderError:
+            return None
+        listed = data.get("data")
+        for batch in listed if isinstance(listed, list) else ():
+            if isinstance(batch, dict) and batch.get("input_file_id") == input_file_id:
+                checked_id(batch.get("id"), "batch")
+                return batch
+        return None
+
     async def retrieve(self, batch_id: str) -> dict[str, Any]:
         """The batch object now."""
         data = await self._json("GET", f"/batches/{checked_id(batch_id, 'batch')}")

@@ -386,3 +386,13 @@ def test_ids_from_the_server_must_be_plain(bad: object) -> None:
     with pytest.raises(ProviderError, match="unusable batch id"):
         checked_id(bad, "batch")
     assert checked_id("batch_6841e6b5b6f48190b2b2fbd5e8d0ea0e", "batch").startswith("batch_")
+
+
+def test_a_lost_create_reply_finds_the_batch_instead_of_paying_twice(
+    server: MockOpenAIServer, tmp_path: Path
+) -> None:
+    server.batch_knobs(lose_create_replies=1)
+    results = _run(_settings(server, tmp_path / "c.sqlite"), _requests(4))
+    assert all(r.ok and r.batch for r in results)
+    assert server.batch_stats()["batches_created"] == 1
+    assert server.stats()["requests"] == 0

@@ -77,6 +77,9 @@ class BatchKnobs:
     """How many batches a matching prompt fails in before it is answered."""
     omit: str | None = None
     """Prompt regex: matching lines are missing from both files (once per prompt)."""
+    lose_create_replies: int = 0
+    """The next N ``POST /batches`` create their batch but answer 500, as a reply lost on
+    the way would look."""
 
 
 @dataclass
@@ -186,6 +189,8 @@ class BatchAPI:
             return self._content(parts[1])
         if parts == ["batches"] and method == "POST":
             return self._create(body)
+        if parts == ["batches"] and method == "GET":
+            return self._list()
         if len(parts) == 2 and parts[0] == "batches" and method == "GET":
             return self._retrieve(parts[1])
         if len(parts) == 3 and parts[0] == "batches" and parts[2] == "cancel" and method == "POST":
@@ -250,7 +255,18 @@ class BatchAPI:
             self._batches[batch.id] = batch
             self.counters["batches_created"] += 1
             self.counters["lines"] += len(lines)
+            if self.knobs.lose_create_replies > 0:
+                self.knobs = replace(
+                    self.knobs, lose_create_replies=self.knobs.lose_create_replies - 1
+                )
+                return error_outcome(500, "mock: the reply was lost (the batch exists)")
             return _json(self._batch_object(batch))
+
+    def _list(self) -> Outcome:
+        with self._lock:
+            newest = sorted(self._batches.values(), key=lambda b: b.id, reverse=True)[:100]
+            data = [self._batch_object(b) for b in newest]
+        return _json({"object": "list", "data": data, "has_more": False})
 
     def _retrieve(self, batch_id: str) -> Outcome:
         with self._lock:
