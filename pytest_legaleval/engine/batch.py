@@ -51,7 +51,7 @@ from pytest_legaleval.engine.batch_client import (
     parse_result_lines,
     split_lines,
 )
-from pytest_legaleval.engine.batch_store import BatchRow, BatchStore, format_age
+from pytest_legaleval.engine.batch_store import BatchRow, BatchState, format_age
 from pytest_legaleval.engine.jobs import Job, failed_result
 from pytest_legaleval.engine.providers import BatchTarget
 from pytest_legaleval.engine.retry import classify_error
@@ -100,7 +100,7 @@ class BatchRunner:
     def __init__(
         self,
         settings: EngineSettings,
-        store: BatchStore | None,
+        store: BatchState | None,
         store_answer: StoreAnswer,
         on_done: Callable[[Job, Any], None],
         go_live: Callable[[list[Job]], None],

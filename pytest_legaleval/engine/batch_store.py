@@ -21,12 +21,20 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pytest_legaleval.engine.cache import ResultCache
 from pytest_legaleval.engine.types import utc_timestamp
 from pytest_legaleval.errors import ConfigError
 
-__all__ = ["BatchRow", "BatchStore", "PendingRequest", "format_age", "pending_batches"]
+__all__ = [
+    "BatchRow",
+    "BatchState",
+    "BatchStore",
+    "PendingRequest",
+    "format_age",
+    "pending_batches",
+]
 
 _SELECT_CHUNK = 500
 _SCHEMA = (
@@ -94,6 +102,51 @@ class PendingRequest:
     model: str
     line: int
     """1-based line of the request in the batch's input file."""
+
+
+class BatchState(Protocol):
+    """Where an engine keeps its batches (thread-safe).
+
+    :class:`BatchStore` keeps them in the cache file; a caller may pass its own (the
+    service's database, shared by its replicas) to ``Engine(batch_state=...)``.
+
+    Every method commits before it returns; ``record_batch`` commits the batch and its
+    requests together.
+    """
+
+    def record_batch(
+        self, row: BatchRow, input_file_id: str, requests: Sequence[tuple[str, str, int]]
+    ) -> None:
+        """Store a new batch and its ``(cache_key, custom_id, line)`` requests at once."""
+        ...
+
+    def pending_for(self, keys: Iterable[str]) -> dict[str, PendingRequest]:
+        """The stored requests among ``keys`` whose batch is not collected."""
+        ...
+
+    def requests_of(self, batch_id: str) -> list[PendingRequest]:
+        """Every request still owed by ``batch_id``."""
+        ...
+
+    def batch(self, batch_id: str) -> BatchRow | None:
+        """The stored row of ``batch_id``."""
+        ...
+
+    def set_status(self, batch_id: str, status: str) -> None:
+        """Store the status last seen."""
+        ...
+
+    def forget(self, batch_id: str, keys: Iterable[str]) -> None:
+        """Drop the rows of ``keys`` that still point at ``batch_id``."""
+        ...
+
+    def collected(self, batch_id: str) -> None:
+        """Mark the batch's files read."""
+        ...
+
+    def close(self) -> None:
+        """Release the store (the engine calls it when it closes)."""
+        ...
 
 
 def _connect(path: str) -> sqlite3.Connection:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from pytest_legaleval.engine.batch import BatchRunner
-from pytest_legaleval.engine.batch_store import BatchStore
+from pytest_legaleval.engine.batch_store import BatchState, BatchStore
 from pytest_legaleval.engine.budget import Budget
 from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
 from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter, success_result
@@ -60,6 +60,8 @@ class Engine:
             that removes secrets); callers always get the reply as received, a later cache
             hit gets the scrubbed text. A scrub that raises leaves that result uncached.
             Behaviour, not configuration, so it is not part of ``EngineSettings``.
+        batch_state: where ``--batch`` keeps its batches; default: tables in the cache
+            file (``engine.batch_store``). The engine closes it.
 
     """
 
@@ -69,6 +71,7 @@ class Engine:
         *,
         registry: ProviderRegistry | None = None,
         scrub: Callable[[str], str] | None = None,
+        batch_state: BatchState | None = None,
     ) -> None:
         self.settings = settings
         self._scrub = scrub
@@ -83,7 +86,7 @@ class Engine:
         self._budget = Budget.for_settings(settings)
         self._scheduler = Scheduler(settings, self._store_and_resolve, self._resolve, self._budget)
         self._batcher: BatchRunner | None = None
-        self._batch_store: BatchStore | None = None
+        self._batch_store: BatchState | None = batch_state
         self._no_batch_api = 0
         """``--batch`` calls that went live because their provider has no Batch API."""
         self._closed = False
@@ -102,7 +105,7 @@ class Engine:
             if self.settings.cache_path is not None:
                 self._cache = ResultCache(self.settings.cache_path, scrub=self._scrub)
             if self.settings.batch:
-                if self._cache is not None:
+                if self._batch_store is None and self._cache is not None:
                     self._batch_store = BatchStore.beside(self._cache)
                 self._batcher = BatchRunner(
                     self.settings,

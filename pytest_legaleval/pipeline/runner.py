@@ -131,8 +131,12 @@ class ItemRunner:
 
     """
 
-    def __init__(self, plan: RunPlan, *, share: int = 1, position: int = 0) -> None:
+    def __init__(
+        self, plan: RunPlan, *, share: int = 1, position: int = 0, batch_state: Any = None
+    ) -> None:
         self.plan = plan
+        self._batch_state = batch_state
+        """``--batch``'s store (``engine.batch_store.BatchState``); default: the cache's."""
         self.settings = plan.settings
         self.grading = plan.grading
         self.epochs = max(1, int(getattr(plan.settings, "epochs", 1) or 1))
@@ -185,6 +189,7 @@ class ItemRunner:
         engine = Engine(
             engine_settings(self.plan, self._share, self._position),
             scrub=self.plan.secret_scrubber(),
+            batch_state=self._batch_state,
         )
         if self.live:
             for model in s.model:

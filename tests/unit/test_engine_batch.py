@@ -396,3 +396,79 @@ def test_a_lost_create_reply_finds_the_batch_instead_of_paying_twice(
     assert all(r.ok and r.batch for r in results)
     assert server.batch_stats()["batches_created"] == 1
     assert server.stats()["requests"] == 0
+
+
+class _SharedState:
+    """A ``BatchState`` of the caller's: one object that two engines (two replicas, each
+    with its own cache file) share, as a service's database would be shared."""
+
+    def __init__(self) -> None:
+        from pytest_legaleval.engine.batch_store import BatchRow, PendingRequest
+
+        self.rows: dict[str, BatchRow] = {}
+        self.requests: dict[str, PendingRequest] = {}
+        self.done: set[str] = set()
+        self.lock = threading.Lock()
+        self.closed = 0
+
+    def record_batch(self, row, input_file_id, requests):  # type: ignore[no-untyped-def]
+        from pytest_legaleval.engine.batch_store import PendingRequest
+
+        with self.lock:
+            self.rows[row.batch_id] = row
+            for key, custom_id, line in requests:
+                self.requests[key] = PendingRequest(key, row.batch_id, custom_id, row.model, line)
+
+    def pending_for(self, keys):  # type: ignore[no-untyped-def]
+        with self.lock:
+            return {
+                k: self.requests[k]
+                for k in keys
+                if k in self.requests and self.requests[k].batch_id not in self.done
+            }
+
+    def requests_of(self, batch_id):  # type: ignore[no-untyped-def]
+        with self.lock:
+            return [r for r in self.requests.values() if r.batch_id == batch_id]
+
+    def batch(self, batch_id):  # type: ignore[no-untyped-def]
+        return self.rows.get(batch_id)
+
+    def set_status(self, batch_id, status):  # type: ignore[no-untyped-def]
+        import dataclasses
+
+        with self.lock:
+            self.rows[batch_id] = dataclasses.replace(self.rows[batch_id], status=status)
+
+    def forget(self, batch_id, keys):  # type: ignore[no-untyped-def]
+        with self.lock:
+            for key in keys:
+                if key in self.requests and self.requests[key].batch_id == batch_id:
+                    del self.requests[key]
+
+    def collected(self, batch_id):  # type: ignore[no-untyped-def]
+        with self.lock:
+            self.done.add(batch_id)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_a_callers_batch_state_lets_another_replica_resume(
+    server: MockOpenAIServer, tmp_path: Path
+) -> None:
+    state = _SharedState()
+    requests = _requests(3)
+    server.batch_knobs(hold=True)
+    first = Engine(_settings(server, tmp_path / "replica1.sqlite"), batch_state=state)  # type: ignore[arg-type]
+    first.submit_many(requests)
+    assert wait_until(lambda: [r.status for r in state.rows.values()] == ["in_progress"])
+    first.close()
+    server.release_batches()
+    second = Engine(_settings(server, tmp_path / "replica2.sqlite"), batch_state=state)  # type: ignore[arg-type]
+    with second:
+        results = [f.result(30) for f in second.submit_many(requests)]
+    assert all(r.ok and r.batch for r in results)
+    assert server.batch_stats()["batches_created"] == 1
+    assert state.done == set(state.rows) and state.closed == 2
+    assert pending_batches(str(tmp_path / "replica2.sqlite")) == []  # the cache file has none
