@@ -16,6 +16,7 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     LegalEvalError(Exception)
     ├── ConfigError(ValueError)                    a bad option or file; names the fix
     │   ├── datasets.builder: BuildFailed
+    │   ├── datasets.review.desk: ReviewRefused    a label the review cannot take (4xx)
     │   ├── importers.convert: ConversionFailed
     │   ├── run.merge: MergeError
     │   └── service.documents: NotUploadable

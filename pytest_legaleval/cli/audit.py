@@ -32,8 +32,13 @@ def audit_body(
     resamples: int | None = None,
     max_flip_rate: float | None = None,
     disagreements: int = 200,
+    sample_path: Path | None = None,
 ) -> dict[str, Any]:
     """The audit of a run directory as one JSON-safe object.
+
+    ``sample_path`` names the ``legaleval review`` sample the labels were drawn from
+    (default: a ``sample.json`` beside the labels); the audit then states its population
+    and gives no PPI estimate for a population the labels were not drawn from.
 
     Raises:
         ConfigError: not a run directory, no ``predictions.jsonl``, an unreadable line,
@@ -45,6 +50,7 @@ def audit_body(
     from pytest_legaleval.metrics.calibration import calibration_view
     from pytest_legaleval.metrics.human_labels import LabelFile, read_human_labels
     from pytest_legaleval.metrics.judge_consistency import MAX_FLIP_RATE, consistency_from_lines
+    from pytest_legaleval.metrics.labelled_population import find_sample
     from pytest_legaleval.metrics.runfiles import iter_jsonl, load_run, run_reducer
 
     run = load_run(run_dir, with_predictions=False)
@@ -59,7 +65,12 @@ def audit_body(
     )
     items = collect_items(iter_jsonl(predictions), epoch_reducer(run_reducer(run)))
     matched = match_labels(labels, items)
-    audit = audit_from_items(items, matched, settings)
+    sample = labels.sample if sample_path is None else find_sample(sample_path)
+    if sample_path is not None and sample is None:
+        raise ConfigError(f"--review-sample {sample_path}: not a legaleval review sample")
+    audit = audit_from_items(
+        items, matched, settings, labels=labels, sample=sample, run_id=run.run_id
+    )
     flip_limit = MAX_FLIP_RATE if max_flip_rate is None else max_flip_rate
     return {
         "run_id": run.run_id,
@@ -79,6 +90,7 @@ def render_text(body: dict[str, Any]) -> str:
     from pytest_legaleval.metrics.audit_text import (
         block_table,
         consistency_lines,
+        expert_lines,
         labels_line,
         side_by_side,
     )
@@ -92,6 +104,7 @@ def render_text(body: dict[str, Any]) -> str:
     ]
     if body["human_labels"]:
         lines.append(labels_line(audit["labels"]))
+    lines += expert_lines(audit)
     lines += block_table("per model", body["by_model"])
     lines += block_table("per policy", body["by_policy"])
     if audit.get("criteria"):
@@ -124,6 +137,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             resamples=args.resamples,
             max_flip_rate=args.max_flip_rate,
             disagreements=args.disagreements,
+            sample_path=args.review_sample,
         )
     except (ConfigError, OSError) as exc:
         text = " ".join(str(exc).split())
@@ -164,6 +178,13 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="labels JSONL (record_id, model, passed and/or score, criterion_id?, rater?), "
         "a Turing human evaluation file, or a directory of them",
+    )
+    audit.add_argument(
+        "--review-sample",
+        type=Path,
+        metavar="FILE",
+        help="the legaleval review sample the labels were drawn from (default: the "
+        "sample.json beside the labels, if any): the audit states its population",
     )
     audit.add_argument("--json", action="store_true", help="print the whole audit as JSON")
     audit.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON to FILE")

@@ -1,7 +1,8 @@
 """Dataset tooling outside pytest: builder, checker, agreement and export.
 
-The RAG split builder and checker, judge agreement and the Turing
-automated-evaluation export. Each piece backs one ``legaleval`` subcommand (see
+The RAG split builder and checker, judge agreement, the Turing automated- and
+human-evaluation exports, and the expert review's sample, blind view and labels
+(:mod:`.review`). Each piece backs one ``legaleval`` subcommand (see
 :mod:`pytest_legaleval.cli.datasets`) and is usable as a library.
 """
 

@@ -9,11 +9,20 @@ the judge's rationale as ``reasoning`` — for a rubric or criteria judge, which
 criterion, one line per criterion with its verdict. A judge error is a decision with
 ``status: failed`` and the raw reply, so ``legaleval agreement`` leaves it out instead of
 counting it wrong. Programmatically graded rows (MCQ) have no judge and are not exported.
+
+:func:`write_human_evaluations` writes the other direction's file: human labels (``legaleval
+review``'s, or any ``--human-labels`` JSONL) as the pipeline's human evaluations,
+``evaluations/<rater>.json``, one ``critique`` decision per labelled item (``id``
+``record_id@model``, ``answer_model``, ``verdict`` ``correct``/``incorrect``, ``comment``
+the note). The human schema has no place for a criterion: labels on criteria stay in the
+JSONL. Each file is read back with our own reader and must give the same labels.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import json
+import os
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,7 +30,11 @@ from typing import Any
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 
-__all__ = ["automated_evaluation_from_predictions", "automated_evaluation_from_run"]
+__all__ = [
+    "automated_evaluation_from_predictions",
+    "automated_evaluation_from_run",
+    "write_human_evaluations",
+]
 
 PREDICTIONS = "predictions.jsonl"
 
@@ -109,3 +122,82 @@ def automated_evaluation_from_run(run_dir: Path) -> dict[str, Any]:
         if isinstance(row, dict) and "record_id" in row and "model" in row
     )
     return automated_evaluation_from_predictions(rows)
+
+
+def _comments(path: Path) -> dict[tuple[str, int], str]:
+    """The ``comment`` of each JSONL label row, by (file name, row index) as the reader counts."""
+    from pytest_legaleval.formats.base import display_name
+
+    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    out: dict[tuple[str, int], str] = {}
+    for file in files:
+        for index, row in enumerate(iter_jsonl(file)):
+            if isinstance(row.get("comment"), str):
+                out[(display_name(file), index)] = row["comment"]
+    return out
+
+
+def _file_name(rater: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in rater).strip(".")
+    return f"{safe or 'rater'}.json"
+
+
+def write_human_evaluations(labels_path: Path, out_dir: Path) -> dict[Path, int]:
+    """Write ``out_dir/evaluations/<rater>.json`` per rater from a labels file or folder.
+
+    Returns the files written and their decision counts.
+
+    Raises:
+        ConfigError: the labels cannot be read, hold rejected rows or no item label, or a
+            written file does not read back as the same labels.
+
+    """
+    from pytest_legaleval.metrics.human_labels import read_human_labels
+
+    read = read_human_labels(labels_path)
+    if read.errors:
+        first = read.errors[0]
+        raise ConfigError(
+            f"{labels_path}: {len(read.errors)} label rows cannot be read (first: "
+            f"{first.message}); fix them before exporting"
+        )
+    comments = _comments(labels_path)
+    by_rater: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    expected: dict[str, list[tuple[str, str | None, bool | None]]] = defaultdict(list)
+    for label in read.labels:
+        if label.criterion_id is not None:
+            continue
+        if label.passed is None or label.model is None:
+            continue  # a score alone, or no model: the human schema has no place for it
+        rater = label.rater or "unnamed"
+        decision: dict[str, Any] = {
+            "id": f"{label.record_id}@{label.model}",
+            "type": "critique",
+            "mode": "expert_review",
+            "answer_model": label.model,
+            "verdict": "correct" if label.passed else "incorrect",
+        }
+        comment = comments.get((label.file, label.index))
+        if comment:
+            decision["comment"] = comment
+        by_rater[rater].append(decision)
+        expected[rater].append((label.record_id, label.model, label.passed))
+    if not by_rater:
+        raise ConfigError(f"{labels_path}: no pass/fail label on an item to export")
+    folder = out_dir / "evaluations"
+    folder.mkdir(parents=True, exist_ok=True)
+    written: dict[Path, int] = {}
+    for rater, decisions in sorted(by_rater.items()):
+        path = folder / _file_name(rater)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(
+            json.dumps({"decisions": decisions}, indent=2, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+        os.replace(tmp, path)
+        back = read_human_labels(path)
+        got = [(lb.record_id, lb.model, lb.passed) for lb in back.labels]
+        if back.errors or got != expected[rater]:
+            raise ConfigError(f"{path}: the export does not read back as the same labels")
+        written[path] = len(decisions)
+    return written

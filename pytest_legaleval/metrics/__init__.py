@@ -15,7 +15,9 @@ of the summary by its dotted path. The judge audit: :mod:`.human_labels` reads
 ``--human-labels``, :mod:`.audit_items` matches them to the judge's verdicts,
 :mod:`.audit` computes agreement, κ, α and the PPI++ estimates (:mod:`.ppi`,
 :mod:`.rater_agreement`), :mod:`.calibration` and :mod:`.audit_text` present them,
-:mod:`.judge_consistency` measures re-judging flips and judge panels.
+:mod:`.judge_consistency` measures re-judging flips and judge panels,
+:mod:`.expert_agreement` the raters' agreement with each other (the judge's ceiling) and
+:mod:`.labelled_population` the population a review sample's labels speak for.
 
 Never imports pytest, the pipeline, the engine or the service.
 """

@@ -282,10 +282,43 @@ def _units(
 
 
 def audit_from_items(
-    items: RunItems, matched: MatchedLabels, settings: AuditSettings | None = None
+    items: RunItems,
+    matched: MatchedLabels,
+    settings: AuditSettings | None = None,
+    *,
+    labels: LabelFile | None = None,
+    sample: Mapping[str, Any] | None = None,
+    run_id: str | None = None,
 ) -> JudgeAudit:
-    """The audit of already collected items and matched labels (see :func:`judge_audit`)."""
-    settings = settings or AuditSettings()
+    """The audit of already collected items and matched labels (see :func:`judge_audit`).
+
+    With ``labels`` the pooled block gains ``expert_agreement`` (raters against each other,
+    :mod:`.expert_agreement`); with ``sample`` (a ``legaleval review`` sample,
+    :mod:`.labelled_population`) it states the labels' population as ``sample`` and gives
+    no PPI estimate for a population the labels were not drawn from.
+    """
+    audit = _audit_from_items(items, matched, settings or AuditSettings())
+    if labels is not None:
+        from pytest_legaleval.metrics.expert_agreement import expert_agreement
+
+        settings = settings or AuditSettings()
+        audit.overall["expert_agreement"] = expert_agreement(
+            labels, items, seed=settings.seed, resamples=settings.resamples
+        )
+    if sample is not None:
+        from pytest_legaleval.metrics.labelled_population import population_check, refuse_ppi
+
+        audit.overall["sample"], reason = population_check(sample, run_id, items, matched)
+        if reason is not None:
+            blocks = [audit.overall, *audit.by_model.values(), *audit.by_policy.values()]
+            blocks += [*audit.by_criterion.values(), *([audit.criteria] if audit.criteria else [])]
+            refuse_ppi(blocks, reason)
+    return audit
+
+
+def _audit_from_items(
+    items: RunItems, matched: MatchedLabels, settings: AuditSettings
+) -> JudgeAudit:
     overall = _block(_units(items, matched), settings)
     overall["bootstrap"] = {"seed": settings.seed, "resamples": settings.resamples}
     models = sorted({model for _, model in items.verdicts})
@@ -333,6 +366,16 @@ def judge_audit(
         The audit; its ``record_errors`` list every label left out and why.
 
     """
-    items = collect_items(lines, reducer)
+    seen: dict[str, str] = {}
+
+    def noting_the_run(rows: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+        for row in rows:
+            if not seen and isinstance(row.get("run_id"), str):
+                seen["run_id"] = row["run_id"]
+            yield row
+
+    items = collect_items(noting_the_run(lines), reducer)
     matched = match_labels(labels, items)
-    return audit_from_items(items, matched, settings)
+    return audit_from_items(
+        items, matched, settings, labels=labels, sample=labels.sample, run_id=seen.get("run_id")
+    )

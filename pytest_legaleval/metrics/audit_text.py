@@ -12,7 +12,14 @@ from typing import Any
 
 from pytest_legaleval.metrics.audit import NO_LABELS, NO_SCORE_LABELS
 
-__all__ = ["block_table", "consistency_lines", "labels_line", "side_by_side", "summary_lines"]
+__all__ = [
+    "block_table",
+    "consistency_lines",
+    "expert_lines",
+    "labels_line",
+    "side_by_side",
+    "summary_lines",
+]
 
 
 def _num(value: Any, digits: int = 4) -> str:
@@ -60,6 +67,35 @@ def side_by_side(block: Mapping[str, Any], indent: str = "  ") -> list[str]:
     )
     for name, note in (block.get("notes") or {}).items():
         if note not in (NO_LABELS, NO_SCORE_LABELS):  # "n/a" already says that
+            lines.append(f"{indent}{name}: {note}")
+    return lines
+
+
+def expert_lines(block: Mapping[str, Any], indent: str = "  ") -> list[str]:
+    """The judge's κ beside the experts' on the shared items, and the labels' population."""
+    lines = []
+    sample = block.get("sample")
+    if sample:
+        lines.append(
+            f"{indent}labels drawn at random from {sample.get('population')} of run "
+            f"{sample.get('run_id')} ({sample.get('population_items')} items; "
+            f"{sample.get('size')} drawn, stratified by {','.join(sample.get('strata') or [])}, "
+            f"seed {sample.get('seed')})"
+        )
+    experts = block.get("expert_agreement") or {}
+    for scope, found in (("items", experts.get("items")), ("criteria", experts.get("criteria"))):
+        if not found:
+            continue
+        method = "Cohen's κ" if found["method"] == "cohen_kappa" else "Fleiss' κ"
+        lines.append(
+            f"{indent}{scope}: judge {_num(found['judge_kappa'], 2)} vs experts "
+            f"{_num(found['kappa'], 2)}{_ci(found['kappa_ci95'])} ({method}; Krippendorff's α "
+            f"{_num(found['krippendorff_alpha'], 2)}) on {found['shared_items']} shared items "
+            f"({', '.join(found['raters'])})"
+        )
+    for name in ("ppi_pass_rate",):
+        note = (block.get("notes") or {}).get(name)
+        if sample and note and note not in (NO_LABELS,):
             lines.append(f"{indent}{name}: {note}")
     return lines
 
@@ -128,4 +164,4 @@ def summary_lines(
     ]
     if judge_audit.get("labels"):
         lines.append(labels_line(judge_audit["labels"]))
-    return lines + consistency_lines(consistency)
+    return lines + expert_lines(judge_audit) + consistency_lines(consistency)

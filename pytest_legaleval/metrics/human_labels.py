@@ -94,6 +94,9 @@ class LabelFile:
     """Turing decisions that judge no answer (ill-posed claims)."""
     rejected: int = 0
     """Rows left out for their errors."""
+    sample: Mapping[str, Any] | None = None
+    """The ``legaleval review`` sample the labels were drawn from (its ``sample.json``
+    beside them), or ``None``: the audit states its population (:mod:`.labelled_population`)."""
 
 
 def _label_row(
@@ -280,4 +283,7 @@ def read_human_labels(path: str | os.PathLike[str]) -> LabelFile:
         raise ConfigError(f"--human-labels {root}: no such file or directory")
     for file in files:
         _read_one(file, out)
+    from pytest_legaleval.metrics.labelled_population import find_sample
+
+    out.sample = find_sample(root)
     return out

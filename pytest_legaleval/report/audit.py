@@ -167,7 +167,9 @@ def _with_labels(run: RunData, source: LabelsSource) -> AuditView:
         iter_jsonl(run.path / "predictions.jsonl"), epoch_reducer(run_reducer(run))
     )
     matched = match_labels(labels, items)
-    audit = audit_from_items(items, matched, _settings(run))
+    audit = audit_from_items(
+        items, matched, _settings(run), labels=labels, sample=labels.sample, run_id=run.run_id
+    )
     view = AuditView(
         block=audit.summary_block(),
         by_model=dict(audit.by_model),

@@ -83,6 +83,45 @@ def _scopes(view: AuditView) -> list[tuple[str, Mapping[str, Any], str]]:
     return scopes
 
 
+def _expert_row(scope: str, block: Mapping[str, Any]) -> str:
+    kappa = _with_ci(block.get("kappa"), block.get("kappa_ci95"), as_pct=False)
+    alpha = _with_ci(block.get("krippendorff_alpha"), block.get("krippendorff_alpha_ci95"),
+                     as_pct=False)  # fmt: skip
+    method = "Cohen's κ" if block.get("method") == "cohen_kappa" else "Fleiss' κ"
+    return (
+        f"<tr><td>{e(scope)}</td><td class=num>{num(block.get('shared_items'))}</td>"
+        f"<td>{e(', '.join(str(r) for r in block.get('raters') or []))}</td>"
+        f'<td class="num judge">{num(finite(block.get("judge_kappa")))}</td>'
+        f'<td class="num human">{kappa} ({method})</td><td class=num>{alpha}</td></tr>'
+    )
+
+
+def _experts(view: AuditView) -> str:
+    """The judge's κ beside the experts' κ on the items two raters labelled; the sample."""
+    out = ""
+    sample = _mapping(view.block.get("sample"))
+    if sample:
+        out += (
+            f'<p class="hint" id="audit-sample">The labels are a random sample of '
+            f"{e(str(sample.get('population')))} of run {e(str(sample.get('run_id')))} "
+            f"({num(sample.get('population_items'))} items; {num(sample.get('size'))} drawn, "
+            f"stratified by {e(', '.join(sample.get('strata') or []))}, seed "
+            f"{e(str(sample.get('seed')))}).</p>"
+        )
+    experts = _mapping(view.block.get("expert_agreement"))
+    scopes = [("items", experts.get("items")), ("criteria pooled", experts.get("criteria"))]
+    scopes += [(f"criterion {c}", b) for c, b in _mapping(experts.get("by_criterion")).items()]
+    rows = "".join(_expert_row(s, b) for s, b in scopes[:MAX_TABLES] if isinstance(b, Mapping))
+    if rows:
+        out += (
+            '<div class="scroll"><table id="audit-experts"><thead><tr><th>experts</th>'
+            "<th>shared items</th><th>raters</th><th>judge κ with each rater (mean)</th>"
+            "<th>experts' κ [95% CI]</th><th>Krippendorff's α [95% CI]</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></div>"
+        )
+    return out
+
+
 def _side_by_side(view: AuditView) -> str:
     scopes = _scopes(view)
     rows = "".join(_side_row(s, b, a) for s, b, a in scopes if isinstance(b, Mapping))
@@ -245,7 +284,7 @@ def calibration_section(view: AuditView | None) -> str:
         "with a verdict, the labels' own rate, and the PPI++ estimate of the human pass rate "
         "from both (labels plus the judge's verdicts on the unlabelled items, with power "
         "tuning). Agreement and Cohen's κ compare judge and humans on the labelled items.</p>"
-        f"{_labels_line(view)}{_side_by_side(view)}"
+        f"{_labels_line(view)}{_side_by_side(view)}{_experts(view)}"
         + "".join(f'<p class="hint note">{e(n)}</p>' for n in note_lines)
         + f"{_confusion_tables(view)}{_disagreements(view)}</section>"
     )

@@ -19,12 +19,13 @@ FastAPI; its routers in ``routes``, their dependencies in ``deps``, the upload i
 ``mirror`` (a run's state into the table), ``storage`` (locks waited out, full disks
 named), :class:`HealthMonitor` (``health``), :class:`UploadValidator` (``validation``),
 :func:`sweep` (``retention``), :class:`Tokens` (``auth``), :class:`ServiceConfig`
-(``config``).
+(``config``); ``review`` (the expert review page and its API, under
+``/v1/runs/{run_id}/review/`` and for ``legaleval review``).
 
 It must never import pytest (or ``_pytest``), nor the ``cli`` package. Only ``app``,
-``deps``, ``files``, ``handlers``, ``models``, ``routes``, ``uploads`` and ``server`` import
-FastAPI, Starlette or Hypercorn (the ``[serve]`` extra); the workers and ``client`` never
-do. Names are imported on first use.
+``deps``, ``files``, ``handlers``, ``models``, ``routes``, ``review``, ``uploads`` and
+``server`` import FastAPI, Starlette or Hypercorn (the ``[serve]`` extra); the workers and
+``client`` never do. Names are imported on first use.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from pytest_legaleval.service import openapi
 from pytest_legaleval.service.deps import Backend
 from pytest_legaleval.service.handlers import install_error_handlers
 from pytest_legaleval.service.http import RequestIdMiddleware
+from pytest_legaleval.service.review import serve as review
 from pytest_legaleval.service.routes import artifacts, health, runs
 
 __all__ = ["Backend", "asgi", "create_app"]
@@ -36,7 +37,7 @@ def create_app(backend: Backend) -> FastAPI:
     )
     app.state.backend = backend
     install_error_handlers(app)
-    for module in (health, runs, artifacts):
+    for module in (health, runs, artifacts, review):
         app.include_router(module.router)
     return app
 

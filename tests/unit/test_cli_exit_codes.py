@@ -40,6 +40,7 @@ def _usage_errors(missing: Path, out: Path) -> dict[str, list[str]]:
         "submit": ["submit", m, "--server", "http://127.0.0.1:9"],
         "audit": ["audit", m, "--human-labels", m],
         "plan": ["plan", "--dataset", m],
+        "review": ["review", m, "--rater", "ann"],
         "batches": ["batches", "--cache", m],
     }
 
