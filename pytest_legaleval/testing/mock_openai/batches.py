@@ -169,6 +169,11 @@ class BatchAPI:
                 "batch_ids": list(self._batches),
             }
 
+    def prompt_count(self, substring: str) -> int:
+        """Batch lines answered whose prompt contains ``substring``."""
+        with self._lock:
+            return sum(n for prompt, n in self.per_prompt.items() if substring in prompt)
+
     def _id(self, prefix: str) -> str:
         self._seq += 1
         return f"{prefix}-mock{self._seq:06d}"

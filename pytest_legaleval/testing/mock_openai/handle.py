@@ -266,8 +266,7 @@ class ServerHandle:
 
     def batch_prompt_count(self, substring: str) -> int:
         """Batch lines answered whose prompt contains ``substring``."""
-        with self._core.batches._lock:
-            return sum(n for p, n in self._core.batches.per_prompt.items() if substring in p)
+        return self._core.batches.prompt_count(substring)
 
     def __repr__(self) -> str:
         where = self.base_url if self._port is not None and self.running else "stopped"
