@@ -323,7 +323,7 @@ class BatchRunner:
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, cap)
             try:
-                batch = await watch.client.retrieve(watch.batch_id)
+                batch = await watch.client.retrieve(watch.batch_id, watch.requests)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

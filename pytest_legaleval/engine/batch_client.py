@@ -229,7 +229,9 @@ class BatchClient:
             self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout)
         return self._session
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    async def _json(
+        self, method: str, path: str, limit: int = MAX_ERROR_BODY, **kwargs: Any
+    ) -> dict[str, Any]:
         session = self._open()
         async with session.request(
             method, self.base_url + path, proxy=self._proxy, allow_redirects=False, **kwargs
@@ -237,7 +239,7 @@ class BatchClient:
             if not 200 <= response.status < 300:
                 content = await response.content.read(MAX_ERROR_BODY)
                 raise error_from_status(response.status, response.headers, content)
-            content = await response.content.read(MAX_ERROR_BODY)
+            content = await _read_bounded(response, limit, f"{method} {path}")
             try:
                 data = json.loads(content)
             except (ValueError, RecursionError):
@@ -283,9 +285,14 @@ class BatchClient:
                 return batch
         return None
 
-    async def retrieve(self, batch_id: str) -> dict[str, Any]:
-        """The batch object now."""
-        data = await self._json("GET", f"/batches/{checked_id(batch_id, 'batch')}")
+    async def retrieve(self, batch_id: str, requests: int = 1) -> dict[str, Any]:
+        """The batch object now.
+
+        Read up to a size scaled to its ``requests``: a failed batch's ``errors.data`` may
+        name every line.
+        """
+        path = f"/batches/{checked_id(batch_id, 'batch')}"
+        data = await self._json("GET", path, limit=MAX_ERROR_BODY + 2048 * max(requests, 1))
         _string_field(data, "status", f"GET /batches/{batch_id}")
         return data
 
@@ -308,24 +315,28 @@ class BatchClient:
             if not 200 <= response.status < 300:
                 content = await response.content.read(MAX_ERROR_BODY)
                 raise error_from_status(response.status, response.headers, content)
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.content.iter_chunked(256 * 1024):
-                size += len(chunk)
-                if size > limit:
-                    raise ProviderError(
-                        "invalid_response",
-                        f"batch file {file_id} is larger than {limit} bytes, the bound for "
-                        "its number of requests",
-                    )
-                chunks.append(chunk)
-            return b"".join(chunks)
+            return await _read_bounded(response, limit, f"batch file {file_id}")
 
     async def aclose(self) -> None:
         """Close the connection pool."""
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+
+
+async def _read_bounded(response: aiohttp.ClientResponse, limit: int, what: str) -> bytes:
+    """The whole body, or ``ProviderError`` once it passes ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(256 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise ProviderError(
+                "invalid_response",
+                f"{what} is larger than {limit} bytes, the bound for its number of requests",
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _string_field(data: Mapping[str, Any], name: str, where: str) -> str:
