@@ -472,3 +472,36 @@ def test_a_callers_batch_state_lets_another_replica_resume(
     assert server.batch_stats()["batches_created"] == 1
     assert state.done == set(state.rows) and state.closed == 2
     assert pending_batches(str(tmp_path / "replica2.sqlite")) == []  # the cache file has none
+
+
+def test_a_long_errors_list_is_read_within_a_bound_scaled_to_the_requests(
+    server: MockOpenAIServer,
+) -> None:
+    import asyncio
+
+    from pytest_legaleval.engine.batch_client import BatchClient
+    from pytest_legaleval.engine.retry import ProviderError
+
+    n = 1000  # errors.data of 1,000 lines is larger than the ~66 KB read for one request
+    server.batch_knobs(fail_next=1, fail_lines=tuple(range(1, n + 1)))
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+    content = b"".join(input_line(f"id{i}", body) for i in range(n))
+
+    async def scenario() -> tuple[int, str]:
+        client = BatchClient(server.base_url, "")
+        try:
+            batch = await client.create(await client.upload(content, "in.jsonl"), {})
+            await client.retrieve(batch["id"], n)  # validating -> failed
+            try:
+                await client.retrieve(batch["id"])  # bound for one request: too small
+            except ProviderError as exc:
+                refused = str(exc)
+            else:
+                refused = ""
+            failed = await client.retrieve(batch["id"], n)
+            return len(failed["errors"]["data"]), refused
+        finally:
+            await client.aclose()
+
+    lines, refused = asyncio.run(scenario())
+    assert lines == n and "larger than" in refused
