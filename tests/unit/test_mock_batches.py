@@ -138,3 +138,18 @@ def test_without_the_api_it_is_a_404(client: openai.OpenAI, server: MockOpenAISe
     server.batch_knobs(enabled=False)
     with pytest.raises(openai.NotFoundError):
         _upload(client, [_line("a", "x")])
+
+
+def test_the_standalone_server_takes_batch_knobs() -> None:
+    from pytest_legaleval.testing.mock_openai.cli import _batch_knobs, _parser
+
+    args = _parser().parse_args(
+        ["--no-batches", "--batch-expire", "2", "--batch-polls", "3", "--batch-failures-to", "both"]
+    )
+    assert _batch_knobs(args) == {
+        "enabled": False, "expire_next": 2, "cancel_next": 0, "fail_next": 0,
+        "polls_in_progress": 3, "failures_to": "both",
+    }  # fmt: skip
+    with MockOpenAIServer() as server:
+        knobs = server.batch_knobs(**_batch_knobs(_parser().parse_args(["--batch-fail", "1"])))
+    assert knobs.enabled and knobs.fail_next == 1
