@@ -12,8 +12,9 @@ Polling starts after ``batch_poll_s`` and backs off by half each time up to a mi
 batch ends, its output and error files are read (bounded, see
 ``batch_client.download_bound``) and matched to the requests by ``custom_id``. A success
 is stored in the result cache and handed to its callers, like a live answer. A failure is
-what a live attempt's failure would be (``batch_client.classify_line``): permanent ones (a
-400, an unusable answer) end the request with their error; transient ones (a 5xx line,
+what a live attempt's failure would be (``batch_client.classify_line``): a permanent one (a
+4xx line, an unusable answer) gets one live call, which decides as it would have in a live
+run (a content filter's refusal ends the request at once); transient ones (a 5xx line,
 ``batch_expired``, ``batch_cancelled``, ``request_timeout``, a request the files do not
 mention, the requests of a ``failed`` batch) go into a new batch, or live once
 ``batch_attempts`` batches were tried or the ``batch_max_wait_s`` deadline passed (the

@@ -392,9 +392,12 @@ def classify_line(
     ``result``: its line (``None``: the files do not mention it); ``refused``: what a
     ``failed`` batch's ``errors.data`` said of its input line; ``status``: the batch's.
 
-    What next: ``final`` (a permanent failure, as live), ``retry`` (a new batch, or
-    live once the batch attempts are spent) or ``live`` (a line the batch refused at
-    validation: another batch would refuse it again, the live call decides).
+    What next: ``retry`` (a transient failure: a new batch, or live once the batch
+    attempts are spent), ``live`` (a permanent-looking failure — a 4xx line, a body that
+    is no completion, a line a ``failed`` batch refused: another batch would fail it
+    again, and whether the request itself is bad, the live call decides, as it would
+    have in a live run; a 4xx is not billed) or ``final`` (a content filter's refusal,
+    which a live call gives as well).
     """
     if result is None:
         if refused is not None:
@@ -407,18 +410,20 @@ def classify_line(
             body = json.dumps(result.body, ensure_ascii=False).encode("utf-8")
             return checked_completion(parse_completion(body)), ("", "", "final", None)
         except ProviderError as exc:
-            return None, (exc.code, str(exc), _next(exc.transient), 200)
+            return None, (exc.code, str(exc), _next(exc.transient, exc.code), 200)
         except (ValueError, TypeError) as exc:
-            return None, ("invalid_response", f"batch answer: {exc}", "final", 200)
+            return None, ("invalid_response", f"batch answer: {exc}", "live", 200)
     message = result.message or f"batch line failed ({result.error_code})"
     if result.status_code is not None and result.status_code != 200:
         code, transient = classify_status(result.status_code, result.error_code)
-        return None, (code, message, _next(transient), result.status_code)
+        return None, (code, message, _next(transient, code), result.status_code)
     mapped = _TRANSIENT_LINE_ERRORS.get(str(result.error_code))
     if mapped is not None:
         return None, (mapped, f"{result.error_code}: {message}", "retry", None)
     return None, ("internal_error", f"{result.error_code}: {message}", "retry", None)
 
 
-def _next(transient: bool) -> str:
-    return "retry" if transient else "final"
+def _next(transient: bool, code: str) -> str:
+    if transient:
+        return "retry"
+    return "final" if code == "content_filter" else "live"

@@ -150,14 +150,22 @@ def test_a_batch_that_fails_retries_and_refused_lines_go_live(
     assert server.stats()["requests"] == 1
 
 
-def test_a_permanent_line_failure_ends_the_request_as_live_would(
+def test_a_permanent_line_failure_is_decided_by_one_live_call(
     server: MockOpenAIServer, tmp_path: Path
 ) -> None:
-    server.add_fault("400", match=r"item 002")
-    results = _run(_settings(server, tmp_path / "c.sqlite"), _requests(3))
-    assert [r.ok for r in results] == [True, True, False]
-    assert results[2].error_code == "bad_request" and len(results[2].attempts) == 1
-    assert server.stats()["requests"] == 0
+    server.add_fault("400", match=r"item 002")  # bad in the batch and live alike
+    server.add_fault("400", match=r"item 001", times=1)  # a batch line's 400 only
+    server.add_reply(r"item 000", {"content": "ok", "finish_reason": "content_filter"})
+    results = _run(_settings(server, tmp_path / "c.sqlite"), _requests(4))
+    assert [r.ok for r in results] == [False, True, False, True]
+    assert results[0].error_code == "content_filter" and len(results[0].attempts) == 1
+    assert results[1].text and not results[1].batch  # the live call answered it
+    assert results[2].error_code == "bad_request"
+    assert [(a.status_code, a.batch_id is not None) for a in results[2].attempts] == [
+        (400, True),
+        (400, False),
+    ]
+    assert server.stats()["requests"] == 2  # items 001 and 002, once each
 
 
 def test_attempts_spent_in_batches_then_live_with_its_full_retry_policy(
