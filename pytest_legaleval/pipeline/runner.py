@@ -209,6 +209,12 @@ class ItemRunner:
                 judge_epochs=s.judge_epochs,
             )
         engine.start()
+        if self.judges is not None and getattr(s, "batch", False):
+            # Under --batch the judge's structured-output probe is a batch of its own: sent
+            # now, it runs beside the answers' batch instead of after it (one round trip,
+            # minutes to hours at a provider, saved).
+            for judge in s.judge_model:
+                engine.run_coroutine(self.judges.structured.mode(judge))
         return engine
 
     # -- one item -------------------------------------------------------------------------
