@@ -14,18 +14,26 @@ import sys
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
+from pytest_legaleval.metrics.power import ALPHA_RANGE, POWER_RANGE, TARGET_RANGE
 
 __all__ = ["register"]
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return value
+def _within(low: float, high: float) -> Any:
+    """A converter to a number in ``[low, high]`` (an absurd one is a usage error, exit 2)."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not low <= value <= high:  # NaN fails too
+            raise argparse.ArgumentTypeError(
+                f"expected a number in [{low:g}, {high:g}], got {text!r}"
+            )
+        return value
+
+    return convert
 
 
 def _positive(text: str) -> int:
@@ -62,6 +70,18 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     records = [record_fields(record) for record in loaded.records]
     if not records:
         raise ConfigError("the dataset has no valid record to plan for")
+    if args.cluster_by:
+        from pytest_legaleval.metrics.run_checks import RecordFields
+
+        fields = RecordFields(args.cluster_by)
+        fields.extend(records)
+        lacking = fields.check_cluster_field()  # no record has it: a usage error
+        if lacking:
+            print(
+                f"legaleval plan: --cluster-by {args.cluster_by}: {lacking} of {len(records)} "
+                "records lack the field; each is a cluster of its own",
+                file=sys.stderr,
+            )
     baseline_rows = baseline_id = None
     if args.baseline:
         run = load_run(args.baseline)
@@ -124,11 +144,13 @@ def register(subparsers: Any) -> None:
     )
     command.add_argument(
         "--target",
-        type=_fraction,
+        type=_within(*TARGET_RANGE),
         metavar="D",
         help="also print the records needed to detect this difference (0.03 = 3 points)",
     )
-    command.add_argument("--alpha", type=_fraction, default=0.05, help="two-sided level (0.05)")
-    command.add_argument("--power", type=_fraction, default=0.80, help="power (0.80)")
+    command.add_argument(
+        "--alpha", type=_within(*ALPHA_RANGE), default=0.05, help="two-sided level (0.05)"
+    )
+    command.add_argument("--power", type=_within(*POWER_RANGE), default=0.80, help="power (0.80)")
     command.add_argument("--format", choices=("text", "json"), default="text")
     command.set_defaults(func=_cmd_plan)

@@ -126,6 +126,15 @@ def _add_service_options(parser: argparse.ArgumentParser) -> None:
         "between requests, before it is closed (5; at most 60).",
     )
     group.add_argument(
+        "--body-timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="S",
+        help="Seconds a request's whole body may take to arrive after its headers, however "
+        "slowly it trickles, with or without a token; then 408 and the connection is closed "
+        "(60).",
+    )
+    group.add_argument(
         "--retention-days-raw",
         type=int,
         default=30,
@@ -206,6 +215,7 @@ def _config(args: argparse.Namespace) -> Any:
             max_runs_per_token=args.max_runs_per_token,
             http_timeout=args.http_timeout,
             header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
         ),
         retention=Retention(args.retention_days_raw, args.retention_days_summary),
         tokens=Tokens.from_env(),

@@ -16,6 +16,14 @@ DUMMY_KEY = "not-needed"
 """The key sent to servers that need none (the SDK insists on one); no secret to scrub."""
 
 
+def _huge_int(text: str) -> int:
+    digits = text.lstrip("-")
+    if len(digits) <= 4000:
+        return int(text)
+    magnitude: int = 10 ** (len(digits) - 1)
+    return -magnitude if text.startswith("-") else magnitude
+
+
 def parse_completion(body: bytes) -> RawCompletion:
     """The completion in ``body``; ``ValueError`` when it is none (``invalid_response``).
 
@@ -26,6 +34,12 @@ def parse_completion(body: bytes) -> RawCompletion:
         data = json.loads(body)
     except RecursionError:
         raise ValueError("response body is nested too deeply") from None
+    except ValueError as exc:
+        if "digits" not in str(exc):
+            raise
+        # An integer past Python's 4,300-digit conversion limit (a hostile usage count):
+        # read it as its order of magnitude, so token_count drops it with a warning.
+        data = json.loads(body, parse_int=_huge_int)
     if not isinstance(data, dict):
         raise ValueError("response body is not a JSON object")
     choices = data.get("choices")

@@ -30,6 +30,7 @@ from pytest_legaleval.engine.types import (
     GenerationRequest,
     RawCompletion,
 )
+from pytest_legaleval.engine.urls import redact_url
 from pytest_legaleval.errors import ConfigError
 
 __all__ = [
@@ -133,6 +134,8 @@ def default_registry() -> ProviderRegistry:
 class _Route:
     route: Route
     defaults: GenerationParams
+    identity: str
+    """The base URL as the cache key names it: credentials redacted (``engine.urls``)."""
 
     @property
     def base_url(self) -> str:
@@ -179,13 +182,14 @@ class OpenAIProvider:
             found = model_route(
                 model, overrides, self._settings.base_url, self._settings.api_key_env
             )
-            route = _Route(found, defaults)
+            route = _Route(found, defaults, redact_url(found.base_url))
             self._routes[model] = route
         return route
 
     def endpoint(self, model: str) -> str:
         """``<provider>:<base url>`` (``openai:https://api.openai.com/v1``)."""
-        return f"{self.provider}:{self._route(model).base_url}"
+        route = self._route(model)
+        return f"{self.provider}:{route.identity}"
 
     def check(self, model: str) -> None:
         """Reject a missing key (only for a vendor's own URL) and a refused reasoning effort."""
@@ -210,11 +214,19 @@ class OpenAIProvider:
                 from pytest_legaleval.engine.sdk_client import SdkClient
 
                 timeout = self._settings.request_timeout_s
-                client = SdkClient(route.base_url, api_key, self._pool_size, timeout)
+                client = SdkClient(
+                    route.base_url,
+                    api_key,
+                    self._pool_size,
+                    timeout,
+                    self._settings.max_response_bytes,
+                )
             else:
                 from pytest_legaleval.engine.wire import WireClient
 
-                client = WireClient(route.base_url, api_key, self._pool_size)
+                client = WireClient(
+                    route.base_url, api_key, self._pool_size, self._settings.max_response_bytes
+                )
             entry = (client, api_key)
             self._clients[key] = entry
         return entry

@@ -23,6 +23,7 @@ from pytest_legaleval.engine.presets import (
     base_url_variable,
     resolve_route,
 )
+from pytest_legaleval.engine.urls import redact_url
 from pytest_legaleval.errors import ConfigError
 
 __all__ = [
@@ -183,6 +184,23 @@ def key_env_vars(settings: ModelConfig) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def endpoint_urls(settings: ModelConfig) -> list[str]:
+    """Every base URL this run may call (their credentials are secrets, ``engine.urls``).
+
+    ``--base-url``, ``--judge-base-url``, each ``models:`` entry's, ``OPENAI_BASE_URL`` and
+    the URL variable of every preset model of the run.
+    """
+    urls = [settings.base_url, settings.judge_base_url, os.environ.get("OPENAI_BASE_URL")]
+    for values in settings.per_model.values():
+        if isinstance(values.get("base_url"), str):
+            urls.append(values["base_url"])
+    for model in (*settings.model, *settings.judge_model, *settings.per_model):
+        provider = str(model).partition("/")[0]
+        if provider in PRESETS:
+            urls.append(os.environ.get(base_url_variable(provider)))
+    return list(dict.fromkeys(url for url in urls if url))
+
+
 def check_models(settings: ModelConfig) -> None:
     """Raise ``ConfigError`` for a model the engine could not serve.
 
@@ -327,7 +345,7 @@ def _moved_key_message(
     fixes = [f"give {_FLAGS[what]} on the command line" for what, _ in chosen if what in _FLAGS]
     if any(source == "file" for _, source in chosen):
         fixes.insert(0, f"name the file with --legaleval-config {project.file} (you vouch for it)")
-    host = urlsplit(route.base_url).hostname or route.base_url
+    host = urlsplit(route.base_url).hostname or redact_url(route.base_url)
     return (
         f"{' and '.join(where)}: the key in ${route.api_key_env} for {model} would go to "
         f"{host}, a host you did not name. Configuration that comes with the project "

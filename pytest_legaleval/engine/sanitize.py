@@ -67,7 +67,13 @@ def token_count(value: object, name: str, warnings: list[str]) -> int | None:
         warnings.append(f"{name} dropped: negative ({value})")
         return None
     if value > MAX_TOKEN_COUNT:
-        shown = value if value < 10**15 else f"{float(value):.3g}"
+        # float() of a 400-digit count overflows, str() of a 5,000-digit one is refused:
+        # quote its size in digits instead.
+        shown = (
+            value
+            if value < 10**15
+            else f"about {math.floor(value.bit_length() * 0.30103) + 1} digits"
+        )
         warnings.append(f"{name} dropped: above {MAX_TOKEN_COUNT} ({shown})")
         return None
     return value

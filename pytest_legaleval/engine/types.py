@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from pytest_legaleval.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "ERROR_CODES",
     "PERMANENT_ERROR_CODES",
     "TRANSIENT_ERROR_CODES",
@@ -23,6 +24,10 @@ __all__ = [
     "RetryPolicy",
     "utc_timestamp",
 ]
+
+DEFAULT_MAX_RESPONSE_BYTES: Final = 32 * 1024 * 1024
+"""32 MiB of decoded reply: far above the longest legitimate completion (a 128k-token
+answer is well under 1 MB), far below what hurts the machine (``engine.bounded``)."""
 
 TRANSIENT_ERROR_CODES: frozenset[str] = frozenset(
     {
@@ -325,7 +330,10 @@ class EngineSettings:
     tpm: float | None = None
     """Tokens per minute in total over all ``share`` processes."""
     request_timeout_s: float = 120.0
-    """Per-attempt timeout; a timeout is transient."""
+    """Per-attempt deadline, reading the reply's body included; a timeout is transient."""
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    """Most bytes of one reply, counted after decompression as they arrive
+    (``engine.bounded``); a longer reply is ``invalid_response``, not retried."""
     retry: RetryPolicy = RetryPolicy()
     """Retry schedule."""
     cache_path: str | None = ".legaleval/cache.sqlite"
@@ -367,6 +375,7 @@ class EngineSettings:
             ("share", self.share >= 1),
             ("position", 0 <= self.position < self.share),
             ("request_timeout_s", self.request_timeout_s > 0),
+            ("max_response_bytes", self.max_response_bytes > 0),
             ("judge_concurrency", self.judge_concurrency is None or self.judge_concurrency >= 1),
             ("rpm", self.rpm is None or self.rpm > 0),
             ("tpm", self.tpm is None or self.tpm > 0),

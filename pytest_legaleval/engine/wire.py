@@ -15,6 +15,7 @@ are private.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import urllib.parse
 import urllib.request
@@ -23,7 +24,15 @@ from typing import Any
 
 import aiohttp
 
+from pytest_legaleval.engine.bounded import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BodyDecoder,
+    too_large,
+)
+from pytest_legaleval.engine.openai_reply import DUMMY_KEY
 from pytest_legaleval.engine.retry import ProviderError, classify_status, parse_retry_after
+from pytest_legaleval.engine.urls import endpoint_url, without_credentials
 
 __all__ = ["MAX_ERROR_BODY", "WireClient", "error_from_status"]
 
@@ -76,28 +85,58 @@ def error_from_status(status: int, headers: Mapping[str, str], body: bytes) -> P
     )
 
 
+async def _error_body(response: aiohttp.ClientResponse, encoding: str | None) -> bytes:
+    """At most ``MAX_ERROR_BODY`` decoded bytes of an error reply (the rest is not read)."""
+    try:
+        decoder = BodyDecoder(encoding, MAX_ERROR_BODY, truncate=True)
+    except ProviderError:
+        return b""
+    async for chunk in response.content.iter_any():
+        decoder.feed(chunk)
+        if decoder.full:
+            break
+    return decoder.body()
+
+
 class WireClient:
     """POSTs chat completions to one base URL with one key, over one connection pool.
 
     Args:
-        base_url: the OpenAI-compatible endpoint (``…/v1``).
+        base_url: the OpenAI-compatible endpoint (``…/v1``); a query is kept after the
+            path; user info is sent as HTTP Basic credentials when there is no key.
         api_key: sent as ``Authorization: Bearer``; empty for servers that need none.
         pool_size: connections kept open (the process's concurrency and some spare).
+        max_response_bytes: most bytes of a reply, counted after decompression as they
+            arrive (``engine.bounded``); a longer reply is ``invalid_response``.
 
     The session is created on the engine's loop at the first call (aiohttp binds it to the
     running loop). Proxy variables (``HTTPS_PROXY``, ``NO_PROXY``) are honoured, as the SDK
-    honours them (read once, see :func:`proxy_for`).
+    honours them (read once, see :func:`proxy_for`). aiohttp's own decompression is off:
+    it inflates a whole network chunk at once, so a reply is inflated here with a bound.
 
     """
 
-    def __init__(self, base_url: str, api_key: str, pool_size: int) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        pool_size: int,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        base_url, user, password = without_credentials(base_url)
+        self.url = endpoint_url(base_url, "/chat/completions")
+        self._limit = max_response_bytes
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/json",
+            "Accept-Encoding": ACCEPT_ENCODING,
             "User-Agent": _USER_AGENT,
         }
-        if api_key:
+        if user is not None and (not api_key or api_key == DUMMY_KEY):
+            # A gateway's credentials in the URL, and no key: HTTP Basic, as curl sends them.
+            pair = f"{user}:{password or ''}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        elif api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._headers = headers
         self._pool_size = pool_size
@@ -113,6 +152,7 @@ class WireClient:
                 connector=connector,
                 headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=None),
+                auto_decompress=False,
             )
             self._session = session
         return session
@@ -136,10 +176,22 @@ class WireClient:
             # A redirect is no completion; following one would resend the key elsewhere.
             allow_redirects=False,
         ) as response:
+            encoding = response.headers.get("Content-Encoding")
             if not 200 <= response.status < 300:
-                content = await response.content.read(MAX_ERROR_BODY)
-                raise error_from_status(response.status, response.headers, content)
-            return await response.read()
+                raise error_from_status(
+                    response.status, response.headers, await _error_body(response, encoding)
+                )
+            declared = response.content_length
+            if not encoding and declared is not None:
+                # A plain body of a declared length: the parser reads that many bytes and
+                # no more, so the declaration is the bound (the common case, kept cheap).
+                if declared > self._limit:
+                    raise too_large(self._limit)
+                return await response.read()
+            decoder = BodyDecoder(encoding, self._limit)
+            async for chunk in response.content.iter_any():
+                decoder.feed(chunk)
+            return decoder.body()
 
     async def aclose(self) -> None:
         """Close the connection pool."""

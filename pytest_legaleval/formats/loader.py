@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.errors import ConfigError, LegalEvalWarning
 from pytest_legaleval.formats.base import DatasetInfo, Entry, LoadContext, LoadResult
 from pytest_legaleval.formats.detect import detect_format
 from pytest_legaleval.formats.rag import MANIFEST_NAME, offline_dataset_name
@@ -29,7 +30,8 @@ def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
     """Expand ``--dataset`` arguments into files, in order, each file once.
 
     A directory contributes its ``*.jsonl`` and ``*.json`` files (not recursively; hidden
-    files, a RAG ``manifest.json`` and the offline dataset it names skipped), sorted by name.
+    files, a RAG ``manifest.json`` and the offline dataset it names skipped, and a link that
+    leads out of the folder skipped with a warning naming it), sorted by name.
     A ``SOURCE:PATH`` argument (``lexam:data/MCQs_test.xlsx``, a benchmark in its upstream
     layout) is not read here: the layers above resolve it first to the file its importer
     writes (``importers.cache.resolve_arguments``).
@@ -51,6 +53,7 @@ def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
                 if child.suffix.lower() in DATASET_SUFFIXES
                 and not child.name.startswith(".")
                 and child.name not in skip
+                and _inside(child, path)
                 and child.is_file()
             )
             if not found:
@@ -68,6 +71,30 @@ def dataset_files(paths: Sequence[str | Path]) -> list[Path]:
         # of turning every row of the second copy into a duplicate id.
         unique.setdefault(file.resolve(), file)
     return list(unique.values())
+
+
+def _inside(child: Path, folder: Path) -> bool:
+    """Whether ``child`` of ``folder`` stays in it; a link out is skipped with a warning.
+
+    A directory argument means the files in that folder: a symlink among them that leads
+    elsewhere (``../secrets.jsonl``, ``/etc/...``) is never followed, as attachments'
+    links are not.
+    """
+    if not child.is_symlink():
+        return True
+    try:
+        target = child.resolve(strict=True)
+        inside = target.is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a dangling link or a loop
+        inside = False
+    if not inside:
+        warnings.warn(
+            LegalEvalWarning(
+                f"--dataset {folder}: skipped {child.name}, a link that leads out of the folder"
+            ),
+            stacklevel=3,
+        )
+    return inside
 
 
 class DatasetStream:

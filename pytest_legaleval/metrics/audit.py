@@ -142,10 +142,10 @@ def _pass_figures(
     }
     if pairs:
         labels_only = classical_mean(human, alpha=settings.alpha)
-        out["human_pass_rate_ci95"] = [labels_only.low, labels_only.high]
+        out["human_pass_rate_ci95"] = labels_only.rate_interval()  # a rate: in [0, 1]
         judged = [float(j) for j, _ in pairs]
         corrected = ppi_mean(human, judged, [float(u) for u in unlabelled], alpha=settings.alpha)
-        out["ppi_pass_rate"] = corrected.to_dict()
+        out["ppi_pass_rate"] = corrected.to_dict(rate=True)
     return out
 
 

@@ -35,7 +35,10 @@ def _ci(interval: Any) -> str:
 def _ppi(block: Any) -> str:
     if not block:
         return "n/a"
-    return f"{block['estimate']:.4f}{_ci(block['ci95'])} (λ {block['lambda']:.2f})"
+    text = f"{block['estimate']:.4f}{_ci(block['ci95'])} (λ {block['lambda']:.2f})"
+    if block.get("note"):  # an estimate outside [0, 1]: said, not hidden
+        text += " (outside [0, 1]: unbiased, not bounded)"
+    return text
 
 
 def side_by_side(block: Mapping[str, Any], indent: str = "  ") -> list[str]:

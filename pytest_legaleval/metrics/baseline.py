@@ -38,6 +38,7 @@ __all__ = [
     "compare_runs",
     "item_key",
     "mcnemar_exact",
+    "pair_by_model",
     "pair_fields",
     "rubric_scorings",
 ]
@@ -201,6 +202,10 @@ class Comparison:
     reducer: str = DEFAULT_REDUCER
     """The epoch reducer behind the verdicts (and flips) above."""
     cluster_by: str | None = None
+    several_models: bool = False
+    """The paired items hold several models' answers (each record is then a cluster)."""
+    by_model: bool = True
+    """Items paired by (record, model, epoch); ``False``: by (record, epoch), one model each."""
     pass_difference: PairedDifference | None = None
     """Epochs or clusters: the paired difference of record pass fractions (the gate's)."""
     score_difference: PairedDifference | None = None
@@ -208,11 +213,30 @@ class Comparison:
 
     @property
     def method(self) -> str:
-        """``mcnemar`` (K = 1, no clusters) or ``clustered`` (what the gate decides on)."""
+        """``mcnemar`` (K = 1, no clusters, one model) or ``clustered`` (the gate's basis).
+
+        Several models' answers to one record are not independent, so a comparison of
+        several models' items is clustered by record even without ``cluster_by``.
+        """
         clustered = (
-            self.cluster_by is not None or max(self.baseline_epochs, self.current_epochs) > 1
+            self.cluster_by is not None
+            or self.several_models
+            or max(self.baseline_epochs, self.current_epochs) > 1
         )
         return "clustered" if clustered else "mcnemar"
+
+    @property
+    def pairing(self) -> str:
+        """How items were paired, as printed."""
+        return "(record, model, epoch)" if self.by_model else "(record, epoch): one model each"
+
+    def pairing_line(self) -> str:
+        """How many items were paired, and by which rule."""
+        return (
+            f"paired {self.paired} items by {self.pairing} ({self.unverdicted} more without a "
+            f"verdict in one run; only in baseline {self.only_in_baseline}, only in this run "
+            f"{self.only_in_current})"
+        )
 
     @property
     def pass_rate_delta(self) -> float | None:
@@ -279,6 +303,7 @@ class Comparison:
             "only_in_baseline": self.only_in_baseline,
             "only_in_current": self.only_in_current,
             "method": self.method,
+            "pairing": self.pairing,
             "epochs": {"baseline": self.baseline_epochs, "current": self.current_epochs},
             "epoch_reducer": self.reducer,
             "cluster_by": self.cluster_by,
@@ -294,13 +319,15 @@ class Comparison:
         """What the terminal prints about the comparison's statistics and the gate's basis."""
         if self.method == "mcnemar":
             return [
+                self.pairing_line(),
                 f"McNemar exact p={self.p_value:.4g} on {self.paired} paired items "
-                "(one answer per item, records independent)"
+                "(one answer per item, records independent)",
             ]
         lines = [
+            self.pairing_line(),
             f"epochs: baseline {self.baseline_epochs}, this run {self.current_epochs} "
             f"(reducer {self.reducer}); McNemar on reduced verdicts p={self.p_value:.4g} "
-            "(not the gate's basis)"
+            "(not the gate's basis)",
         ]
         for difference in (self.pass_difference, self.score_difference):
             if difference is not None:
@@ -308,6 +335,33 @@ class Comparison:
         basis = self.pass_difference.method if self.pass_difference else "no paired items"
         lines.append(f"the regression gate decides on: {basis}")
         return lines
+
+
+def pair_by_model(models_a: Iterable[str], models_b: Iterable[str], *, strict: bool = True) -> bool:
+    """The one pairing rule of ``--baseline``, ``legaleval compare`` and ``report A B``.
+
+    ``True``: pair by (record, model, epoch) — the runs share a model (or one is empty).
+    ``False``: pair by (record, epoch) — each run has one model, and they differ (the
+    common "model A against model B" comparison).
+
+    Raises:
+        ConfigError: the runs share no model and one of them has several (with ``strict``;
+            without it they are paired by model, so nothing pairs and both sides list their
+            items as only in one run).
+
+    """
+    a, b = set(models_a), set(models_b)
+    if a & b or not (a and b):
+        return True
+    if len(a) > 1 or len(b) > 1:
+        if not strict:
+            return True
+        raise ConfigError(
+            "the two runs share no model, and one has several: compare runs of the same "
+            f"models, or of one model each (A: {', '.join(sorted(a))}; B: "
+            f"{', '.join(sorted(b))})"
+        )
+    return False
 
 
 def rubric_scorings(rows: Iterable[Mapping[str, Any]]) -> frozenset[str]:
@@ -366,11 +420,17 @@ def compare_runs(
     """
     base_items = group_items(baseline, reducer)
     cur_items = group_items(current, reducer)
+    models_b = {key[2] for key in cur_items}
+    by_model = pair_by_model({key[2] for key in base_items}, models_b, strict=False)
+    if not by_model:  # one model each: the baseline's items stand under the current model
+        (model,) = models_b
+        base_items = {(k[0], k[1], model): item for k, item in base_items.items()}
     out = Comparison(
         baseline_epochs=max((len(i.lines) for i in base_items.values()), default=1),
         current_epochs=max((len(i.lines) for i in cur_items.values()), default=1),
         reducer=reducer,
         cluster_by=cluster_by or None,
+        by_model=by_model,
     )
     base = {key: item.line() for key, item in base_items.items()}
     cur = {key: item.line() for key, item in cur_items.items()}
@@ -417,6 +477,7 @@ def compare_runs(
         if key not in cur:
             out.only_in_baseline += 1
             out.changes.append(PairedItem(key, "only_in_baseline", before, None))
+    out.several_models = len({now.key[2] for _, now in judged}) > 1
     if out.paired:
         out.baseline_pass_rate = (out.both_passed + out.regressions) / out.paired
         out.current_pass_rate = (out.both_passed + out.improvements) / out.paired

@@ -1,52 +1,55 @@
-"""Clustered standard errors of a mean over records, and the cluster a record belongs to.
-
-The formula is Miller (2024), "Adding Error Bars to Evals", eq. 4.
+"""The run's own interval: the ``uncertainty`` block, and the cluster a record belongs to.
 
 Legal benchmarks come in clusters — LEXam questions share an exam, LegalBench rows a task —
 and records of one cluster succeed or fail together more than records of different ones.
-An interval that treats them as independent is too narrow. Over record means ``x_i``
-(``n`` records, each the mean over its epochs of ``passed``)::
+An interval that treats them as independent is too narrow; with a dozen clusters of very
+different sizes, so is the plain cluster-robust one (Miller 2024 eq. 4, used here up to
+round 3). Over units ``x_i`` (record means: each the mean over its verdict epochs of
+``passed``) the block is::
 
     mean         = x̄
-    se           = √(s² / n)                                  s² with ddof 1
-    se_clustered = √(s² / n + (1/n²) Σ_c Σ_{i≠j ∈ c} (x_i − x̄)(x_j − x̄))   eq. 4
-    ci95         = [x̄ − 1.959964·se_clustered, x̄ + 1.959964·se_clustered]
+    se           = √(s² / n)                      s² with ddof 1 (units independent)
+    se_clustered = CR2 (Bell & McCaffrey 2002), :mod:`.cr2`
+    df           = Bell–McCaffrey degrees of freedom (Imbens & Kolesár 2016)
+    ci95         = x̄ ∓ t_{0.975, df} · se_clustered, clipped to [0, 1]
 
-no small-sample factor. Computed as ``(s² + Σ_c R_c²) / n²`` with ``R_c = Σ_{i∈c}(x_i − x̄)``,
-which is the same number: the cross terms are ``Σ_c R_c² − Σ_i (x_i − x̄)²`` and
-``Σ_i (x_i − x̄)² = (n − 1) s²``. That form is a sum of squares, so the value under the root
-is never negative, in exact arithmetic or in floating point; its least value is ``s²/n²``
-(one cluster holding every record). statsmodels' cluster-robust error without correction is
-the ddof-0 form, ``√(Σ_c R_c²) / n``: eq. 4 is larger by exactly ``s²/n²`` under the root.
+Without ``--cluster-by`` every unit is its own cluster, so ``se_clustered = se`` and
+``df = n − 1``: the classic t interval. The interval of a rate lies in [0, 1]: where the
+t interval reaches past a bound, ``ci95`` is clipped, ``clipped`` is true and the unclipped
+bounds stay in ``ci95_raw``.
 
 Edge cases (each tested):
 
-- no records: no uncertainty (``None``).
-- one record: ``s²`` is undefined (ddof 1), so ``se``, ``se_clustered`` and ``ci95`` are
-  ``None``; ``mean`` is the record's value.
-- no clustering (``cluster_by`` not given) or every record a cluster of its own: the cross
-  terms vanish and ``se_clustered == se``; ``clusters`` is then ``n``.
-- one cluster: the formula gives ``s / n`` — reported as given, but it says nothing (one
-  cluster has no between-cluster variation to measure); ``clusters == 1`` tells the reader.
+- no units: no uncertainty (``None``).
+- one unit: ``se``, ``se_clustered``, ``df`` and ``ci95`` are ``None``, and ``note`` says why.
+- one cluster, or a cluster holding every unit: no between-cluster variation can be
+  measured, so ``se_clustered``, ``df`` and ``ci95`` are ``None`` and ``note`` says so
+  (eq. 4 gave ``s/n`` there, √n times narrower than the naive error).
 - zero variance (all passed or all failed): ``se = se_clustered = 0`` and ``ci95`` has zero
-  width: the records show no spread (the Wilson interval is the statement to read there).
+  width: the units show no spread (the Wilson interval is the statement to read there).
 - a record without the cluster field (or with ``null`` there): a cluster of its own —
   independent of every other record, as the naive error assumes — and counted in
-  ``unclustered`` so a mostly unclustered run is visible. Refusing such records would make
-  mixed datasets (LEXam with ``metadata.exam``, LegalBench without it) unusable.
+  ``unclustered`` so a mostly unclustered run is visible.
+- several models in one run: the run's units are items (record × model), and two models'
+  answers to one question are not independent: without ``--cluster-by`` the items are
+  clustered by record (``cluster_by`` reads ``record``), with it by the field.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_legaleval.metrics.cr2 import cluster_error
+from pytest_legaleval.metrics.tdist import t_quantile
+
 __all__ = [
-    "CI95_Z",
+    "METHOD",
+    "RATE_BOUNDS",
     "Uncertainty",
+    "clip_interval",
     "cluster_key",
     "cluster_value",
     "clustered_se",
@@ -54,8 +57,9 @@ __all__ = [
     "slim_cluster_field",
 ]
 
-CI95_Z = 1.959964
-"""The normal quantile the issue's ``ci95`` uses (0.975 quantile, six decimals)."""
+METHOD = "t interval, CR2 standard error, Bell-McCaffrey df"
+"""The ``method`` of every ``uncertainty`` block with an interval."""
+RATE_BOUNDS = (0.0, 1.0)
 
 _MISSING = object()
 
@@ -109,43 +113,27 @@ def cluster_key(value: Any) -> str | None:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _centred_sums(
-    values: Sequence[float], clusters: Sequence[Hashable | None] | None
-) -> tuple[float, float, float, int, int]:
-    """``(x̄, Σ r_i², Σ_c R_c², clusters, unclustered)`` with ``r_i = x_i − x̄``."""
-    n = len(values)
-    mean = math.fsum(values) / n
-    residuals = [x - mean for x in values]
-    squares = math.fsum(r * r for r in residuals)
-    if clusters is None:
-        return mean, squares, squares, n, 0
-    if len(clusters) != n:
-        raise ValueError(f"{len(clusters)} cluster labels for {n} values")
-    totals: dict[Hashable, list[float]] = {}
-    unclustered = 0
-    for index, (r, label) in enumerate(zip(residuals, clusters, strict=True)):
-        if label is None:
-            unclustered += 1
-            label = ("\x00unclustered", index)  # a cluster of its own
-        totals.setdefault(label, []).append(r)
-    cluster_squares = math.fsum(math.fsum(rs) ** 2 for rs in totals.values())
-    return mean, squares, cluster_squares, len(totals), unclustered
-
-
 def clustered_se(
     values: Sequence[float], clusters: Sequence[Hashable | None] | None
-) -> tuple[float, float] | None:
+) -> tuple[float, float | None] | None:
     """``(se, se_clustered)`` of the mean of ``values``; ``None`` for fewer than 2 values.
 
+    ``se_clustered`` is CR2 (:mod:`.cr2`), ``None`` when every value is in one cluster.
     ``clusters[i]`` is the cluster of ``values[i]`` (``None``: a cluster of its own);
     ``clusters=None`` means no clustering (``se_clustered == se``).
     """
-    n = len(values)
-    if n < 2:
+    found = cluster_error(values, clusters)
+    if found is None or found.se is None:
         return None
-    _, squares, cluster_squares, _, _ = _centred_sums(values, clusters)
-    variance = squares / (n - 1)
-    return math.sqrt(variance / n), math.sqrt(variance + cluster_squares) / n
+    return found.se, found.se_clustered
+
+
+def clip_interval(
+    low: float, high: float, bounds: tuple[float, float] = RATE_BOUNDS
+) -> tuple[tuple[float, float], bool]:
+    """``((low, high) clipped to bounds, whether anything was clipped)``."""
+    clipped = (max(bounds[0], min(bounds[1], low)), max(bounds[0], min(bounds[1], high)))
+    return clipped, clipped != (low, high)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,21 +141,42 @@ class Uncertainty:
     """The ``uncertainty`` block of ``metrics_summary.json``."""
 
     cluster_by: str | None
-    """The dotted field the records were clustered by; ``None``: not clustered."""
+    """The dotted field the units were clustered by; ``record`` when several models' items
+    were clustered by their record; ``None``: every unit its own cluster."""
     clusters: int
-    """Distinct clusters (records without the field count one each; ``n`` unclustered)."""
+    """Distinct clusters (units without the field count one each; ``n`` unclustered)."""
     mean: float
     se: float | None
+    """The naive standard error ``s/√n`` (units independent)."""
     se_clustered: float | None
+    """The CR2 standard error (``se`` when every unit is its own cluster)."""
     ci95: tuple[float, float] | None
-    """``x̄ ∓ 1.959964·se_clustered`` (that is ``se`` when not clustered)."""
+    """``x̄ ∓ t_{0.975, df}·se_clustered``, clipped to [0, 1]."""
     n: int
-    """Records (the ``x_i``)."""
+    """Units: records (items when several models share the block)."""
     unclustered: int = 0
-    """Records without the cluster field (each a cluster of its own)."""
+    """Units without the cluster field (each a cluster of its own)."""
+    df: float | None = None
+    """The Bell–McCaffrey degrees of freedom of the t interval."""
+    ci95_raw: tuple[float, float] | None = None
+    """The unclipped t interval."""
+    note: str | None = None
+    """Why there is no interval, when there is none."""
+    unit: str = "record"
+    """What a unit is: ``record`` (a record's mean over epochs) or ``item`` (record × model)."""
+
+    @property
+    def clipped(self) -> bool:
+        """``ci95`` differs from ``ci95_raw``: the t interval reached past 0 or 1."""
+        return self.ci95 is not None and self.ci95 != self.ci95_raw
+
+    @property
+    def method(self) -> str | None:
+        """The interval's method, as written in the block (``None`` without an interval)."""
+        return METHOD if self.ci95 is not None else None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: the six fields the issue names, then ``n`` and ``unclustered``."""
+        """JSON form: the issue's fields, then ``n``, ``unclustered`` and the t's details."""
         return {
             "cluster_by": self.cluster_by,
             "clusters": self.clusters,
@@ -177,27 +186,35 @@ class Uncertainty:
             "ci95": list(self.ci95) if self.ci95 is not None else None,
             "n": self.n,
             "unclustered": self.unclustered,
+            "unit": self.unit,
+            "df": self.df,
+            "method": self.method,
+            "clipped": self.clipped,
+            "ci95_raw": list(self.ci95_raw) if self.ci95_raw is not None else None,
+            "note": self.note,
         }
 
     def describe(self) -> str:
         """One line for the terminal and the report, naming the interval shown."""
-        if self.ci95 is None:
-            return f"mean {self.mean:.4f} over {self.n} record(s): no interval (one record)"
+        units = f"{self.n} {self.unit}{'s' if self.n != 1 else ''}"
+        if self.ci95 is None or self.se_clustered is None or self.df is None:
+            return f"mean {self.mean:.4f} over {units}: no interval ({self.note})"
         low, high = self.ci95
+        clipped = ", clipped to [0, 1]" if self.clipped else ""
         if self.cluster_by is None:
             return (
-                f"mean {self.mean:.4f}, 95% CI [{low:.4f}, {high:.4f}] (naive se "
-                f"{self.se:.4f}, records independent, n={self.n})"
+                f"mean {self.mean:.4f}, 95% CI [{low:.4f}, {high:.4f}] (t interval, {self.unit}s "
+                f"independent: se {self.se_clustered:.4f}, df {self.df:.1f}, n={self.n}{clipped})"
             )
         ratio = (
             f", {self.se_clustered / self.se:.2f}× the naive se {self.se:.4f}"
-            if self.se and self.se_clustered is not None
+            if self.se
             else f", naive se {self.se:.4f}"
         )
         return (
-            f"mean {self.mean:.4f}, 95% CI [{low:.4f}, {high:.4f}] (clustered by "
-            f"{self.cluster_by}: {self.clusters} clusters, se {self.se_clustered:.4f}{ratio}, "
-            f"n={self.n})"
+            f"mean {self.mean:.4f}, 95% CI [{low:.4f}, {high:.4f}] (CR2 t interval clustered "
+            f"by {self.cluster_by}: {self.clusters} clusters, se {self.se_clustered:.4f}{ratio}, "
+            f"df {self.df:.1f}, {units}{clipped})"
         )
 
 
@@ -206,33 +223,52 @@ def clustered_uncertainty(
     clusters: Sequence[Hashable | None] | None = None,
     *,
     cluster_by: str | None = None,
-    z: float = CI95_Z,
+    level: float = 0.95,
+    unit: str = "record",
 ) -> Uncertainty | None:
-    """The ``uncertainty`` block of record means ``values`` (see the module docstring).
+    """The ``uncertainty`` block of units ``values`` (see the module docstring).
 
     Args:
-        values: the record means ``x_i``.
-        clusters: each record's cluster key (``None`` entries: clusters of their own);
+        values: the units' means ``x_i`` (rates in [0, 1]).
+        clusters: each unit's cluster key (``None`` entries: clusters of their own);
             ``None`` when not clustered.
         cluster_by: the field the keys came from (recorded in the block).
-        z: the normal quantile of the interval.
+        level: the interval's confidence level.
+        unit: what a unit is (``record`` or ``item``).
 
     Returns:
         The block, or ``None`` when there are no values.
 
     """
-    n = len(values)
-    if n == 0:
+    found = cluster_error(values, clusters)
+    if found is None:
         return None
-    mean, squares, cluster_squares, count, unclustered = _centred_sums(values, clusters)
-    if clusters is None:
-        count, unclustered = n, 0
-    if n == 1:
-        return Uncertainty(cluster_by, count, mean, None, None, None, n, unclustered)
-    variance = squares / (n - 1)
-    se = math.sqrt(variance / n)
-    se_clustered = math.sqrt(variance + cluster_squares) / n if clusters is not None else se
-    half = z * se_clustered
+    if found.se_clustered is None or found.df is None:
+        return Uncertainty(
+            cluster_by,
+            found.clusters,
+            found.mean,
+            found.se,
+            None,
+            None,
+            found.n,
+            unclustered=found.unclustered,
+            unit=unit,
+            note=found.note,
+        )
+    half = t_quantile(1.0 - (1.0 - level) / 2.0, found.df) * found.se_clustered
+    raw = (found.mean - half, found.mean + half)
+    ci, _ = clip_interval(*raw)
     return Uncertainty(
-        cluster_by, count, mean, se, se_clustered, (mean - half, mean + half), n, unclustered
+        cluster_by,
+        found.clusters,
+        found.mean,
+        found.se,
+        found.se_clustered,
+        ci,
+        found.n,
+        unclustered=found.unclustered,
+        df=found.df,
+        ci95_raw=raw,
+        unit=unit,
     )

@@ -84,6 +84,13 @@ def comparison(
     """
     if not allow_scoring_mismatch:
         check_same_scoring(run_a.predictions, run_b.predictions)
+    if cluster_by:  # named on the command line: a field no line has is a usage error
+        from pytest_legaleval.metrics.run_checks import RecordFields
+
+        fields = RecordFields(cluster_by, noun="prediction lines")
+        fields.extend(run_a.predictions)
+        fields.extend(run_b.predictions)
+        fields.check_cluster_field()
     cluster_by = cluster_by or run_cluster_by(run_b) or run_cluster_by(run_a)
     reducer = reducer or run_reducer(run_b)
     items_a, items_b = item_rows(run_a, reducer), item_rows(run_b, reducer)

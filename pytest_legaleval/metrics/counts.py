@@ -35,6 +35,7 @@ __all__ = [
     "counts_of",
     "flag_of",
     "is_item_block",
+    "nothing_evaluated",
     "with_item_fields",
 ]
 
@@ -240,3 +241,40 @@ def counts_of(block: Mapping[str, Any]) -> Counts:
             _int(block, "attachment_warning_items") if "attachment_warning_items" in block else None
         ),
     )
+
+
+_WHY_NOT_EVALUATED: Final = {
+    "needs_judge": ("needs", "need", "--judge-model (graded by an LLM judge)"),
+    "missing_response": ("has", "have", "no answer in --responses"),
+    "invalid_record": ("is", "are", "invalid"),
+    "judge_error": ("got", "got", "no usable verdict from the judge"),
+    "cancelled": ("was", "were", "cancelled"),
+}
+
+
+def _why(reason: str, n: int) -> str:
+    one, many, rest = _WHY_NOT_EVALUATED.get(reason, ("ended", "ended", reason))
+    return f"{n} item {one} {rest}" if n == 1 else f"{n} items {many} {rest}"
+
+
+def nothing_evaluated(summary: Mapping[str, Any], *, generate_ungraded: bool = False) -> str | None:
+    """Why a run that has items evaluated none of them; ``None`` when something was.
+
+    "Nothing evaluated" is a failed run, not a success: a rubric set run without
+    ``--judge-model`` skips every item and would otherwise exit 0. Answers asked for
+    without grading (``--generate-ungraded``) count as evaluated: that run did its job.
+    """
+    counts = counts_of(summary)
+    if not counts.items or counts.passed + counts.failed:
+        return None
+    if generate_ungraded and counts.skipped:
+        return None
+    reasons = summary.get("outcomes_by_reason")
+    found = reasons if isinstance(reasons, Mapping) else {}
+    counted = [
+        (str(why), n)
+        for why, n in found.items()
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0
+    ]
+    parts = [_why(why, n) for why, n in sorted(counted, key=lambda kv: (-kv[1], kv[0]))]
+    return "; ".join(parts) or f"{counts.items} items, none with a verdict"

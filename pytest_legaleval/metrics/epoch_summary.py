@@ -31,12 +31,15 @@ from pytest_legaleval.metrics.epochs import (
     epoch_figures,
     flaky_line,
     group_items,
+    incomplete_line,
 )
 
-__all__ = ["FLAKY_RECORDS_FILE", "EpochSummary"]
+__all__ = ["FLAKY_RECORDS_FILE", "INCOMPLETE_RECORDS_FILE", "EpochSummary"]
 
 FLAKY_RECORDS_FILE = "flaky_records.jsonl"
 """The artifact that lists the flaky items (one :func:`~.epochs.flaky_line` each)."""
+INCOMPLETE_RECORDS_FILE = "incomplete_records.jsonl"
+"""The artifact that lists the items without a verdict in every epoch (left out of pass@k)."""
 
 _KEPT = ("record_id", "dataset", "model", "epoch", "outcome", "passed", "score", "reason")
 
@@ -98,13 +101,25 @@ class EpochSummary:
         return epoch_figures(self.items(model), self.epochs)
 
     def uncertainty(self, model: str | None = None) -> Uncertainty | None:
-        """The ``uncertainty`` block over the items' pass fractions (``None``: no verdict)."""
+        """The ``uncertainty`` block over the items' pass fractions (``None``: no verdict).
+
+        Per model (or in a run of one model) the units are records. For the run of several
+        models they are items, and two models' answers to one record are not independent:
+        the items are clustered by ``--cluster-by`` when given, else by their record.
+        """
         judged = [item for item in self.items(model) if item.n]
         values = [item.c / item.n for item in judged]
-        clusters = None
+        several = model is None and len({item.key[2] for item in judged}) > 1
+        unit = "item" if several else "record"
         if self.cluster_by:
             clusters = [self._cluster(item) for item in judged]
-        return clustered_uncertainty(values, clusters, cluster_by=self.cluster_by)
+            return clustered_uncertainty(values, clusters, cluster_by=self.cluster_by, unit=unit)
+        if several:
+            by_record: list[str | None] = [
+                cluster_key([item.key[0], item.key[1]]) for item in judged
+            ]
+            return clustered_uncertainty(values, by_record, cluster_by="record", unit=unit)
+        return clustered_uncertainty(values, None, unit=unit)
 
     def _cluster(self, item: EpochItem) -> str | None:
         assert self.cluster_by is not None
@@ -120,7 +135,9 @@ class EpochSummary:
         ``epochs``, ``pass_at_k``, ``pass_hat_k``, ``flaky_records`` (a count) and
         ``uncertainty`` (``None`` without a verdict).
         """
-        block = self.figures(model).to_dict()
+        figures = self.figures(model)
+        block = figures.to_dict()
+        block["error_rate"] = figures.error_rate
         found = self.uncertainty(model)
         block["uncertainty"] = found.to_dict() if found is not None else None
         return block
@@ -134,6 +151,13 @@ class EpochSummary:
         flaky = sorted((i for i in self.items() if i.flaky), key=lambda i: i.key)
         return [flaky_line(item) for item in flaky]
 
+    def incomplete_lines(self) -> list[dict[str, Any]]:
+        """The ``incomplete_records.jsonl`` lines, sorted by (dataset, record_id, model)."""
+        figures = self.figures()
+        keys = set(figures.incomplete)
+        found = sorted((i for i in self.items() if i.key in keys), key=lambda i: i.key)
+        return [incomplete_line(item, figures.epochs) for item in found]
+
     def terminal_lines(self) -> list[str]:
         """What the terminal summary prints about epochs and the interval shown."""
         lines = []
@@ -143,12 +167,25 @@ class EpochSummary:
             at, hat = figures.pass_at_k, figures.pass_hat_k
             lines.append(
                 f"epochs: {figures.epochs} (reducer {self.reducer}); pass@1 {_f(at['1'])}, "
-                f"pass@{k} {_f(at[k])}, pass^{k} {_f(hat[k])}; flaky records "
-                f"{len(figures.flaky)}" + (f" ({FLAKY_RECORDS_FILE})" if figures.flaky else "")
+                f"pass@{k} {_f(at[k])}, pass^{k} {_f(hat[k])} over the "
+                f"{figures.pass_at_k_records} items with a verdict in every epoch; flaky "
+                f"records {len(figures.flaky)}"
+                + (f" ({FLAKY_RECORDS_FILE})" if figures.flaky else "")
             )
+            if figures.incomplete:
+                lines.append(
+                    f"incomplete: {len(figures.incomplete)} items lack a verdict in some epoch "
+                    f"({figures.errored_epochs} of {figures.epoch_lines} epoch lines errored; "
+                    f"listed in {INCOMPLETE_RECORDS_FILE}, left out of pass@k)"
+                )
         found = self.uncertainty()
         if found is not None:
-            lines.append(f"pass rate over epochs: {found.describe()}")
+            # With one epoch this is the table's pass rate again: named as the run's own
+            # (clustered, t) interval, beside the table's Wilson one over items.
+            name = (
+                "pass rate over epochs" if figures.epochs > 1 else "pass rate, the run's interval"
+            )
+            lines.append(f"{name}: {found.describe()}")
         return lines
 
 

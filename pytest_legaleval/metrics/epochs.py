@@ -13,7 +13,10 @@ answer — so such an epoch is **left out** of every figure below. For an item, 
 number of its epochs with a verdict and ``c`` the number of those that passed; an item
 whose epochs all lack a verdict (``n = 0``) has no verdict and takes no part in any figure
 (it is counted as an error by the counts, as any error item). The epochs left out are
-counted on the item (``errored``), so nothing is hidden.
+counted — the epoch is the unit of account: on the item (``errored``), in
+``errored_epochs`` / ``epoch_lines`` (``error_rate``) and as ``failures.jsonl`` lines — and
+pass@k and pass^k are over the items with a verdict in all K epochs only, the others
+counted as incomplete, so nothing is hidden.
 
 Reducers (``--epoch-reducer``) give the item's one verdict from its verdict epochs:
 
@@ -52,6 +55,7 @@ __all__ = [
     "exact_mean",
     "flaky_line",
     "group_items",
+    "incomplete_line",
     "item_key",
     "pass_at_k",
     "pass_at_k_table",
@@ -208,14 +212,14 @@ def pass_hat_k(n: int, c: int, k: int) -> Fraction:
 
 
 def _table(counts: Iterable[tuple[int, int]], max_k: int, one: Any) -> dict[str, float | None]:
-    pairs = [(n, c) for n, c in counts if n > 0]
+    pairs = [(n, c) for n, c in counts if n >= max_k]
     out: dict[str, float | None] = {}
-    if max_k == 1 and all(n == 1 for n, _ in pairs):
+    if max_k == 1:
         # One verdict epoch each (every run without --epochs): pass@1 = pass^1 = c, exact.
         out["1"] = sum(c for _, c in pairs) / len(pairs) if pairs else None
         return out
     for k in range(1, max_k + 1):
-        usable = [one(n, c, k) for n, c in pairs if n >= k]
+        usable = [one(n, c, k) for n, c in pairs]
         out[str(k)] = float(sum(usable, Fraction(0)) / len(usable)) if usable else None
     return out
 
@@ -223,8 +227,10 @@ def _table(counts: Iterable[tuple[int, int]], max_k: int, one: Any) -> dict[str,
 def pass_at_k_table(counts: Iterable[tuple[int, int]], max_k: int) -> dict[str, float | None]:
     """``{"1": …, …, "K": …}``: mean pass@k over records given as ``(n, c)`` pairs.
 
-    A record takes part at k when it has at least k verdict epochs (``n >= k``); records with
-    ``n = 0`` never do. A k no record reaches is ``None``. Summed exactly, rounded once.
+    Every k is over one set: the records with a verdict in all K epochs (``n >= K``), so
+    pass@1 and pass@K speak of the same records (taking at each k the records with at
+    least k verdicts made pass@1 and pass@5 two different populations). ``None`` for every
+    k when no record is complete. Summed exactly, rounded once.
     """
     return _table(counts, max_k, pass_at_k)
 
@@ -359,13 +365,28 @@ class EpochFigures:
     flaky: tuple[ItemKey, ...]
     """The flaky items, sorted."""
     records: int
-    """Items with at least one verdict epoch (the records the figures are over)."""
+    """Items with at least one verdict epoch (the units of the pass rate over epochs)."""
     mean_pass_fraction: float | None
-    """Mean of the items' ``c / n``: the pass rate over epochs (equals pass@1)."""
+    """Mean of the items' ``c / n``: the pass rate over epochs (over every item with a
+    verdict; equals pass@1 when no item is incomplete)."""
     mean_score: float | None = None
     """Mean of the items' record-level scores (each the mean over its verdict epochs)."""
     per_k_records: dict[str, int] = field(default_factory=dict)
-    """Items that take part at each k (``n >= k``); all of them when no epoch errored."""
+    """Items with at least k verdict epochs, for each k (for the reader; the figures are over
+    ``pass_at_k_records``)."""
+    pass_at_k_records: int = 0
+    """Items with a verdict in all K epochs: the one set every pass@k and pass^k is over."""
+    incomplete: tuple[ItemKey, ...] = ()
+    """The other items (some epoch without a verdict), sorted."""
+    errored_epochs: int = 0
+    """Epoch lines without a verdict (errors, cancelled, over budget; not skips)."""
+    epoch_lines: int = 0
+    """Epoch lines of valid items (the denominator of ``error_rate``)."""
+
+    @property
+    def error_rate(self) -> float | None:
+        """``errored_epochs / epoch_lines``: every epoch is a unit of account."""
+        return self.errored_epochs / self.epoch_lines if self.epoch_lines else None
 
     def to_dict(self) -> dict[str, Any]:
         """The fields ``metrics_summary.json`` holds (``flaky_records`` is a count)."""
@@ -373,7 +394,11 @@ class EpochFigures:
             "epochs": self.epochs,
             "pass_at_k": dict(self.pass_at_k),
             "pass_hat_k": dict(self.pass_hat_k),
+            "pass_at_k_records": self.pass_at_k_records,
+            "incomplete_records": len(self.incomplete),
             "flaky_records": len(self.flaky),
+            "errored_epochs": self.errored_epochs,
+            "epoch_lines": self.epoch_lines,
         }
 
 
@@ -387,6 +412,9 @@ def epoch_figures(items: Iterable[EpochItem], epochs: int | None = None) -> Epoc
     seen = max((max(item.lines) + 1 for item in items), default=1)
     k_max = max(seen, epochs or 1)
     counts = [(item.n, item.c) for item in items]
+    lines = [line for item in items for line in item.lines.values()]
+    kinds = [failure_type(line) for line in lines]
+    valid = [kind for kind in kinds if kind != "invalid_record"]
     judged = [item for item in items if item.n]
     if all(item.n == 1 for item in judged):
         fractions: list[Fraction | int] = [item.c for item in judged]  # c / 1, exact
@@ -402,7 +430,42 @@ def epoch_figures(items: Iterable[EpochItem], epochs: int | None = None) -> Epoc
         mean_pass_fraction=exact_mean(fractions) if fractions else None,
         mean_score=exact_mean(scores) if scores else None,
         per_k_records={str(k): sum(1 for n, _ in counts if n >= k) for k in range(1, k_max + 1)},
+        pass_at_k_records=sum(1 for n, _ in counts if n >= k_max),
+        incomplete=tuple(
+            sorted(item.key for item in items if item.n < k_max and not _invalid(item))
+        ),
+        errored_epochs=sum(1 for kind in valid if kind is not None),
+        epoch_lines=len(valid),
     )
+
+
+def _invalid(item: EpochItem) -> bool:
+    """An invalid record's item: counted as invalid, not as incomplete."""
+    return all(failure_type(line) == "invalid_record" for line in item.lines.values())
+
+
+def incomplete_line(item: EpochItem, epochs: int) -> dict[str, Any]:
+    """The line of an incomplete item in ``incomplete_records.jsonl``.
+
+    ``{"dataset", "record_id", "model", "epochs", "verdicts", "missing_epochs",
+    "reasons"}``: the planned K, the epochs with a verdict, the epochs without one (no
+    line, or a line without a verdict) and the reason of each such line.
+    """
+    dataset, record_id, model = item.key
+    missing = [
+        e for e in range(epochs) if e not in item.lines or epoch_verdict(item.lines[e]) is None
+    ]
+    return {
+        "dataset": dataset,
+        "record_id": record_id,
+        "model": model,
+        "epochs": epochs,
+        "verdicts": item.n,
+        "missing_epochs": missing,
+        "reasons": {
+            str(e): (item.lines[e].get("reason") if e in item.lines else "no line") for e in missing
+        },
+    }
 
 
 def flaky_line(item: EpochItem) -> dict[str, Any]:

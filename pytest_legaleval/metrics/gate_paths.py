@@ -168,8 +168,26 @@ def resolve_path(block: Mapping[str, Any], steps: Sequence[Step]) -> PathValue:
         return PathValue(False, None, note=f"{name} is {_kind(node)}, not a number")
     if math.isnan(value):
         return PathValue(True, None, note=f"{name} is not a number (NaN)")
-    n = _number(parent.get("n")) if isinstance(parent, Mapping) else None
-    return PathValue(True, value, _interval(parent, walked[-1][0]), int(n) if n else 0)
+    return PathValue(True, value, _interval(parent, walked[-1][0]), _n(parent, walked[-1][0]))
+
+
+def _n(parent: Any, last: str) -> int:
+    """The denominator beside a figure: ``n``, else the labels an audit figure used.
+
+    The judge audit counts its labels as ``labelled`` (pass figures) and ``score_labelled``
+    (score figures: Krippendorff's α, mean scores); a gate on them printed ``n=0``.
+    """
+    if not isinstance(parent, Mapping):
+        return 0
+    keys = ["n"]
+    if "score" in last or "krippendorff" in last:
+        keys.append("score_labelled")
+    keys.append("labelled")
+    for key in keys:
+        n = _number(parent.get(key))
+        if n is not None:
+            return int(n)
+    return 0
 
 
 def path_value(

@@ -4,10 +4,12 @@ With epochs (K > 1) or clusters, a comparison pairs the two runs' record means `
 the mean over an item's verdict epochs of ``passed``; or of ``score``) by item, and studies
 ``d_i = x_i(current) − x_i(baseline)``:
 
-- ``delta`` = mean of ``d_i``; ``se`` = √(s²_d / n); ``se_clustered`` by Miller (2024) eq. 4
-  over the ``d_i`` (:mod:`.clustered`), clusters taken from the items' records;
-- the interval ``delta ∓ z·se_clustered`` at the comparison's level (``z`` the normal
-  quantile); this is the interval a regression gate decides on;
+- ``delta`` = mean of ``d_i``; ``se`` = √(s²_d / n); ``se_clustered`` the CR2 error over the
+  ``d_i`` with its Bell–McCaffrey degrees of freedom ``df`` (:mod:`.cr2`), clusters taken
+  from the items' records (every pair its own cluster when not clustered: ``df = n − 1``);
+- the t interval ``delta ∓ t_{df}·se_clustered`` at the comparison's level and the
+  two-sided ``p_value`` of ``delta / se_clustered`` from the same t; this is the interval a
+  regression gate decides on;
 - a cluster bootstrap (whole clusters resampled with replacement, seeded, percentile
   interval of ``Σ d / Σ count``) as the non-parametric check beside it.
 
@@ -25,7 +27,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from pytest_legaleval.metrics.clustered import cluster_key, cluster_value, clustered_se
+from pytest_legaleval.metrics.clustered import cluster_key, cluster_value
+from pytest_legaleval.metrics.cr2 import cluster_error
 from pytest_legaleval.metrics.epochs import EpochItem
 from pytest_legaleval.metrics.stats import (
     BOOTSTRAP_RESAMPLES,
@@ -34,14 +37,20 @@ from pytest_legaleval.metrics.stats import (
     MIN_RESAMPLES,
     quantile,
 )
+from pytest_legaleval.metrics.tdist import t_quantile, t_two_sided_p
 
 __all__ = [
+    "RECORD_CLUSTER",
     "PairedDifference",
     "cluster_bootstrap",
     "item_differences",
     "normal_quantile",
     "paired_difference",
 ]
+
+
+RECORD_CLUSTER = "record"
+"""The ``cluster_by`` of items clustered by their record (several models, no field)."""
 
 
 def normal_quantile(level: float) -> float:
@@ -116,21 +125,27 @@ class PairedDifference:
     delta: float
     se: float | None
     se_clustered: float | None
-    """``se`` when not clustered; ``None`` with fewer than two pairs."""
+    """CR2 (``se`` when not clustered); ``None`` with fewer than two pairs or one cluster."""
     level: float
     ci: tuple[float, float] | None
-    """``delta ∓ z·se_clustered``: the interval a regression gate decides on."""
+    """``delta ∓ t_df·se_clustered``: the interval a regression gate decides on."""
     bootstrap: tuple[float, float] | None
     """The cluster bootstrap's percentile interval (the non-parametric check)."""
     bootstrap_resamples: int
     seed: int
+    df: float | None = None
+    """The Bell–McCaffrey degrees of freedom of the t (``n − 1`` when not clustered)."""
+    p_value: float | None = None
+    """Two-sided p-value of ``delta`` from the same t (``None`` without an error)."""
+    note: str | None = None
+    """Why there is no interval, when there is none."""
 
     @property
     def method(self) -> str:
         """The name of the gate's interval, as printed."""
         if self.cluster_by is None:
-            return "paired normal interval over record means (records independent)"
-        return f"paired normal interval with clustered se (Miller 2024 eq. 4, by {self.cluster_by})"
+            return "paired t interval over record means (records independent)"
+        return f"paired t interval, CR2 se clustered by {self.cluster_by}, Bell-McCaffrey df"
 
     def regressed(self, max_regression: float | None) -> bool:
         """A drop beyond ``max_regression`` (None: 0) whose whole interval is below 0."""
@@ -151,7 +166,10 @@ class PairedDifference:
             "se_clustered": self.se_clustered,
             "level": self.level,
             "ci": list(self.ci) if self.ci is not None else None,
+            "df": self.df,
+            "p_value": self.p_value,
             "method": self.method,
+            "note": self.note,
             "bootstrap": {
                 "ci": list(self.bootstrap) if self.bootstrap is not None else None,
                 "method": "cluster_bootstrap_percentile",
@@ -168,10 +186,11 @@ class PairedDifference:
             f"({self.delta:+.4f}) over {self.n} paired items"
         )
         if self.ci is None:
-            return text + " (too few pairs for an interval)"
+            return text + f" (no interval: {self.note or 'too few pairs'})"
+        p = f"{self.p_value:.4f}" if self.p_value is not None else "–"
         text += (
             f", {self.level:.0%} CI [{self.ci[0]:+.4f}, {self.ci[1]:+.4f}] ({self.method}; "
-            f"se {self.se_clustered:.4f}"
+            f"se {self.se_clustered:.4f}, df {self.df:.1f}, p {p}"
         )
         if self.cluster_by is not None:
             text += f", {self.clusters} clusters, naive se {self.se:.4f}"
@@ -210,14 +229,21 @@ def paired_difference(
     n = len(pairs)
     if n == 0:
         return None
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
     diffs = [now - before for before, now in pairs]
-    errors = clustered_se(diffs, clusters)
-    se, se_clustered = errors if errors is not None else (None, None)
+    error = cluster_error(diffs, clusters)
+    assert error is not None
+    se, se_clustered, df = error.se, error.se_clustered, error.df
     delta = math.fsum(diffs) / n
-    ci = None
-    if se_clustered is not None:
-        half = normal_quantile(level) * se_clustered
+    ci = p_value = None
+    if se_clustered is not None and df is not None:
+        half = t_quantile(1.0 - (1.0 - level) / 2.0, df) * se_clustered
         ci = (delta - half, delta + half)
+        if se_clustered > 0:
+            p_value = t_two_sided_p(delta / se_clustered, df)
+        else:  # no spread at all: every pair differs by delta
+            p_value = 1.0 if delta == 0 else 0.0
     boot = cluster_bootstrap(diffs, clusters, level=level, seed=seed, resamples=resamples)
     count = len(_cluster_totals(diffs, clusters))
     return PairedDifference(
@@ -235,6 +261,9 @@ def paired_difference(
         bootstrap=(boot[0], boot[1]) if boot is not None else None,
         bootstrap_resamples=boot[2] if boot is not None else 0,
         seed=seed,
+        df=df,
+        p_value=p_value,
+        note=error.note,
     )
 
 
@@ -259,9 +288,16 @@ def item_differences(
 
     ``pairs`` are ``(baseline item, current item)`` with a verdict epoch in both runs
     (``n > 0``). An item's cluster is the value at ``cluster_by`` in the current run's
-    lines, else in the baseline's; none: a cluster of its own.
+    lines, else in the baseline's; none: a cluster of its own. Without ``cluster_by``, when
+    the pairs hold several models' items, the items of one record are one cluster (two
+    models' answers to one question are not independent), named ``record``.
     """
-    clusters = [_cluster(now, before, cluster_by) for before, now in pairs] if cluster_by else None
+    clusters: list[str | None] | None = None
+    if cluster_by:
+        clusters = [_cluster(now, before, cluster_by) for before, now in pairs]
+    elif len({now.key[2] for _, now in pairs}) > 1:
+        cluster_by = RECORD_CLUSTER
+        clusters = [cluster_key([now.key[0], now.key[1]]) for _, now in pairs]
     fractions = [(before.c / before.n, now.c / now.n) for before, now in pairs]
     passes = paired_difference(fractions, clusters, cluster_by=cluster_by, level=level, seed=seed)
     scored = [

@@ -23,9 +23,13 @@ measures for exchangeable clusters of sizes ``m_c``). Within-record noise is ind
 across records and systems and does not cluster. Hence::
 
     Var(d̄) = [2 σ²_b (1 − ρ) · DE + 2 σ²_w / K] / n
-    MDE    = (z_{1−α/2} + z_{power}) · √Var(d̄)          (normal approximation)
+    MDE    = (t_{1−α/2, df} + t_{power, df}) · √Var(d̄)
 
-The other tail's share of the power is below 1e-5 at the MDE and is ignored.
+with ``df`` the Bell–McCaffrey degrees of freedom of the design's clusters (:mod:`.cr2`:
+``n − 1`` for independent records, about ``G − 1`` for ``G`` clusters of like sizes) — the
+degrees of freedom the comparison's own t interval will have, so a dozen uneven clusters
+plan for the wide interval they will get. The other tail's share of the power is ignored
+(below 1e-5 for the normal, about 1e-4 at 11 degrees of freedom).
 
 Where the figures come from:
 
@@ -42,7 +46,8 @@ Where the figures come from:
 - ``ρ``: cannot be measured from one run: ``DEFAULT_CORRELATION`` unless given.
 
 "More records" in the table means more clusters of the sizes the dataset has (``DE``
-unchanged); more epochs shrink only the within-record term. Every assumed figure is named
+unchanged, ``df`` grown with the clusters; never fewer than two clusters); more epochs
+shrink only the within-record term. Every assumed figure is named
 as such in the output. Checked against a seeded Monte Carlo of the paired clustered test
 (power ≈ 0.80 at the MDE) and against the exact variance by enumeration.
 """
@@ -55,20 +60,28 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
+from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.clustered import cluster_key, cluster_value
+from pytest_legaleval.metrics.cr2 import bell_mccaffrey_df
 from pytest_legaleval.metrics.epochs import group_items
+from pytest_legaleval.metrics.tdist import t_cdf, t_quantile
 
 __all__ = [
     "ALPHA",
+    "ALPHA_RANGE",
     "DEFAULT_CORRELATION",
     "DEFAULT_ICC",
     "DEFAULT_P",
     "DEFAULT_WITHIN_SHARE",
+    "MAX_RECORDS",
     "POWER",
+    "POWER_RANGE",
+    "TARGET_RANGE",
     "Plan",
     "VarianceModel",
     "cluster_sizes",
     "default_model",
+    "design_df",
     "design_effect",
     "difference_se",
     "estimate_model",
@@ -81,6 +94,14 @@ __all__ = [
 
 ALPHA = 0.05
 POWER = 0.80
+ALPHA_RANGE: tuple[float, float] = (1e-6, 0.5)
+"""Accepted significance levels: below, the z quantiles lose meaning; above, no test."""
+POWER_RANGE: tuple[float, float] = (0.5, 0.999999)
+"""Accepted powers: below one half a "detectable" difference would be a negative one."""
+TARGET_RANGE: tuple[float, float] = (1e-4, 1.0)
+"""Accepted target differences (a hundredth of a point up to the whole scale)."""
+MAX_RECORDS = 10**12
+"""More records than any dataset has: a target that needs them is no plan."""
 DEFAULT_P = 0.5
 DEFAULT_CORRELATION = 0.5
 """ρ between two systems' per-record pass probabilities when nothing measures it."""
@@ -95,6 +116,26 @@ RECORD_FACTORS = (0.5, 1.0, 2.0, 4.0)
 
 def _z(q: float) -> float:
     return NormalDist().inv_cdf(q)
+
+
+def _q(q: float, df: float | None) -> float:
+    """The ``q`` quantile of the t at ``df`` (the normal when ``df`` is ``None``)."""
+    return _z(q) if df is None else t_quantile(q, df)
+
+
+def design_df(sizes: Sequence[int], records: int | None = None) -> float | None:
+    """The Bell–McCaffrey degrees of freedom of a comparison over clusters of ``sizes``.
+
+    With ``records``, of that many records in clusters of the same sizes (the sizes taken
+    in turn, never fewer than two clusters). ``None`` with fewer than two clusters.
+    """
+    sizes = [m for m in sizes if m > 0]
+    if not sizes:
+        return None
+    if records is not None and records != sum(sizes):
+        count = max(2, round(len(sizes) * records / sum(sizes)))
+        sizes = [sizes[i % len(sizes)] for i in range(count)]
+    return bell_mccaffrey_df(sizes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,18 +220,26 @@ def difference_se(
     return math.sqrt((between_difference * deff + within_sum / epochs) / n)
 
 
-def minimum_detectable_difference(se: float, alpha: float = ALPHA, power: float = POWER) -> float:
-    """``(z_{1−α/2} + z_power) · se``."""
-    return (_z(1.0 - alpha / 2.0) + _z(power)) * se
+def minimum_detectable_difference(
+    se: float, alpha: float = ALPHA, power: float = POWER, df: float | None = None
+) -> float:
+    """``(t_{1−α/2, df} + t_{power, df}) · se`` (normal quantiles when ``df`` is ``None``)."""
+    return (_q(1.0 - alpha / 2.0, df) + _q(power, df)) * se
 
 
-def power_at(delta: float, se: float, alpha: float = ALPHA) -> float:
-    """Power of the two-sided z-test at a true difference ``delta`` (both tails)."""
+def power_at(delta: float, se: float, alpha: float = ALPHA, df: float | None = None) -> float:
+    """Power of the two-sided t-test at a true difference ``delta`` (both tails).
+
+    The statistic is taken as a t at ``df`` shifted by ``delta / se`` — the approximation
+    the MDE inverts, so the power at the MDE is ``power`` (the normal when ``df`` is None).
+    """
     if se <= 0.0:
         return 1.0 if delta != 0 else alpha
-    z = _z(1.0 - alpha / 2.0)
-    unit = NormalDist()
-    return unit.cdf(delta / se - z) + unit.cdf(-delta / se - z)
+    crit = _q(1.0 - alpha / 2.0, df)
+    if df is None:
+        unit = NormalDist()
+        return unit.cdf(delta / se - crit) + unit.cdf(-delta / se - crit)
+    return t_cdf(delta / se - crit, df) + t_cdf(-delta / se - crit, df)
 
 
 def records_for(
@@ -200,13 +249,44 @@ def records_for(
     deff: float = 1.0,
     alpha: float = ALPHA,
     power: float = POWER,
+    sizes: Sequence[int] | None = None,
 ) -> int:
-    """The fewest records whose MDE is at most ``target`` (clusters of the same sizes)."""
-    if target <= 0.0:
-        raise ValueError(f"target difference must be > 0, got {target!r}")
+    """The fewest records whose MDE is at most ``target`` (clusters of the same sizes).
+
+    With ``sizes`` (the design's clusters) the MDE uses the t at :func:`design_df` of each
+    candidate count, so the answer is found by search from the normal one upward;
+    without, the normal approximation's closed form.
+    """
+    if not TARGET_RANGE[0] <= target <= TARGET_RANGE[1]:
+        raise ValueError(
+            f"target difference must be in [{TARGET_RANGE[0]:g}, {TARGET_RANGE[1]:g}], "
+            f"got {target!r}"
+        )
     variance = model.between_difference * deff + model.within_sum / epochs
     need = ((_z(1.0 - alpha / 2.0) + _z(power)) / target) ** 2 * variance
-    return max(1, math.ceil(need - 1e-9))
+    if not math.isfinite(need) or need > MAX_RECORDS:
+        raise ValueError(f"detecting {target!r} needs more than {MAX_RECORDS:.0e} records")
+    low = max(1, math.ceil(need - 1e-9))
+    if sizes is None:
+        return low
+
+    def enough(n: int) -> bool:
+        df = design_df(sizes, n)
+        if df is None:
+            return False
+        return minimum_detectable_difference(math.sqrt(variance / n), alpha, power, df) <= target
+
+    if enough(low):
+        return low
+    high = low * 2
+    while not enough(high):
+        if high > MAX_RECORDS:
+            raise ValueError(f"detecting {target!r} needs more than {MAX_RECORDS:.0e} records")
+        low, high = high, high * 2
+    while high - low > 1:  # enough(high) and not enough(low)
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return high
 
 
 def default_model(
@@ -321,6 +401,8 @@ class Plan:
     """The baseline run's id, when one was measured."""
     target: float | None = None
     records_for_target: int | None = None
+    df: float | None = None
+    """The Bell–McCaffrey degrees of freedom of the planned comparison's t."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (``legaleval plan --format json``)."""
@@ -333,6 +415,7 @@ class Plan:
             "power": self.power,
             "design_effect": self.design_effect,
             "se": self.se,
+            "df": self.df,
             "mde": self.mde,
             "baseline": self.baseline,
             "model": self.model.to_dict(),
@@ -365,7 +448,8 @@ class Plan:
             f"  paired correlation           {m.correlation:<8.2f}{s.get('correlation')}",
             f"  intracluster correlation     {m.icc:<8.2f}{s.get('icc')}",
             f"minimum detectable difference (alpha {self.alpha:g} two-sided, power "
-            f"{self.power:.0%}): {self.mde * 100:.1f} points of pass rate (se {self.se:.4f})",
+            f"{self.power:.0%}, t at {self.df:.1f} df): {self.mde * 100:.1f} points of pass "
+            f"rate (se {self.se:.4f})",
         ]
         if self.target is not None and self.records_for_target is not None:
             lines.append(
@@ -398,18 +482,38 @@ def plan(
 
     Raises:
         ValueError: no records, ``epochs < 1``, ``alpha``/``power``/``correlation`` out of
-            range, or ``target <= 0``.
+            range, or ``target`` outside :data:`TARGET_RANGE`; every record in one cluster (a ``ConfigError``).
 
     """
     if not records:
         raise ValueError("no records to plan for")
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
-    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
-        raise ValueError(f"alpha and power must be in (0, 1), got {alpha!r} and {power!r}")
+    if not ALPHA_RANGE[0] <= alpha <= ALPHA_RANGE[1]:
+        raise ValueError(
+            f"alpha must be in [{ALPHA_RANGE[0]:g}, {ALPHA_RANGE[1]:g}], got {alpha!r}"
+        )
+    if not POWER_RANGE[0] <= power <= POWER_RANGE[1]:
+        raise ValueError(
+            f"power must be in [{POWER_RANGE[0]:g}, {POWER_RANGE[1]:g}], got {power!r}"
+        )
     if correlation is not None and not -1.0 <= correlation <= 1.0:
         raise ValueError(f"correlation must be in [-1, 1], got {correlation!r}")
     sizes = cluster_sizes(records, cluster_by)
+    if target is not None and not TARGET_RANGE[0] <= target <= TARGET_RANGE[1]:
+        raise ValueError(
+            f"target difference must be in [{TARGET_RANGE[0]:g}, {TARGET_RANGE[1]:g}], "
+            f"got {target!r}"
+        )
+    df = design_df(sizes)
+    if df is None and cluster_by:
+        raise ConfigError(
+            f"all {len(records)} records are in one cluster of {cluster_by}: a comparison "
+            "clustered by it has no interval, so it can detect nothing; cluster by a finer "
+            "field (or leave out --cluster-by)"
+        )
+    if df is None:
+        raise ConfigError("one record: a paired comparison needs at least two")
     if baseline_rows is not None:
         model = estimate_model(baseline_rows, cluster_by, correlation)
     else:
@@ -420,12 +524,14 @@ def plan(
     columns = tuple(sorted({*EPOCH_COLUMNS, epochs}))
     table = []
     for factor in RECORD_FACTORS:
-        size = max(1, round(n * factor))
+        size = max(2, round(n * factor))
+        row_df = design_df(sizes, size)
         row = tuple(
             minimum_detectable_difference(
                 difference_se(size, k, model.between_difference, model.within_sum, deff),
                 alpha,
                 power,
+                row_df,
             )
             for k in columns
         )
@@ -438,7 +544,7 @@ def plan(
         model=model,
         design_effect=deff,
         se=se,
-        mde=minimum_detectable_difference(se, alpha, power),
+        mde=minimum_detectable_difference(se, alpha, power, df),
         alpha=alpha,
         power=power,
         table=tuple(table),
@@ -446,6 +552,9 @@ def plan(
         baseline=baseline_id,
         target=target,
         records_for_target=(
-            records_for(target, model, epochs, deff, alpha, power) if target is not None else None
+            records_for(target, model, epochs, deff, alpha, power, sizes)
+            if target is not None
+            else None
         ),
+        df=df,
     )

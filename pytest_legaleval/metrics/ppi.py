@@ -43,15 +43,38 @@ class MeanInterval:
     unlabelled: int
     """``N``, the other items with a judge verdict."""
 
-    def to_dict(self) -> dict[str, object]:
-        """``{"estimate", "ci95": [low, high], "lambda", "labelled", "unlabelled"}``."""
-        return {
+    def to_dict(self, *, rate: bool = False) -> dict[str, object]:
+        """``{"estimate", "ci95": [low, high], "lambda", "labelled", "unlabelled"}``.
+
+        ``rate``: the mean is of a rate (a pass rate), so ``ci95`` is clipped to [0, 1]
+        (``clipped`` says where, ``ci95_raw`` keeps the computed bounds) and the estimate,
+        reported as computed, gets a ``note`` when it falls outside [0, 1] — PPI++ is
+        unbiased, not bounded: with few labels and a biased judge it can leave the range.
+        """
+        out: dict[str, object] = {
             "estimate": self.estimate,
             "ci95": [self.low, self.high],
             "lambda": self.lam,
             "labelled": self.labelled,
             "unlabelled": self.unlabelled,
         }
+        if rate:
+            low, high = (min(1.0, max(0.0, b)) for b in (self.low, self.high))
+            out["ci95"] = [low, high]
+            out["clipped"] = (low, high) != (self.low, self.high)
+            out["ci95_raw"] = [self.low, self.high]
+            out["note"] = (
+                f"the estimate {self.estimate:.4f} lies outside [0, 1]: PPI++ corrects the "
+                f"judge's bias with {self.labelled} labels and is unbiased, not bounded; "
+                "read the clipped interval"
+                if not 0.0 <= self.estimate <= 1.0
+                else None
+            )
+        return out
+
+    def rate_interval(self) -> list[float]:
+        """``[low, high]`` clipped to [0, 1] (the interval of a rate)."""
+        return [min(1.0, max(0.0, self.low)), min(1.0, max(0.0, self.high))]
 
 
 def _mean(values: Sequence[float]) -> float:

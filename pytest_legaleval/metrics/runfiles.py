@@ -8,7 +8,6 @@ read as runs of one epoch.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, REDUCERS, epoch_of, reduce_rows
+from pytest_legaleval.metrics.rundir_check import checked_json, checked_lines, verify_run_dir
 
 __all__ = [
     "RunData",
@@ -32,25 +32,16 @@ __all__ = [
 
 
 def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """The objects of a JSONL file, one per non-empty line (a missing file yields none)."""
-    if not path.is_file():
-        return
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    """The objects of a JSONL file, one per non-empty line (a missing file yields none).
+
+    Every line is checked (``metrics.rundir_check``): a corrupt one is a
+    ``RunDirectoryError`` (a ``ConfigError``) naming the file and line.
+    """
+    return checked_lines(path)
 
 
 def _read_json(path: Path) -> Any:
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not JSON ({exc.msg})") from None
+    return checked_json(path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +67,12 @@ def load_run(path: str | Path, *, with_predictions: bool = True) -> RunData:
 
     Without ``with_predictions`` the predictions are left in the file (``predictions`` is
     empty): a reader that streams ``predictions.jsonl`` itself keeps its memory flat.
+
+    The directory is checked first (``metrics.rundir_check``): its ``SHA256SUMS``, then
+    every line as it is read; any problem is a ``RunDirectoryError`` naming the file.
     """
     root = Path(path)
+    verify_run_dir(root)
     manifest = _read_json(root / "run_manifest.json")
     if not isinstance(manifest, dict):
         raise ConfigError(

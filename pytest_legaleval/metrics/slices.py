@@ -110,6 +110,24 @@ class SliceAccumulator:
         ):
             acc.add(result, facts)
 
+    def add_epoch(
+        self,
+        line: Mapping[str, Any],
+        *,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Count one epoch line in every slice its item belongs to (``error_rate``)."""
+        for acc in self._targets(
+            dataset=str(line.get("dataset")),
+            model=str(line.get("model")),
+            task_type=str(line.get("task_type")),
+            policy=line.get("policy_id"),
+            tags=tags,
+            metadata=metadata,
+        ):
+            acc.add_epoch(line)
+
     def add_invalid(self, *, dataset: str, model: str, key: Hashable | None = None) -> None:
         """Count an invalid item in its dataset and model slices (only those are known).
 

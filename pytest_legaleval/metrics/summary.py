@@ -127,11 +127,28 @@ class MetricsAccumulator:
     unpriced: set[str] = field(default_factory=set)
     criteria: dict[str, _Criterion] = field(default_factory=dict)
     criteria_dropped: int = 0
+    epoch_lines: int = 0
+    """Epoch lines of valid items seen by :meth:`add_epoch` (0: none, items count)."""
+    errored_epochs: int = 0
+    """Those without a verdict."""
 
     def __post_init__(self) -> None:
         self.records = RecordTally(self.index if self.index is not None else RecordIndex())
 
     # -- input ---------------------------------------------------------------------------
+
+    def add_epoch(self, line: Mapping[str, Any]) -> None:
+        """Count one epoch's prediction line for ``error_rate`` (the epoch is the unit).
+
+        With ``--epochs K`` an item whose reduced verdict exists may still have epochs
+        without one; ``error_rate`` is then errored epoch lines / epoch lines, so it, the
+        gates and ``failures.jsonl`` agree on every line.
+        """
+        failure = failure_type(line)
+        if failure == "invalid_record":
+            return
+        self.epoch_lines += 1
+        self.errored_epochs += failure is not None
 
     def add_invalid(self, key: Hashable | None = None) -> None:
         """Count an item whose record failed validation.
@@ -247,7 +264,12 @@ class MetricsAccumulator:
 
     def _add_judge(self, result: Mapping[str, Any], judge_error: bool) -> bool:
         judge = result.get("judge")
-        if judge is None and not judge_error:
+        details = result.get("details")
+        # A verdict replayed from --judgments carries no judge block (no call was made) but
+        # was judged all the same: without it only the failed replays counted as judged,
+        # and judge_error_rate read 1.0 where it was 12 of 1,080.
+        replayed = isinstance(details, Mapping) and "replayed_from" in details
+        if judge is None and not judge_error and not replayed:
             return False
         self.judged += 1
         self.judge_errors += judge_error
@@ -402,7 +424,11 @@ class MetricsAccumulator:
             "judge_error_count": self.judge_errors,
             "judge_error_rate": _rate(self.judge_errors, self.judged),
             "invalid_rate": _rate(items["invalid_items"], items["total_items"]),
-            "error_rate": _rate(items["error_items"], items["valid_items"]),
+            "error_rate": (
+                _rate(self.errored_epochs, self.epoch_lines)
+                if self.epoch_lines
+                else _rate(items["error_items"], items["valid_items"])
+            ),
             "criteria": {
                 cid: {
                     "title": c.title,

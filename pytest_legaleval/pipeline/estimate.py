@@ -79,6 +79,8 @@ class CostEstimate:
     """Where :attr:`answer_tokens` came from (``--max-new-tokens``, ``default`` …)."""
     prices_source: str
     max_cost_usd: float | None = None
+    not_called: tuple[tuple[str, int], ...] = ()
+    """``(why, items)``: the items that make no call, and why (so a 0 explains itself)."""
     batch: bool = False
     """The run uses ``--batch``: its calls are priced at the batch share."""
 
@@ -116,6 +118,8 @@ class CostEstimate:
             f"legaleval estimate: {self.calls:,} calls, about {total_in:,} input + "
             f"{total_out:,} output tokens, {total} (prices: {self.prices_source})"
         ]
+        for why, items in self.not_called:
+            out.append(f"  no call for {items:,} item{'s' if items != 1 else ''}: {why}")
         for row in self.rows:
             cost = "price unknown" if row.cost_usd is None else f"${row.cost_usd:.4f}"
             out.append(
@@ -375,8 +379,14 @@ def estimate_run(
     answer_tokens, answer_source = DEFAULT_OUTPUT_TOKENS, "default"
     framing = _Framing(build_messages, s.attachments_root)
     epochs = s.epochs
+    skipped: dict[str, int] = {}
+
+    def skip(why: str) -> None:
+        skipped[why] = skipped.get(why, 0) + 1
+
     for record, model in _records(plan, stream):
         if record.attachments and plan.attachment_errors(record):
+            skip("attachments refused or missing (the item is an error at setup)")
             continue  # an error at setup: never sent
         needs_judge = plan.grading.grader(record).needs_judge
         tokens, answer_source = _answer_tokens(s, model)
@@ -385,9 +395,13 @@ def estimate_run(
         if plan.responses is not None:
             answer = plan.responses.get(record.id, model)
             if answer is None:
+                skip("no answer in --responses (missing_response)")
                 continue  # missing_response: nothing to judge
+            if needs_judge and not judges and not s.judgments:
+                skip(f"{record.task_type} records need --judge-model (answers are not judged)")
         else:
             if needs_judge and not judges and not s.generate_ungraded:
+                skip(f"{record.task_type} records need --judge-model (skipped before any call)")
                 continue  # skipped before any call
             previous = conversation.get((record.id, model, 0))
             if previous is None and first_conversation_model is not None:
@@ -412,5 +426,6 @@ def estimate_run(
         answer_source,
         ", ".join(table.sources) or "none",
         s.max_cost,
+        tuple(sorted(skipped.items())),
         bool(getattr(s, "batch", False)),
     )

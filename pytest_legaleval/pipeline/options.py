@@ -220,6 +220,12 @@ class Settings:
         convert=_timeout,
         help="Seconds per model call attempt.",
     )
+    max_response_bytes: int = option(
+        flag="--max-response-bytes", metavar="N", default=_ENGINE.max_response_bytes,
+        convert=bounded(int, 1024, 2**40),
+        help="Most bytes of one model reply, counted after decompression as it arrives "
+        "(default 32 MiB); a longer reply is an invalid_response error of its item.",
+    )
     retry_delays: tuple[float, ...] = option(
         flag="--retry-delays", metavar="S,S,…", default=_ENGINE.retry.delays_s, convert=delays,
         help="Backoff before retries 1, 2, … in seconds (±20 %% jitter).",

@@ -461,13 +461,21 @@ class RunPlan:
         """What every output of this run meant to be read or shared is scrubbed with."""
         from pytest_legaleval.run.redaction import Redactor
 
-        return Redactor.for_settings(self.settings.redact, self.key_env_vars())
+        return Redactor.for_settings(
+            self.settings.redact, self.key_env_vars(), urls=self.endpoint_urls()
+        )
+
+    def endpoint_urls(self) -> list[str]:
+        """The base URLs this run may call (their credentials are redacted everywhere)."""
+        from pytest_legaleval.engine.routing import endpoint_urls
+
+        return endpoint_urls(self.settings)
 
     def secret_scrubber(self) -> Callable[[str], str]:
         """Secrets only (PII stays): for the response cache, local working state."""
         from pytest_legaleval.run.redaction import Redactor
 
-        return Redactor.for_settings((), self.key_env_vars()).text
+        return Redactor.for_settings((), self.key_env_vars(), urls=self.endpoint_urls()).text
 
     def dataset_source(self) -> DatasetSource:
         """The run directory's view of the dataset (see :meth:`DatasetPlan.source`)."""

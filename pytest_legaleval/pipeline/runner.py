@@ -76,6 +76,7 @@ def engine_settings(plan: RunPlan, share: int, position: int = 0) -> Any:
         rpm=settings.rpm,
         tpm=settings.tpm,
         request_timeout_s=settings.request_timeout,
+        max_response_bytes=settings.max_response_bytes,
         retry=RetryPolicy(max_attempts=settings.max_attempts, delays_s=settings.retry_delays),
         cache_path=settings.cache,
         share=share,

@@ -19,7 +19,6 @@ read-only run.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from pytest_legaleval.metrics.baseline import (
     pair_fields,
 )
 from pytest_legaleval.metrics.gates import Gate, GateResult, default_gates, evaluate_gates
+from pytest_legaleval.metrics.rundir_check import RunDirectoryError, checked_json, verify_run_dir
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin, terminal_writer
@@ -65,15 +65,19 @@ def load_baseline(path: str, cluster_by: str | None = None) -> Baseline:
     if not root.is_dir():
         raise ConfigError(f"--baseline {path}: no such run directory")
     try:
-        manifest = json.loads((root / "run_manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        manifest = None
+        # Checked before trusted (metrics.rundir_check): checksums, then every line.
+        verify_run_dir(root)
+        manifest = checked_json(root / "run_manifest.json")
+        predictions = [
+            pair_fields(row, cluster_by) for row in iter_jsonl(root / "predictions.jsonl")
+        ]
+    except RunDirectoryError as exc:
+        raise ConfigError(f"--baseline {path}: {exc}") from None
     if not isinstance(manifest, dict):
         raise ConfigError(
             f"--baseline {path}: not a run directory (no readable run_manifest.json); pass "
             "the directory of one run, e.g. legaleval-runs/run_01J…"
         )
-    predictions = [pair_fields(row, cluster_by) for row in iter_jsonl(root / "predictions.jsonl")]
     if not predictions:
         raise ConfigError(f"--baseline {path}: the run has no predictions.jsonl lines")
     return Baseline(str(manifest.get("run_id") or root.name), root, predictions)

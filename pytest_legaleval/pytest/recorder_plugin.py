@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
+from pytest_legaleval.metrics.counts import nothing_evaluated
 from pytest_legaleval.pipeline.driver import RunSession, outcome_of
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pytest import tricks
@@ -275,6 +276,8 @@ class RecorderPlugin:
         """
         if self.directory is None or self.status is None:
             return
+        if self._nothing_evaluated() is not None and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a run that measured nothing
         if self._junit is not None:
             from pytest_legaleval.pytest.junit import rewrite_junit
 
@@ -284,6 +287,13 @@ class RecorderPlugin:
             from pytest_legaleval.pytest.job_summary import write_job_summary
 
             write_job_summary(self, session)
+
+    def _nothing_evaluated(self) -> str | None:
+        """Why the run evaluated no item, when it evaluated none (the exit status is 1)."""
+        final = self.recorder.final
+        if final is None:
+            return None
+        return nothing_evaluated(final[0], generate_ungraded=self.plan.settings.generate_ungraded)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         final = self.recorder.final
@@ -306,8 +316,15 @@ class RecorderPlugin:
             found = audit_lines(audit, consistency) if audit else consistency_lines(consistency)
             for line in found:
                 write(line)
+        why = self._nothing_evaluated()
+        if why is not None:
+            write(f"nothing evaluated: {why}", red=True, bold=True)
         failures = summary["failures_by_type"]
         detail = ", ".join(f"{k} {v}" for k, v in failures.items())
+        errored = summary.get("errored_epochs")
+        if summary.get("epochs", 1) > 1 and errored:  # epochs without a verdict, of any item
+            detail += f"{'; ' if detail else ''}{errored} of {summary['epoch_lines']} epoch lines"
+            detail += " without a verdict"
         write(f"status: {self.status}" + (f" ({detail})" if detail else ""))
         if summary["cost_usd"] is not None:
             write(f"cost: ${summary['cost_usd']:.4f} (list prices)")

@@ -22,7 +22,7 @@ from pytest_legaleval.pytest.state import STATE_KEY
 from pytest_legaleval.records import Record
 from pytest_legaleval.run.console import printable
 
-__all__ = ["before_any_call", "estimate_main", "power_lines"]
+__all__ = ["before_any_call", "check_figures", "estimate_main", "power_lines"]
 
 
 def estimate_main(config: pytest.Config) -> int | None:
@@ -50,6 +50,7 @@ def estimate_main(config: pytest.Config) -> int | None:
         try:
             plan = build_plan(config, settings, local_servers=False)
             _check_response_rows(config, plan, notes.append, stream=False)
+            check_figures(plan, notes.append, stream=False)
             from pytest_legaleval.pipeline.estimate import estimate_run
 
             lines = estimate_run(plan).lines()
@@ -87,8 +88,11 @@ def power_lines(plan: RunPlan) -> list[str]:
 
         run = load_run(s.baseline)
         rows, baseline_id = (run.predictions or None), run.run_id
-    found = power_plan(records, epochs=s.epochs, cluster_by=s.cluster_by,
-                       baseline_rows=rows, baseline_id=baseline_id)  # fmt: skip
+    try:
+        found = power_plan(records, epochs=s.epochs, cluster_by=s.cluster_by,
+                           baseline_rows=rows, baseline_id=baseline_id)  # fmt: skip
+    except ConfigError as exc:  # one cluster, one record: nothing to plan, and why
+        return ["", f"plan: {exc}"]
     return ["", *found.render().rstrip("\n").split("\n")]
 
 
@@ -114,6 +118,7 @@ def before_any_call(session: pytest.Session, *, checks: bool = True, estimate: b
                 _check_response_rows(
                     config, state, lambda w: _warn(config, w), stream=_streams(config)
                 )
+                check_figures(state, lambda w: _warn(config, w), stream=_streams(config))
             if estimate:
                 _estimate(config, state)
         finally:
@@ -193,6 +198,51 @@ def _check_response_rows(
             warn(ResponsesWarning(f"{flag}: {warning}"))
     if state.settings.judgments:
         _check_judgments(state.settings.judgments, {i for i in ids if i is not None}, warn)
+
+
+def check_figures(state: RunPlan, warn: Callable[[Warning], None], *, stream: bool) -> None:
+    """``--cluster-by`` and the gates against the records, before any call (usage errors).
+
+    A cluster field no record has, a gated slice no record is in and a gate path no
+    summary has are usage errors that list what exists; records without the cluster field
+    are counted in a warning.
+    """
+    s = state.settings
+    if not s.cluster_by and not s.gate:
+        return
+    from pytest_legaleval.metrics.gates import parse_gates
+    from pytest_legaleval.metrics.power import record_fields
+    from pytest_legaleval.metrics.run_checks import RecordFields, check_gate_paths
+    from pytest_legaleval.pipeline.estimate import plan_entries
+    from pytest_legaleval.pipeline.responses import ResponsesWarning
+
+    try:
+        gates = parse_gates(s.gate)
+        check_gate_paths(gates)
+        fields = RecordFields(s.cluster_by, gates)
+        fresh = state.dataset.loaded is None
+        # As the estimate does: a single process loads its dataset here for good
+        # (collection reuses it), without collections while it is built, then frozen.
+        with tricks.collector_paused():
+            for entry in plan_entries(state, stream=stream):
+                if isinstance(entry, Record):
+                    fields.add(record_fields(entry))
+        if fresh and state.dataset.loaded is not None:
+            tricks.freeze()
+        lacking = fields.check_cluster_field()
+        models = list(s.model) or (list(state.responses.models) if state.responses else [])
+        fields.check_gate_slices(gates, models)
+    except DatasetRejected:
+        return  # collection reports it
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if lacking:
+        warn(
+            ResponsesWarning(
+                f"--cluster-by {s.cluster_by}: {lacking} of {fields.records} records lack the "
+                "field; each is a cluster of its own (counted as unclustered)"
+            )
+        )
 
 
 _SHOWN = 5

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.baseline import pair_by_model
 from pytest_legaleval.metrics.counts import counts_of
 from pytest_legaleval.metrics.runfiles import RunData
 from pytest_legaleval.report.data import ORDER, PAGE_BYTES, ReportData, collect
 from pytest_legaleval.report.items import CAT, DS, M, R
 from pytest_legaleval.report.page import document, e, payload, questions_markup
 
-__all__ = ["CHANGES", "pair_items", "render_comparison"]
+__all__ = ["CHANGES", "pair_items", "pairing_text", "render_comparison"]
 
 CHANGES = ("regressed", "fixed", "changed", "same", "only in A", "only in B")
 """How a pair's verdict moved from run A to run B, in the order the page lists them."""
@@ -45,22 +45,29 @@ def _key(data: ReportData, row: list[Any], by_model: bool) -> tuple[str, ...]:
     return (*record, data.models[row[M]]) if by_model else record
 
 
+def pairing_text(a: ReportData, b: ReportData, pairs: list[list[int]]) -> str:
+    """How many items were paired and by which rule (the same words as ``compare``)."""
+    by_model = pair_by_model(
+        {a.models[row[M]] for row in a.rows}, {b.models[row[M]] for row in b.rows}
+    )
+    rule = "(record, model, epoch)" if by_model else "(record, epoch): one model each"
+    paired = sum(1 for p in pairs if p[0] >= 0 and p[1] >= 0)
+    return f"paired {paired:,} items by {rule}"
+
+
 def pair_items(a: ReportData, b: ReportData) -> list[list[int]]:
     """``[row in A or -1, row in B or -1, change]`` per item, the changed verdicts first.
+
+    Paired by the rule of ``legaleval compare`` and ``--baseline``
+    (:func:`~pytest_legaleval.metrics.baseline.pair_by_model`).
 
     Raises:
         ConfigError: the runs share no model and one of them has several.
 
     """
-    models_a = {a.models[row[M]] for row in a.rows}
-    models_b = {b.models[row[M]] for row in b.rows}
-    by_model = bool(models_a & models_b) or not (models_a and models_b)
-    if not by_model and (len(models_a) > 1 or len(models_b) > 1):
-        raise ConfigError(
-            "the two runs share no model, and one has several: compare runs of the same "
-            f"models, or of one model each (A: {', '.join(sorted(models_a))}; B: "
-            f"{', '.join(sorted(models_b))})"
-        )
+    by_model = pair_by_model(
+        {a.models[row[M]] for row in a.rows}, {b.models[row[M]] for row in b.rows}
+    )
     in_b: dict[tuple[str, ...], int] = {}
     for index, row in enumerate(b.rows):
         in_b.setdefault(_key(b, row, by_model), index)
@@ -116,6 +123,7 @@ def render_comparison(run_a: RunData, run_b: RunData) -> str:
         f"<dl class=meta><dt>A</dt><dd><code>{e(run_a.path)}</code></dd>"
         f"<dt>B</dt><dd><code>{e(run_b.path)}</code></dd></dl></header>"
         f"<section id=summary><h2>summary</h2>{_counts_table((run_a, run_b), data)}"
+        f'<p id="pairing">{e(pairing_text(*data, pairs))}</p>'
         f'<p id="change-counts">{changes}</p></section>'
         f'<section id="compare"><h2>items of both runs ({len(pairs):,})</h2>'
         '<p class="hint">The items whose verdict changed come first (regressed, then fixed, '

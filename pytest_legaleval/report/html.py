@@ -37,6 +37,7 @@ from pytest_legaleval.report.uncertainty import (
     epochs_of,
     flaky_rows,
     read_flaky,
+    same_number,
     uncertainty_card,
     uncertainty_section,
 )
@@ -84,12 +85,20 @@ def _summary_cards(data: ReportData, run: RunData) -> str:
         f"{_num(block.get('failed_records'))} failed · {_num(block.get('skipped_records'))} "
         "skipped"
     )
+    # One interval per number: with one epoch the run's own interval is of the pass rate
+    # itself (and the honest one: clustered, t), so the Wilson interval is not shown too.
+    own = uncertainty_card(run.summary)
+    pass_card = _card("pass rate (items' verdicts)" if own else "pass rate",
+                      _pct(block.get("pass_rate")), "pass_rate",
+                      f"Wilson 95% CI {pass_ci}, items independent" if pass_ci else "",
+                      "passed / (passed + failed) items; the Wilson score interval, computed "
+                      "here, counts every item as independent")  # fmt: skip
     cards = [
-        _card("pass rate", _pct(block.get("pass_rate")), "pass_rate",
-              f"Wilson 95% CI {pass_ci}, items independent" if pass_ci else "",
-              "passed / (passed + failed) items; the Wilson score interval, computed here, "
-              "counts every item as independent"),
-        *([uncertainty_card(run.summary)] if uncertainty_card(run.summary) else []),
+        *(
+            [uncertainty_card(run.summary, value=block.get("pass_rate"), metric="pass_rate")]
+            if own and same_number(run.summary)
+            else [pass_card, *([own] if own else [])]
+        ),
         *official_cards(run.summary),
         _card("mean score", _num(block.get("mean_score")), "mean_score",
               f"95% CI {score_ci}" if score_ci else ""),
@@ -185,7 +194,7 @@ def _model_columns(data: ReportData) -> str:
         )
         warn_cells.append(_num(counts.attachment_warnings) if counts else "–")
         p95_cells.append(_num(block.get("p95_latency_ms"), 0))
-    rows.append(("pass rate [95% CI]", "pass_rate", pass_cells))
+    rows.append(("pass rate [Wilson 95% CI]", "pass_rate", pass_cells))
     rows.append(("mean score", "mean_score", score_cells))
     order = " · ".join(LABELS[c] for c in ORDER)
     rows.append((order, "counts", count_cells))
@@ -281,7 +290,7 @@ def _slice_table(data: ReportData) -> str:
     head = (
         "<tr><th>slice</th><th>value</th><th>records</th><th>items</th>"
         + "".join(f"<th>{LABELS[c]}</th>" for c in ORDER)
-        + "<th>pass rate [95% CI]</th><th>mean score</th>"
+        + "<th>pass rate [Wilson 95% CI]</th><th>mean score</th>"
         + ("<th>p95 ms</th>" if data.has_latency else "")
         + "</tr>"
     )

@@ -2,11 +2,13 @@
 
 ``metrics_summary.json`` of a run of ``--epochs K`` has ``epochs``, ``pass_at_k`` and
 ``pass_hat_k`` (keyed ``"1"`` … ``"K"``) and ``flaky_records`` (a count; the items are
-listed in ``flaky_records.jsonl``); every recent run has ``uncertainty`` (Miller 2024, eq. 4:
-the standard error of the mean pass over units, clustered by ``cluster_by`` when the run
-names a field), the same per model in ``by_model``. The page shows them as written, and
-says which interval is which: the pass-rate card's Wilson interval counts every item as
-independent; the run's interval is clustered when the run says so.
+listed in ``flaky_records.jsonl``); every recent run has ``uncertainty`` (the mean pass over
+units with a CR2 standard error and a t interval at Bell–McCaffrey degrees of freedom,
+clustered by ``cluster_by`` when the run names a field, or by record when several models
+answered), the same per model in ``by_model``. The page shows them as written, one interval
+per number, each named: where the run's mean equals the pass rate (one epoch) the pass-rate
+card shows the run's interval and no other; where they differ (epochs), the two cards say
+which is over items' verdicts and which over records' epochs.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
+from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
+from pytest_legaleval.metrics.rundir_check import RunDirectoryError
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.report.data import ReportData
 from pytest_legaleval.report.fmt import DASH, card, finite, interval, num, pct
@@ -28,6 +31,7 @@ __all__ = [
     "epochs_of",
     "flaky_rows",
     "read_flaky",
+    "same_number",
     "uncertainty_card",
     "uncertainty_section",
     "which_interval",
@@ -51,41 +55,70 @@ def epochs_of(block: Mapping[str, Any] | None) -> int:
     return value if type(value) is int and 0 < value <= MAX_EPOCHS else 1
 
 
+def _df(block: Mapping[str, Any]) -> str:
+    df = finite(block.get("df"))
+    return f", df {df:.1f}" if df is not None else ""
+
+
 def which_interval(block: Mapping[str, Any], *, short: bool = False) -> str:
     """What kind of interval an ``uncertainty`` block's ``ci95`` is, in words."""
     if block.get("ci95") is None:
-        return "no interval: one unit only"
+        note = block.get("note")
+        return f"no interval: {note}" if isinstance(note, str) and note else "no interval"
+    clipped = " (clipped to [0, 1])" if block.get("clipped") is True else ""
     field = block.get("cluster_by")
+    units = "items" if block.get("unit") == "item" else "records"
     if not isinstance(field, str) or not field:
         if short:
-            return "records independent"
-        return "normal interval of the naive standard error: records independent"
+            return f"t interval, {units} independent{_df(block)}{clipped}"
+        if finite(block.get("df")) is None:  # a run written before round 4
+            return f"normal interval of the naive standard error: {units} independent"
+        return f"t interval of the naive standard error: {units} independent{_df(block)}{clipped}"
     if short:
-        return f"clustered by {field} ({num(block.get('clusters'))} clusters)"
+        return (
+            f"CR2 t interval clustered by {field} ({num(block.get('clusters'))} clusters"
+            f"{_df(block)}){clipped}"
+        )
     unclustered = block.get("unclustered")
     lonely = (
         f"; {num(unclustered)} without the field, each a cluster of its own"
         if isinstance(unclustered, int) and unclustered > 0
         else ""
     )
-    return f"clustered by {field} ({num(block.get('clusters'))} clusters{lonely})"
+    return (
+        f"CR2 t interval clustered by {field} ({num(block.get('clusters'))} clusters{lonely}"
+        f"{_df(block)}){clipped}"
+    )
 
 
-def uncertainty_card(summary: Mapping[str, Any] | None) -> str:
-    """The card of the run's own interval, beside the pass rate's (empty without one)."""
+def same_number(summary: Mapping[str, Any] | None) -> bool:
+    """The run's interval is of the pass rate itself (one epoch: the same mean)."""
+    block = _mapping((summary or {}).get("uncertainty"))
+    mean, rate = finite(block.get("mean")), finite((summary or {}).get("pass_rate"))
+    return mean is not None and rate is not None and abs(mean - rate) <= 1e-12
+
+
+def uncertainty_card(
+    summary: Mapping[str, Any] | None, *, value: Any = None, metric: str = "uncertainty"
+) -> str:
+    """The card of the run's own interval (empty without one).
+
+    With one epoch its mean is the pass rate: the page then shows this card as the pass
+    rate's (``metric="pass_rate"``, ``value`` the pass rate) instead of a second interval.
+    """
     block = _mapping((summary or {}).get("uncertainty"))
     if finite(block.get("mean")) is None:
         return ""
-    several = epochs_of(summary) > 1
+    units = "items" if block.get("unit") == "item" else "records"
+    label = "pass rate" if same_number(summary) else f"mean pass over epochs ({units})"
     ci = interval(block.get("ci95"), as_pct=True)
-    clustered = isinstance(block.get("cluster_by"), str) and bool(block.get("cluster_by"))
-    label = "mean pass over epochs" if several else "pass rate"
-    label += ", clustered 95% CI" if clustered else ", the run's 95% CI"
     note = (f"95% CI {ci} · " if ci else "") + e(which_interval(block, short=True))
+    shown = pct(value if value is not None else block.get("mean"))
     return card(
-        label, pct(block.get("mean")), "uncertainty", note,
-        "metrics_summary.json's uncertainty: x̄ ± 1.96 × the standard error over units "
-        "(Miller 2024, eq. 4), clustered when the run names --cluster-by",
+        label, shown, metric, note,
+        "metrics_summary.json's uncertainty: x̄ ± t × the CR2 standard error over units, "
+        "at Bell–McCaffrey degrees of freedom, clustered by --cluster-by (or by record when "
+        "several models answered), clipped to [0, 1]",
     )  # fmt: skip
 
 
@@ -116,8 +149,9 @@ def _models(summary: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
 
 def _uncertainty_table(summary: Mapping[str, Any]) -> str:
     models = _models(summary)
-    rows = [_uncertainty_row("all items", "items" if len(models) > 1 else "records",
-                             _mapping(summary.get("uncertainty")))]  # fmt: skip
+    run = _mapping(summary.get("uncertainty"))
+    units = "items" if run.get("unit") == "item" or len(models) > 1 else "records"
+    rows = [_uncertainty_row("all items", units, run)]
     if len(models) > 1:
         rows += [
             _uncertainty_row(m, "records", _mapping(b.get("uncertainty")), m)
@@ -162,10 +196,29 @@ def _pass_at_k(summary: Mapping[str, Any], flaky: int | None) -> str:
         )
     elif flaky == 0:
         link = '<p class="flaky">No item has epochs that disagree.</p>'
+    complete, incomplete = summary.get("pass_at_k_records"), summary.get("incomplete_records")
+    over = ""
+    if isinstance(complete, int) and not isinstance(complete, bool):
+        over = (
+            f" Every k is over the same {complete:,} items: those with a verdict in all "
+            f"{k_max} epochs"
+        )
+        if isinstance(incomplete, int) and incomplete:
+            over += (
+                f"; {incomplete:,} items lack a verdict in some epoch (listed in "
+                f"{INCOMPLETE_RECORDS_FILE}) and are left out"
+            )
+        over += "."
+    errored = summary.get("errored_epochs")
+    if isinstance(errored, int) and errored:
+        over += (
+            f" {errored:,} of {num(summary.get('epoch_lines'))} epoch lines have no verdict "
+            "(counted in error_rate and failures.jsonl)."
+        )
     return (
         f'<h3>{k_max} epochs</h3><p class="hint">pass@k: the chance that at least one of k '
-        "samples of a record passes; pass^k: that all k pass (unbiased estimators over the "
-        "epochs each record has). A flaky record is an item whose epochs disagree on pass "
+        "samples of a record passes; pass^k: that all k pass (unbiased estimators)."
+        f"{e(over)} A flaky record is an item whose epochs disagree on pass "
         f"(listed in {FLAKY_RECORDS_FILE}).</p>"
         '<div class="scroll"><table id="pass-at-k"><thead>'
         f"<tr><th>k</th>{heads}</tr><tr><th></th>{sub}</tr></thead>"
@@ -189,14 +242,15 @@ def uncertainty_section(
     parts = []
     if has_interval:
         parts.append(
-            '<p class="hint">Two intervals on this page. The pass rate card\'s is a Wilson '
-            "interval of passed / (passed + failed) items, each item counted as "
-            "independent, computed here from the items. The run's own interval "
-            "(metrics_summary.json <code>uncertainty</code>) is x̄ ± 1.96 × se over units — "
-            "each unit's mean pass over its epochs — with the standard error clustered "
-            "(Miller 2024, eq. 4) when the run was given <code>--cluster-by FIELD</code>; "
-            "questions that share an exam or a task are not independent, and the clustered "
-            f"interval is the honest one then.</p>{_uncertainty_table(summary)}"
+            '<p class="hint">The run\'s own interval (metrics_summary.json '
+            "<code>uncertainty</code>) is x̄ ± t × se over units — each unit's mean pass over "
+            "its epochs — with the CR2 standard error (Bell &amp; McCaffrey 2002) and the t "
+            "at Bell–McCaffrey degrees of freedom, clustered when the run was given "
+            "<code>--cluster-by FIELD</code> (questions that share an exam or a task are not "
+            "independent) and by record when several models answered the same records; "
+            "bounds past 0 or 1 are clipped. With one epoch its mean is the pass rate and it "
+            "is the pass rate's only interval; with several, the pass rate counts items' "
+            f"reduced verdicts and has its own Wilson interval.</p>{_uncertainty_table(summary)}"
         )
     if several:
         parts.append(_pass_at_k(summary, flaky))
@@ -230,6 +284,8 @@ def read_flaky(run_path: Path) -> FlakyItems:
                 )
             else:
                 bad += 1
+    except RunDirectoryError:
+        raise  # a corrupt line is a corrupt run: refused, never read around
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         return FlakyItems(None, f"{FLAKY_RECORDS_FILE} cannot be read ({exc})")
     note = f"{FLAKY_RECORDS_FILE}: {bad:,} lines are not items and were left out" if bad else ""

@@ -53,9 +53,12 @@ def _difference_line(name: str, d: Mapping[str, Any]) -> str:
     if d.get("ci"):
         low, high = d["ci"]
         text += f", {d['level']:.0%} CI [{low:+.4g}, {high:+.4g}] ({d['method']}"
+        text += f"; se {_f(d['se_clustered'])}, df {_f(d.get('df'))}, p {_f(d.get('p_value'))}"
         if d.get("cluster_by"):
-            text += f"; {d['clusters']} clusters, se {_f(d['se_clustered'])} vs naive {_f(d['se'])}"
+            text += f"; {d['clusters']} clusters, naive se {_f(d['se'])}"
         text += ")"
+    elif d.get("note"):
+        text += f" (no interval: {d['note']})"
     boot = (d.get("bootstrap") or {}).get("ci")
     if boot:
         text += f"; cluster bootstrap [{boot[0]:+.4g}, {boot[1]:+.4g}]"
@@ -68,8 +71,9 @@ def _paired_lines(data: Mapping[str, Any]) -> list[str]:
     ci = p["mean_score_delta_ci"]
     ci_text = f" [{ci[0]:+.4g}, {ci[1]:+.4g}] ({level:.0%} paired bootstrap)" if ci else ""
     lines = [
-        f"paired items: {p['paired']} (pass→fail {p['regressions']}, fail→pass "
-        f"{p['improvements']}, no verdict in one run {p['unverdicted']})",
+        f"paired items: {p['paired']} by {p.get('pairing', '(record, model, epoch)')} "
+        f"(pass→fail {p['regressions']}, fail→pass {p['improvements']}, no verdict in one "
+        f"run {p['unverdicted']})",
         f"pass rate on paired items: {_f(p['baseline_pass_rate'], True)} → "
         f"{_f(p['current_pass_rate'], True)} ({_d(p['pass_rate_delta'], True)}), "
         f"McNemar exact p = {p['mcnemar_p_value']:.4g}",

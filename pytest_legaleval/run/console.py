@@ -83,7 +83,7 @@ MAX_WARNING_LINES = 5
 """Attachment warnings quoted under the table; all are counted."""
 
 _HEADER = ("slice", "records", "items", "passed", "failed", "errors", "skipped", "invalid",
-           "pass rate [95% CI]", "mean score [95% CI]", "p95 ms")  # fmt: skip
+           "pass rate [Wilson 95% CI]", "mean score [95% CI]", "p95 ms")  # fmt: skip
 
 
 def _pct(value: float | None) -> str:

@@ -9,9 +9,11 @@ output is plain text under CommonMark, GitHub-flavoured Markdown and HTML:
 - every ASCII punctuation character is backslash-escaped, so no emphasis, code span, link
   or image (``[x](y)``, ``![x](y)``), raw HTML (``<img>``, ``</details>``), entity
   (``&amp;``), table cell break (``|``) or heading can start inside it;
-- a zero-width space follows ``@``, ``#`` and ``:``, and splits ``www.``: GitHub's
-  ``@mentions``, issue references and autolinks (``https://…``, ``www.…``, e-mail
-  addresses), which are found in the rendered text, find nothing;
+- a zero-width space follows ``@``, ``#`` and ``:``, and splits ``www.`` and ``GH-123``,
+  and every word of 7 or more hex digits is cut into pieces of 6: GitHub's ``@mentions``,
+  issue references (``#123``, ``GH-123``), commit SHAs and autolinks (``https://…``,
+  ``www.…``, e-mail addresses), which are found in the rendered text, find nothing — a
+  backslash alone would not do, GitHub strips it before it looks;
 - newlines and other whitespace runs become one space (a table row stays one row),
   control characters are shown escaped (``run.console.printable``), and the text is cut.
 
@@ -49,6 +51,11 @@ ZWSP = "\u200b"
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 _BREAK_AFTER = re.compile(r"(\\[@#:])")
 _WWW = re.compile(r"(?i)(www)(\\\.)")
+_GH_REF = re.compile(r"(?i)(?<![0-9a-z])(gh)(\\-)(?=[0-9])")
+"""``GH-123`` after escaping (``GH\\-123``): GitHub strips the backslash, then links it."""
+_HEX_RUN = re.compile(r"(?i)(?<![0-9a-z])[0-9a-f]{7,}(?![0-9a-z])")
+"""A word of 7 or more hex digits: GitHub links it as a commit SHA."""
+_SHA_PIECE = 6
 
 
 def md_text(value: object, limit: int = CELL_LIMIT) -> str:
@@ -56,7 +63,14 @@ def md_text(value: object, limit: int = CELL_LIMIT) -> str:
     text = printable(one_line(str(value), limit))
     text = _PUNCTUATION.sub(r"\\\1", text)
     text = _BREAK_AFTER.sub(lambda m: m.group(1) + ZWSP, text)
-    return _WWW.sub(lambda m: m.group(1) + ZWSP + m.group(2), text)
+    text = _WWW.sub(lambda m: m.group(1) + ZWSP + m.group(2), text)
+    text = _GH_REF.sub(lambda m: m.group(1) + ZWSP + m.group(2), text)
+    return _HEX_RUN.sub(_split_hex, text)
+
+
+def _split_hex(match: re.Match[str]) -> str:
+    run = match.group(0)
+    return ZWSP.join(run[i : i + _SHA_PIECE] for i in range(0, len(run), _SHA_PIECE))
 
 
 def md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:

@@ -9,16 +9,17 @@ together), its metrics recomputed from the items with the run's own tally
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.artifacts import artifacts
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
+from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
 from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, group_items
 from pytest_legaleval.metrics.prices import PriceTable, load_price_table
+from pytest_legaleval.metrics.rundir_check import checked_json, verify_run_dir
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.metrics.stats import (
     BOOTSTRAP_CONFIDENCE,
@@ -28,6 +29,7 @@ from pytest_legaleval.metrics.stats import (
 from pytest_legaleval.run.artifacts import EXTRA_ARTIFACTS
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import EvaluatorLog, utc_now
+from pytest_legaleval.run.redaction import PII_KINDS, Redactor
 from pytest_legaleval.run.tally import RunTally
 
 __all__ = ["MergeError", "Shard", "load_shard", "merge_runs"]
@@ -52,6 +54,8 @@ class Shard:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # Checked before trusted: a shard edited after sealing is refused, naming the file.
+        verify_run_dir(path)
         manifest = self._json("run_manifest.json")
         if not isinstance(manifest, dict):
             raise MergeError(f"{path}: not a run directory (no run_manifest.json)")
@@ -66,10 +70,7 @@ class Shard:
         self.transcripts = list(iter_jsonl(transcripts)) if transcripts.is_file() else []
 
     def _json(self, name: str) -> Any:
-        target = self.path / name
-        if not target.is_file():
-            return None
-        return json.loads(target.read_text(encoding="utf-8"))
+        return checked_json(self.path / name)
 
     @property
     def run_id(self) -> str:
@@ -267,7 +268,7 @@ def merge_runs(
             tally.add_invalid(record, dataset=dataset, model=key[2])
             continue
         for row in rows:
-            tally.add_epoch(row)
+            tally.add_epoch(row, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
         (item,) = group_items(rows, reducer).values()
         line = item.line()
         tally.add_item(line, tags=line.get("tags") or (), metadata=line.get("metadata") or {})
@@ -275,7 +276,8 @@ def merge_runs(
     def retag(row: Mapping[str, Any]) -> dict[str, Any]:
         return {**row, "run_id": merged_id}
 
-    directory = RunDirectory.create(target.parent, target.name)
+    # What is copied is redacted again: a shard may carry what its own run never wrote.
+    directory = RunDirectory.create(target.parent, target.name, _redactor(first))
     try:
         now = utc_now()
         for line in first.validation:
@@ -301,6 +303,9 @@ def merge_runs(
             for flaky in tally.flaky_lines():
                 directory.append(FLAKY_RECORDS_FILE, flaky)
             directory.touch(FLAKY_RECORDS_FILE)
+            for line in tally.epochs.incomplete_lines():
+                directory.append(INCOMPLETE_RECORDS_FILE, line)
+            directory.touch(INCOMPLETE_RECORDS_FILE)
         head = {"run_id": merged_id, "metrics_version": "1", "computed_at": now}
         summary = {
             **head,
@@ -322,6 +327,19 @@ def merge_runs(
     finally:
         directory.close()
     return directory.path
+
+
+def _redactor(shard: Shard) -> Redactor:
+    """The merged run's redactor: the shard's ``--redact`` kinds, every known key variable."""
+    from pytest_legaleval.engine.presets import PRESETS
+
+    config = shard.manifest.get("configuration")
+    config = config if isinstance(config, Mapping) else {}
+    kinds = [k for k in config.get("redact") or () if k in ("pii", *PII_KINDS)]
+    names = ["OPENAI_API_KEY", *(p.api_key_env for p in PRESETS.values())]
+    if isinstance(config.get("api_key_env"), str):
+        names.append(config["api_key_env"])
+    return Redactor.for_settings(kinds, names, urls=[os.environ.get("OPENAI_BASE_URL")])
 
 
 def _pred_key(row: Mapping[str, Any]) -> Key:
@@ -352,7 +370,8 @@ def _manifest(
         (str(s.manifest["started_at"]) for s in shards if s.manifest.get("started_at")),
         default=None,
     )
-    status = _status(shards, int(summary["failed_records"]))
+    failed = int(summary["failed_records"]) + int(summary.get("errored_epochs") or 0)
+    status = _status(shards, failed)
     transitions = [{"state": "queued", "at": created}]
     if started:
         transitions.append({"state": "running", "at": started})

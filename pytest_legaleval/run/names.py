@@ -22,7 +22,8 @@ back."""
 OPTIONAL_ARTIFACTS: tuple[str, ...] = tuple(
     a.name for a in ARTIFACT_TABLE if a.presence == "optional"
 )
-"""Files some runs have: with ``--epochs``, ``--baseline``, ``--human-labels``."""
+"""Files some runs have: with ``--epochs`` (flaky and incomplete items), ``--baseline``,
+``--human-labels``."""
 
 KNOWN_ARTIFACTS: tuple[str, ...] = (*ARTIFACTS, *EXTRA_ARTIFACTS, *OPTIONAL_ARTIFACTS)
 """Every built-in artifact a run directory can hold (``SHA256SUMS`` besides)."""

@@ -21,7 +21,11 @@ from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
 from pytest_legaleval.metrics.artifacts import FinishedRun
 from pytest_legaleval.metrics.artifacts import artifacts as table
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, EpochSummary
+from pytest_legaleval.metrics.epoch_summary import (
+    FLAKY_RECORDS_FILE,
+    INCOMPLETE_RECORDS_FILE,
+    EpochSummary,
+)
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
@@ -274,7 +278,19 @@ class RunRecorder:
             self._write("predictions.jsonl", item_line)
             if epoch.transcript is not None:
                 self._write(TRANSCRIPTS, artifacts.transcript_line(self.run_id, item_id, epoch))
-            self._tally.add_epoch(item_line)
+            self._tally.add_epoch(
+                item_line,
+                tags=record["tags"] if record else (),
+                metadata=record["metadata"] if record else None,
+            )
+            if result.epochs:
+                # The epoch is the unit of account: every epoch line without a verdict is a
+                # failures.jsonl line of its own, as error_rate counts it.
+                failure = artifacts.failure_line(
+                    self.run_id, item_id, item_line, record["source_index"] if record else None
+                )
+                if failure is not None:
+                    self._write("failures.jsonl", {**failure, "epoch": item_line.get("epoch")})
         assert item_line is not None
         if result.epochs:
             item_line = artifacts.prediction_line(
@@ -283,11 +299,12 @@ class RunRecorder:
                 generation_settings=generation_settings,
                 version=self._version,
             )  # fmt: skip
-        failure = artifacts.failure_line(
-            self.run_id, item_id, item_line, record["source_index"] if record else None
-        )
-        if failure is not None:
-            self._write("failures.jsonl", failure)
+        else:
+            failure = artifacts.failure_line(
+                self.run_id, item_id, item_line, record["source_index"] if record else None
+            )
+            if failure is not None:
+                self._write("failures.jsonl", failure)
         if is_official_policy(result.policy_id) or (
             result.judge is not None and len(result.judge.models) > 1
         ):
@@ -420,7 +437,8 @@ class RunRecorder:
         summary, by_slice, label_errors = self.figures()
         self.final = (summary, by_slice)
         self.status = terminal_status(
-            failed_records=summary["failed_records"],
+            # an errored epoch is a failure even where the item still got a verdict
+            failed_records=summary["failed_records"] + (summary.get("errored_epochs") or 0),
             interrupted=interrupted,
             run_error=self.run_error,
         )
@@ -429,6 +447,9 @@ class RunRecorder:
                 for line in self._tally.flaky_lines():
                     directory.append(FLAKY_RECORDS_FILE, line, flush=False)
                 directory.touch(FLAKY_RECORDS_FILE)
+                for line in self._tally.epochs.incomplete_lines():
+                    directory.append(INCOMPLETE_RECORDS_FILE, line, flush=False)
+                directory.touch(INCOMPLETE_RECORDS_FILE)
             if self.labels is not None:
                 for error in label_errors:
                     directory.append(HUMAN_LABELS_VALIDATION, error, flush=False)

@@ -6,8 +6,9 @@ to everything it writes, so no artifact can bypass it.
 Secrets: API keys of known shapes (OpenAI ``sk-…``/``sk-proj-…``, Anthropic ``sk-ant-…``,
 AWS access key ids, GitHub tokens, JWTs, private-key blocks), ``Bearer`` tokens,
 ``api_key=…``-style assignments, values under secret-named keys (``authorization`` …), the
-user and password of a URL (``http://***@host/v1``), secret-named URL query parameters
-(``?key=…``, ``&sig=…``), and the literal values of the configured key environment
+user and password of a URL (``http://***@host/v1``), credential-named URL query parameters
+(``?key=…``, ``?subscription-key=…``, ``?code=…``, ``&sig=…``: ``engine.urls.redact_url``
+decides), and the literal values of the configured key environment
 variables and of ``LEGALEVAL_API_TOKENS`` — as they are, URL-encoded and base64-encoded
 (placeholders such as ``EMPTY``, ``none`` or ``dummy`` are not secrets).
 
@@ -23,6 +24,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
+
+from pytest_legaleval.engine.urls import URL_PATTERN, redact_url, url_secrets
 
 __all__ = [
     "PII_KINDS",
@@ -60,11 +63,9 @@ SECRET_KINDS: dict[str, str] = {
     "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
     "jwt": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     "bearer_token": r"(?<=\b(?i:bearer) )[A-Za-z0-9._~+/=-]{8,}",
-    "url_userinfo": r"(?<=://)[^/\s@:]+(?::[^/\s@]*)?(?=@[^\s/@]+)",
-    "url_query_secret": (
-        r"(?<=[?&])(?i:key|api[_-]?key|apikey|token|access[_-]?token|sig|signature|secret|"
-        r"password|pwd|auth)=(?P<query>[^&#\s\"']+)"
-    ),
+    # Every URL goes through engine.urls.redact_url, the one place that knows which parts
+    # of a URL are credentials (user info, ?subscription-key=, ?code=, &sig= …).
+    "url": URL_PATTERN.pattern,
     "credential": (
         r"(?<![A-Za-z0-9])(?i:(?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|secret(?:[_-]?key)?|"
         r"access[_-]?token|auth[_-]?token|token|password|passwd|pwd))"
@@ -264,13 +265,18 @@ class Redactor:
         patterns.update({kind: PII_KINDS[kind] for kind in self.pii})
         patterns.update(extra_patterns or {})
         self._kinds = list(patterns)
+        self._url = self._kinds.index("url")
         self._literals = tuple(values)
+        self._literal_values = tuple(literals)
         # Only the built-in secret shapes have literal triggers; PII and extra patterns
         # are always searched in full.
         self._always_search = bool(self.pii or extra_patterns)
         self._cache: dict[str, str] = {}
         self._pattern = re.compile(
             "|".join(f"(?P<k{i}>{p})" for i, p in enumerate(patterns.values()))
+        )
+        self._inner = re.compile(
+            "|".join(f"(?P<k{i}>{p})" for i, p in enumerate(patterns.values()) if i != self._url)
         )
 
     @classmethod
@@ -279,11 +285,18 @@ class Redactor:
         redact: Iterable[str],
         key_env_vars: Iterable[str],
         env: Mapping[str, str] | None = None,
+        urls: Iterable[str | None] = (),
     ) -> Redactor:
-        """The redactor of a run: ``--redact`` kinds and the values of its key variables."""
+        """The redactor of a run: ``--redact`` kinds and the values of its key variables.
+
+        ``urls`` are the run's endpoint URLs: the credentials they carry (a password, a
+        ``?subscription-key=`` value) are configured secrets too, so they are redacted also
+        where a server quotes them without the URL (an error echoing the request line).
+        """
         environ = os.environ if env is None else env
         literals = [environ[name] for name in key_env_vars if environ.get(name)]
         literals += [t.strip() for t in environ.get(TOKENS_ENV, "").split(",") if t.strip()]
+        literals += [secret for url in urls if url for secret in url_secrets(url)]
         return cls(pii=redact, literals=literals)
 
     def _replace(self, match: re.Match[str]) -> str:
@@ -298,12 +311,9 @@ class Redactor:
             value = match.group("credential")
             start = match.start("credential") - match.start()
             return text[:start] + mark("secret") + text[start + len(value) :]
-        if kind == "url_query_secret":
-            value = match.group("query")
-            start = match.start("query") - match.start()
-            return text[:start] + mark("secret") + text[start + len(value) :]
-        if kind == "url_userinfo":
-            return "***"
+        if kind == "url":
+            # The URL's own credentials first, then any other secret shape inside it.
+            return self._inner.sub(self._replace, redact_url(text, self._literal_values))
         return mark(kind)
 
     def text(self, value: str) -> str:

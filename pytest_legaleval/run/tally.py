@@ -57,9 +57,17 @@ class RunTally:
         self.epochs = EpochSummary(epochs=epochs, reducer=reducer, cluster_by=cluster_by)
         self.evaluators = EvaluatorLog()
 
-    def add_epoch(self, line: Mapping[str, Any]) -> None:
-        """One epoch's prediction line (the epoch figures read every one)."""
+    def add_epoch(
+        self,
+        line: Mapping[str, Any],
+        *,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        """One epoch's prediction line (the epoch figures and ``error_rate`` read every one)."""
         self.epochs.add(line)
+        self.summary.add_epoch(line)
+        self.slices.add_epoch(line, tags=tags, metadata=metadata)
 
     def add_item(
         self,

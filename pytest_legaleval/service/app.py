@@ -44,4 +44,4 @@ def create_app(backend: Backend) -> FastAPI:
 
 def asgi(backend: Backend) -> RequestIdMiddleware:
     """The application as served: every response carries ``X-Request-ID``."""
-    return RequestIdMiddleware(create_app(backend))
+    return RequestIdMiddleware(create_app(backend), body_timeout=backend.config.limits.body_timeout)

@@ -95,6 +95,9 @@ class Limits:
     header_timeout: float = 5.0
     """Seconds a connection may take to send a request's headers, or stay idle between
     requests; then it is closed (a half-open request holds nothing for longer)."""
+    body_timeout: float = 60.0
+    """Seconds a request's whole body may take to arrive after its headers, however it
+    trickles, with or without a token; then it is answered 408 and the connection closed."""
     validators: int = 1
     """Processes that validate uploads (besides the one-off process of a large upload)."""
     retry_after_s: int = 10

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.rundir_check import RunDirectoryError, checked_json
 from pytest_legaleval.pipeline.driver import Resume, run_evaluation
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.run.names import CHECKSUMS
@@ -78,9 +79,11 @@ def run_lock(data: DataDir, run_id: str) -> Iterator[None]:
 
 
 def _read_json(path: Path) -> Any:
+    # Through the run-directory reader (metrics.rundir_check): a corrupt manifest or
+    # summary is no end to publish (the run then reads as failed), never a crash.
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return checked_json(path)
+    except (RunDirectoryError, OSError):
         return None
 
 

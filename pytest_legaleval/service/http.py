@@ -122,6 +122,8 @@ def request_id_of(scope: Scope) -> str:
 DRAIN_LIMIT_BYTES = 2 * limits.MAX_PAYLOAD_BYTES
 """Unread request body the service still reads (and drops) to deliver an early answer."""
 DRAIN_IDLE_S = 5.0
+BODY_TIMEOUT_S = 60.0
+"""Default seconds a request's whole body may take after its headers (``--body-timeout``)."""
 """A client that pauses this long while its unread body is dropped gets the answer anyway."""
 
 
@@ -150,10 +152,16 @@ class RequestIdMiddleware:
     connection whose body nobody reads, and a client that sends its whole body before
     reading the answer (``http.client``, ``requests``, ``legaleval submit``) would see a
     broken pipe or a stall instead of the error envelope.
+
+    It also bounds the time a request's body may take as a whole (``body_timeout``, from
+    the end of its headers): a client trickling a byte every few seconds passes every
+    per-read timeout, so past the deadline the body is refused with 408 and the connection
+    closed, whether or not the request carries a token.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, body_timeout: float = BODY_TIMEOUT_S) -> None:
         self.app = app
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request with its id."""
@@ -163,12 +171,20 @@ class RequestIdMiddleware:
         request_id = str(uuid.uuid4())
         scope.setdefault("state", {})["request_id"] = request_id
         header = (REQUEST_ID_HEADER.lower().encode(), request_id.encode())
-        body = _BodyTracker(receive, pending=_has_body(scope), declared=_declared_length(scope))
+        body = _BodyTracker(
+            receive,
+            pending=_has_body(scope),
+            declared=_declared_length(scope),
+            deadline=asyncio.get_running_loop().time() + self.body_timeout,
+        )
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 await body.drain()
-                message["headers"] = [*message.get("headers", []), header]
+                extra = [header]
+                if body.expired:  # the rest of the body will never be read: close
+                    extra.append((b"connection", b"close"))
+                message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
         await self.app(scope, body.receive, send_with_id)
@@ -177,14 +193,29 @@ class RequestIdMiddleware:
 class _BodyTracker:
     """Knows whether a request's body has been read to its end, and can drop the rest."""
 
-    def __init__(self, receive: Receive, *, pending: bool, declared: int | None) -> None:
+    def __init__(
+        self, receive: Receive, *, pending: bool, declared: int | None, deadline: float
+    ) -> None:
         self._receive = receive
         self.pending = pending
         self.declared = declared
         self.received = 0
+        self.deadline = deadline
+        self.expired = False
 
     async def receive(self) -> Message:
-        message = await self._receive()
+        if not self.pending:
+            message = await self._receive()
+        else:
+            remaining = self.deadline - asyncio.get_running_loop().time()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                message = await asyncio.wait_for(self._receive(), remaining)
+            except TimeoutError:
+                self.expired = True
+                self.pending = False
+                raise BodyDeadline() from None
         if message["type"] == "http.request":
             self.received += len(message.get("body", b""))
             if not message.get("more_body"):
@@ -202,9 +233,18 @@ class _BodyTracker:
         while self.pending and dropped <= DRAIN_LIMIT_BYTES:
             try:
                 message = await asyncio.wait_for(self.receive(), DRAIN_IDLE_S)
-            except TimeoutError:
+            except (TimeoutError, BodyDeadline):
                 return
             dropped += len(message.get("body", b""))
+
+
+class BodyDeadline(ApiError):
+    """A request body that did not arrive within the deadline (408; the connection closes)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            408, "the request body did not arrive in time (--body-timeout); send it again"
+        )
 
 
 def _too_large(received: int) -> ApiError:

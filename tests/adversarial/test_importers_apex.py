@@ -109,8 +109,8 @@ SUITE = "def test_record(record, evaluation):\n    evaluation.check()\n"
 
 
 def _grade(value: int) -> str:
-    # The policy's judge reply (apexv1_extended_v1: one 0/1 grade per criterion).
-    return json.dumps({"grade": value, "reasoning": "checked"})
+    # The official APEX judge's reply (apex_official, the import's default protocol).
+    return json.dumps({"result": value, "reason": "checked"})
 
 
 def test_an_apex_task_with_its_document_runs_in_a_session(pytester: pytest.Pytester) -> None:

@@ -10,6 +10,7 @@ names the file and the field. A ``-W error`` filter does not cost the run its li
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -100,6 +101,12 @@ def pytest_legaleval_register_graders(registry, config):
 """
 
 
+def _reseal(run: Path) -> None:
+    names = sorted(p.name for p in run.iterdir() if p.is_file() and p.name != "SHA256SUMS")
+    sums = [f"{hashlib.sha256((run / n).read_bytes()).hexdigest()}  {n}\n" for n in names]
+    (run / "SHA256SUMS").write_text("".join(sums), encoding="utf-8")
+
+
 @pytest.mark.parametrize("workers", [None, "2"])
 def test_a_graders_nan_is_null_in_every_artifact_and_the_report(
     pytester: pytest.Pytester, workers: str | None
@@ -144,7 +151,11 @@ def test_a_graders_nan_is_null_in_every_artifact_and_the_report(
     )
     from pytest_legaleval.cli import main
 
-    assert main(["report", str(run), "--out", str(pytester.path / "report.html")]) == 0
+    # Issue 41: an edit after sealing is refused; a run written that way is sealed over it.
+    assert main(["report", str(run), "--out", str(pytester.path / "report.html")]) == 2
+    _reseal(run)
+    with pytest.warns(NonFiniteWarning, match="read as null"):
+        assert main(["report", str(run), "--out", str(pytester.path / "report.html")]) == 0
     page = (pytester.path / "report.html").read_text(encoding="utf-8")
     blocks = re.findall(r'<script type="application/json" id="[^"]*">(.*?)</script>', page, re.S)
     assert blocks and all(strict_loads(block) is not None for block in blocks)

@@ -205,7 +205,7 @@ def test_terminal_summary_is_a_table_with_intervals_and_slices(
         [
             "*= legaleval =*",
             "slice *records *items *passed *failed *errors *skipped *invalid "
-            "*pass rate ?95% CI? *mean score ?95% CI? *p95 ms",
+            "*pass rate ?Wilson 95% CI? *mean score ?95% CI? *p95 ms",
             "all *9 *9 *3 *2 *1 *2 *1 *60.0% ?2*%–8*%? *0.600 ?0.*–*?*",
             "dataset=t *7 *7 *3 *2 *1 *0 *1 *",
             "tag=tort *2 *2 *0 *0 *0 *2 *0 *- *- *-",

@@ -84,7 +84,12 @@ def _check_block(block: dict[str, Any], y: list[float], yhat: list[float], u: li
     estimate = float(ppi_py.ppi_mean_pointestimate(Y, Yh, Yu)[0])
     low, high = ppi_py.ppi_mean_ci(Y, Yh, Yu, alpha=0.05)
     assert block["ppi_pass_rate"]["estimate"] == pytest.approx(estimate, abs=TOL)
-    assert block["ppi_pass_rate"]["ci95"] == pytest.approx([low[0], high[0]], abs=TOL)
+    # ppi-python's interval is unclipped: ours keeps it as ci95_raw and clips the rate's
+    ppi = block["ppi_pass_rate"]
+    assert ppi["ci95_raw"] == pytest.approx([low[0], high[0]], abs=TOL)
+    clipped = [min(1.0, max(0.0, float(low[0]))), min(1.0, max(0.0, float(high[0])))]
+    assert ppi["ci95"] == pytest.approx(clipped, abs=TOL)
+    assert ppi["clipped"] is (clipped != [float(low[0]), float(high[0])])
 
 
 @needs_stats

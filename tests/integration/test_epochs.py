@@ -3,8 +3,9 @@
 Offline: five answers per record (``epoch`` 0…4) in a responses file, records clustered by
 ``metadata.exam``; the run's ``epochs``, ``pass_at_k``, ``pass_hat_k``, ``flaky_records``
 and ``uncertainty`` are recomputed here by brute force from the answers' verdicts (every
-k-subset enumerated; Miller's eq. 4 as a double loop). Live: each epoch is a call of its
-own with its own seed, and a second run on the same cache pays for none of them.
+k-subset enumerated; CR2 and the Bell–McCaffrey df as the issue writes them). Live: each
+epoch is a call of its own with its own seed, and a second run on the same cache pays for
+none of them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_legaleval.metrics.tdist import t_quantile
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
 from .conftest import mcq_row, read_jsonl, run_dirs, write_jsonl
@@ -66,17 +68,18 @@ def _pass_hat_k(n: int, c: int, k: int) -> float:
     return sum(all(s) for s in subsets) / len(subsets)
 
 
-def _uncertainty(x: list[float], clusters: list[str]) -> tuple[float, float, float]:
+def _uncertainty(x: list[float], clusters: list[str]) -> tuple[float, float, float, float]:
+    """mean, naive se, CR2 se (V = Σ S_g² / (N² (1 − n_g/N))) and the BM df."""
     n = len(x)
     mean = sum(x) / n
     s2 = statistics.variance(x)
-    cross = sum(
-        (x[i] - mean) * (x[j] - mean)
-        for i in range(n)
-        for j in range(n)
-        if i != j and clusters[i] == clusters[j]
-    )
-    return mean, math.sqrt(s2 / n), math.sqrt(s2 / n + cross / n**2)
+    groups = sorted(set(clusters))
+    sizes = [clusters.count(g) for g in groups]
+    sums = [sum(v - mean for v, c in zip(x, clusters, strict=True) if c == g) for g in groups]
+    v = sum(s * s / (n * n * (1 - m / n)) for s, m in zip(sums, sizes, strict=True))
+    u = [m * m / (n - m) for m in sizes]
+    df = n * n / (sum(m * m for m in sizes) + sum(u) ** 2 - sum(w * w for w in u))
+    return mean, math.sqrt(s2 / n), math.sqrt(v), df
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["n0", "n2"])
@@ -104,21 +107,68 @@ def test_five_epochs_clustered_by_exam_report_the_formulas(
     assert sorted(line["record_id"] for line in listed) == sorted(flaky)
     x = [counts[r] / K for r in PLAN]
     exams = [exam for exam, _ in PLAN.values()]
-    mean, se, se_clustered = _uncertainty(x, exams)
+    mean, se, se_clustered, df = _uncertainty(x, exams)
     block = summary["uncertainty"]
     assert block["cluster_by"] == "metadata.exam" and block["clusters"] == len(set(exams))
     assert block["mean"] == pytest.approx(mean, abs=1e-12)
     assert block["se"] == pytest.approx(se, abs=1e-12)
     assert block["se_clustered"] == pytest.approx(se_clustered, abs=1e-12)
-    assert block["ci95"] == pytest.approx(
-        [mean - 1.959964 * se_clustered, mean + 1.959964 * se_clustered], abs=1e-9
-    )
+    assert block["df"] == pytest.approx(df, rel=1e-12)
+    q = t_quantile(0.975, df)  # checked against scipy in tests/unit/test_metrics_cr2.py
+    raw = [mean - q * se_clustered, mean + q * se_clustered]
+    assert block["ci95_raw"] == pytest.approx(raw, abs=1e-9)
+    assert block["ci95"] == pytest.approx([max(0.0, raw[0]), min(1.0, raw[1])], abs=1e-9)
+    assert block["clipped"] == (raw[0] < 0 or raw[1] > 1)
+    assert summary["errored_epochs"] == 0 and summary["error_rate"] == 0.0
     assert se_clustered > se  # agreeing exams: the naive interval is too narrow
     # One item per record: the reduced verdict (mean of the epochs' scores >= 0.5).
     outcomes = result.parseoutcomes()
     passed = sum(c / K >= 0.5 for c in counts.values())
     assert outcomes["passed"] == passed and outcomes["failed"] == len(PLAN) - passed
     assert "clustered by metadata.exam" in result.stdout.str()
+
+
+def test_epochs_without_a_verdict_are_counted_everywhere(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    # the issue: --epochs 3 with answers for epoch 0 only: 2 of 3 lines of every item are
+    # missing_response. They count in error_rate, failures.jsonl, the status and the gate.
+    rows = [mcq_row(r) for r in PLAN]
+    data = write_jsonl(pytester.path / "d.jsonl", rows)
+    answers = [{"record_id": r, "epoch": 0, "response": "Answer: B"} for r in PLAN]
+    responses = write_jsonl(pytester.path / "r.jsonl", answers)
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs",
+        "--epochs", "3", "--gate", "error_rate==0",
+    )  # fmt: skip
+    (run,) = run_dirs(pytester.path / "runs")
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    lines = len(PLAN) * 3
+    assert (summary["errored_epochs"], summary["epoch_lines"]) == (2 * len(PLAN), lines)
+    assert summary["error_rate"] == pytest.approx(2 / 3)
+    (model,) = summary["by_model"]
+    assert summary["by_model"][model]["errored_epochs"] == 2 * len(PLAN)
+    assert summary["by_model"][model]["error_rate"] == pytest.approx(2 / 3)
+    by_slice = json.loads((run / "metrics_by_slice.json").read_text(encoding="utf-8"))
+    for dimension in ("dataset", "model", "task_type"):
+        (block,) = by_slice["slices"][dimension].values()
+        assert block["error_rate"] == pytest.approx(2 / 3), dimension  # slice gates agree
+    failures = read_jsonl(run / "failures.jsonl")
+    assert len(failures) == 2 * len(PLAN)
+    assert sorted({f["epoch"] for f in failures}) == [1, 2]
+    assert {f["failure_type"] for f in failures} == {"missing_response"}
+    # no item has all three verdicts: pass@k has no figure, and all are listed
+    assert summary["pass_at_k_records"] == 0 and summary["incomplete_records"] == len(PLAN)
+    assert summary["pass_at_k"] == {"1": None, "2": None, "3": None}
+    incomplete = read_jsonl(run / "incomplete_records.jsonl")
+    assert len(incomplete) == len(PLAN) and incomplete[0]["missing_epochs"] == [1, 2]
+    manifest = json.loads((run / "run_manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "completed_with_failures"
+    out = result.stdout.str()
+    assert "FAILED gate error_rate==0" in out
+    assert f"incomplete: {len(PLAN)} items lack a verdict in some epoch" in out
+    assert f"status: completed_with_failures ({2 * len(PLAN)} of {lines} epoch lines" in out
+    assert result.ret != 0
 
 
 def test_one_epoch_keeps_the_file_as_it_was(pytester: pytest.Pytester, suite: Path) -> None:
@@ -176,3 +226,48 @@ def test_each_live_epoch_is_a_call_of_its_own_and_a_resumed_run_repays_nothing(
     (run,) = run_dirs(pytester.path / "second")
     lines = read_jsonl(run / "predictions.jsonl")
     assert len(lines) == 12 and all(p["details"]["cached"] for p in lines)
+
+
+def test_live_epochs_that_failed_are_counted_in_error_rate_failures_and_gate(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    # the issue: against an endpoint failing 30 % of calls, 24 of 60 failed and error_rate
+    # read 0.05 (items). A 400 is not retried: every fired fault is one epoch without a verdict.
+    with MockOpenAIServer(latency=0.0, seed=3) as server:
+        server.add_reply(r"Question", "Answer: B")
+        fault = server.add_fault("400", rate=0.3)
+        data = write_jsonl(pytester.path / "d.jsonl", [mcq_row(f"q{i}") for i in range(20)])
+        result = pytester.runpytest(
+            "--dataset", str(data), "--model", "openai/mock-model", "--base-url",
+            server.base_url, "--no-cache", "--epochs", "3", "--run-dir", "runs",
+        )  # fmt: skip
+        failed = fault.fired
+    assert 0 < failed < 60
+    (run,) = run_dirs(pytester.path / "runs")
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    assert (summary["errored_epochs"], summary["epoch_lines"]) == (failed, 60)
+    assert summary["error_rate"] == pytest.approx(failed / 60)
+    assert len(read_jsonl(run / "failures.jsonl")) == failed
+    result.stdout.fnmatch_lines([f"*incomplete: * ({failed} of 60 epoch lines errored*"])
+
+
+def test_a_two_item_runs_interval_is_clipped_to_zero_one(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    # the issue: a 2-item run printed "95% CI [-0.48, 1.48]"
+    rows = [mcq_row("a"), mcq_row("b")]
+    data = write_jsonl(pytester.path / "d.jsonl", rows)
+    answers = [{"record_id": "a", "response": "Answer: B"}, {"record_id": "b", "response": "C"}]
+    responses = write_jsonl(pytester.path / "r.jsonl", answers)
+    result = pytester.runpytest(
+        "--dataset", str(data), "--responses", str(responses), "--run-dir", "runs"
+    )  # fmt: skip
+    (run,) = run_dirs(pytester.path / "runs")
+    block = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))["uncertainty"]
+    assert block["ci95"] == [0.0, 1.0] and block["clipped"] is True
+    assert block["ci95_raw"][0] < -5 and block["df"] == 1.0
+    assert block["method"] == "t interval, CR2 standard error, Bell-McCaffrey df"
+    result.stdout.fnmatch_lines(
+        ["pass rate, the run's interval: mean 0.5000, 95% CI [0.0000, 1.0000] (t interval, records "
+         "independent: se 0.5000, df 1.0, n=2, clipped to [0, 1])"]
+    )  # fmt: skip

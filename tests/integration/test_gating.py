@@ -100,7 +100,6 @@ def test_all_records_passing_but_gate_failing_exits_1(
         ("task_type=mcq:mean_score>0.9", False),
         ("metadata.jurisdiction=CH:pass_rate==0", True),  # only q1
         ("policy=default:error_rate==0", True),
-        ("dataset=nothing:pass_rate>=0", False),  # an empty slice never passes
         ("judge_error_rate<=0", False),  # nothing was judged: no value, fails
         ("error_rate<=0", True),
         ("invalid_rate==0", True),
@@ -133,7 +132,22 @@ def test_tag_slice_on_contract_records(pytester: pytest.Pytester, suite: Path) -
         pytester, data, responses, "--gate", "tag=rule_qa:error_rate<=0.2",
         "--gate", "error_rate<=0.2",
     )  # fmt: skip
-    assert lenient.ret == pytest.ExitCode.OK, lenient.stdout.str()
+    # the gates hold, but no record here was evaluated (reference records without a judge,
+    # one without a response): a run that measured nothing exits 1 and says why
+    lenient.stdout.fnmatch_lines(["passed gate tag=rule_qa:error_rate<=0.2*"])
+    lenient.stdout.fnmatch_lines(["nothing evaluated: 5 items need --judge-model*"])
+    assert lenient.ret == pytest.ExitCode.TESTS_FAILED, lenient.stdout.str()
+
+
+def test_a_slice_no_record_is_in_is_a_usage_error_before_the_run(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    data = _dataset(pytester)
+    result = run_eval(
+        pytester, data, _responses(pytester, {"q1"}), "--gate", "dataset=nothing:pass_rate>=0"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no record of this run has dataset='nothing'*"])
 
 
 def test_model_slice_with_two_models(pytester: pytest.Pytester, data: Path) -> None:

@@ -111,6 +111,14 @@ def _check_against_lbr(run: Path) -> None:
     )
     for model, stats in SUMMARY["models"].items():
         assert passes[model] == stats["pass_count"] - counted_anyway[model], model
+    # Replayed verdicts count as judged (they carry no judge block: no call was made); the
+    # judge errors are the 44 LBR could not judge, over every judge-graded item.
+    summary = json.loads((run / "metrics_summary.json").read_text(encoding="utf-8"))
+    judged = sum(
+        1 for p in ours.values() if p["task_type"] != "mcq" and p["reason"] != "missing_response"
+    )
+    assert summary["judged_items"] == judged and summary["judge_error_count"] == 44
+    assert summary["judge_error_rate"] == pytest.approx(44 / judged)
 
 
 def test_verdicts_of_another_dataset_are_a_usage_error_and_bad_lines_a_warning(

@@ -170,6 +170,9 @@ def test_without_a_judge_judged_records_are_skipped_before_any_call(
     result = pytester.runpytest(*_args(server, doc))
     result.assert_outcomes(skipped=2)
     assert server.stats()["requests"] == 0
+    # nothing was evaluated: not a success (it exited 0 as "completed" before)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["nothing evaluated: 2 items need --judge-model*"])
     lines = read_jsonl(run_dirs(pytester.path / "runs")[0] / "predictions.jsonl")
     assert {(line["reason"], line["model_response"]) for line in lines} == {("needs_judge", None)}
 
@@ -181,6 +184,8 @@ def test_generate_ungraded_pays_for_the_answers_and_keeps_them(
     result = pytester.runpytest(*_args(server, doc, "--generate-ungraded"))
     result.assert_outcomes(skipped=2)
     assert server.stats()["requests"] == 2
+    assert result.ret == pytest.ExitCode.OK  # answers asked for without grading: evaluated
+    assert "nothing evaluated" not in result.stdout.str()
     lines = read_jsonl(run_dirs(pytester.path / "runs")[0] / "predictions.jsonl")
     assert all(line["reason"] == "needs_judge" and line["model_response"] for line in lines)
 

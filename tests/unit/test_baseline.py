@@ -126,9 +126,23 @@ def test_compare_runs_pairs_counts_flips_and_one_sided_items() -> None:
     assert line["baseline"]["passed"] is True and line["current"]["passed"] is False
 
 
-def test_the_model_is_part_of_the_pair_key() -> None:
-    cmp = compare_runs([row("1", True, model="a")], [row("1", True, model="b")])
-    assert cmp.paired == 0 and cmp.only_in_baseline == 1 and cmp.only_in_current == 1
+def test_the_model_is_part_of_the_pair_key_when_the_runs_share_models() -> None:
+    base = [row("1", True, model="a"), row("1", True, model="b")]
+    cmp = compare_runs(base, [row("1", True, model="b"), row("2", True, model="c")])
+    assert cmp.paired == 1 and cmp.only_in_baseline == 1 and cmp.only_in_current == 1
+    assert cmp.by_model and cmp.to_dict()["pairing"] == "(record, model, epoch)"
+
+
+def test_one_model_each_pairs_by_record_as_the_report_does() -> None:
+    # the issue: report A B paired these, compare said "no item in common"
+    cmp = compare_runs([row("1", True, model="a")], [row("1", False, model="b")])
+    assert cmp.paired == 1 and cmp.regressions == 1 and not cmp.by_model
+    assert cmp.gate_lines()[0].startswith("paired 1 items by (record, epoch): one model each")
+    # several models on one side and none shared: nothing pairs, nothing is guessed
+    lost = compare_runs(
+        [row("1", True, model="a"), row("1", True, model="c")], [row("1", True, model="b")]
+    )
+    assert lost.paired == 0 and lost.only_in_baseline == 2 and lost.only_in_current == 1
 
 
 def test_regression_gate_needs_size_and_significance() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_legaleval.metrics.baseline import compare_runs, pair_fields
 
-from .test_metrics_clustered import eq4_double_loop
+from .test_metrics_clustered import cr2_direct
 
 
 def line(
@@ -46,7 +46,7 @@ def test_one_epoch_without_clusters_is_todays_mcnemar() -> None:
     assert result.method == "mcnemar" and result.pass_difference is None
     assert (result.regressions, result.improvements) == (1, 1)
     assert result.to_dict()["method"] == "mcnemar"
-    assert "McNemar exact" in result.gate_lines()[0]
+    assert "McNemar exact" in result.gate_lines()[1]
 
 
 def test_epoch_lines_pair_by_item_and_give_record_means() -> None:
@@ -65,8 +65,9 @@ def test_epoch_lines_pair_by_item_and_give_record_means() -> None:
     x_cur = [1 / 3, 1, 1 / 3, 2 / 3]
     diffs = [c - b for b, c in zip(x_base, x_cur, strict=True)]
     assert diff.delta == pytest.approx(sum(diffs) / 4)
-    assert diff.se == pytest.approx(eq4_double_loop(diffs, range(4))[0])
-    assert diff.cluster_by is None and diff.se_clustered == diff.se
+    assert diff.se == pytest.approx(cr2_direct(diffs, range(4))[0])
+    assert diff.cluster_by is None and diff.se_clustered == pytest.approx(diff.se)
+    assert diff.df == pytest.approx(3.0)
     regressed = [c.to_dict() for c in result.regressed_items()]
     assert regressed[0]["record_id"] == "a"
     assert regressed[0]["current"]["epoch_passes"] == 1  # the reduced item's state
@@ -86,7 +87,8 @@ def test_clusters_alone_switch_to_the_clustered_gate() -> None:
     assert diff is not None and diff.clusters == 10
     assert diff.ci is not None and diff.ci[0] < 0 < diff.ci[1]
     assert not clustered.regressed(None, 0.05)
-    assert "clustered se (Miller 2024 eq. 4, by metadata.exam)" in clustered.gate_lines()[-1]
+    assert "CR2 se clustered by metadata.exam, Bell-McCaffrey df" in clustered.gate_lines()[-1]
+    assert clustered.gate_lines()[0].startswith("paired 100 items by (record, model, epoch)")
 
 
 def test_the_clustered_gate_calls_a_real_regression() -> None:
@@ -141,8 +143,14 @@ def test_graded_scores_get_their_own_clustered_difference() -> None:
     assert not result.binary_scores
     scores = result.score_difference
     assert scores is not None and scores.delta == pytest.approx(0.675 - 0.9)
-    assert scores.clusters == 1  # every item in exam E: se_clustered = s/n = 0 here
-    assert result.regressed(None, 0.05)  # the score dropped on every item
+    # every item in exam E: one cluster measures no between-cluster variation, so there
+    # is no interval (eq. 4 gave s/n = 0 here and called a regression on one exam)
+    assert scores.clusters == 1 and scores.ci is None and scores.se_clustered is None
+    assert scores.note is not None and "one cluster" in scores.note
+    assert not result.regressed(None, 0.05)
+    unclustered = compare_runs(base, cur)
+    assert unclustered.score_difference is not None
+    assert unclustered.regressed(None, 0.05)  # six records that all dropped: a regression
     assert result.pass_difference is not None and result.pass_difference.delta == 0.0
 
 

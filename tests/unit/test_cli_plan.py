@@ -75,3 +75,12 @@ def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtur
         main(["plan", "--dataset", MCQ, "--epochs", "0"])
     assert exited.value.code == 2
     assert "expected a whole number >= 1, got '0'" in capsys.readouterr().err
+
+
+def test_a_cluster_field_no_record_has_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["plan", "--dataset", MCQ, "--cluster-by", "metadata.coures"]) == 2
+    err = capsys.readouterr().err
+    assert "--cluster-by metadata.coures: none of the 20 records has this field" in err
+    assert "did you mean metadata.course or " in err

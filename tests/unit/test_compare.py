@@ -124,3 +124,47 @@ def test_compare_refuses_runs_scored_under_other_rules_unless_told(
     assert main(["compare", str(a), str(b)]) == 2
     assert "--allow-scoring-mismatch" in capsys.readouterr().err
     assert main(["compare", str(a), str(b), "--allow-scoring-mismatch"]) == 0
+
+
+def test_one_model_each_is_paired_by_record_as_the_report_pairs_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the issue: report A B paired 7 regressed / 4 fixed, compare said "no item in common"
+    from pytest_legaleval.cli import main
+    from pytest_legaleval.report.compare import pair_items, pairing_text
+    from pytest_legaleval.report.data import collect
+
+    a = [{**row(f"q{i}", i < 7), "model": "model-a"} for i in range(11)]
+    b = [{**row(f"q{i}", i >= 7), "model": "model-b"} for i in range(11)]
+    run_a, run_b = write_run(tmp_path, "run_a", a), write_run(tmp_path, "run_b", b)
+    assert main(["compare", str(run_a), str(run_b)]) == 0
+    out = capsys.readouterr().out
+    assert "paired items: 11 by (record, epoch): one model each (pass→fail 7, fail→pass 4" in out
+    data = (collect(load_run(run_a), 10**6), collect(load_run(run_b), 10**6))
+    pairs = pair_items(*data)
+    assert pairing_text(*data, pairs) == "paired 11 items by (record, epoch): one model each"
+    assert sum(1 for p in pairs if p[0] >= 0 and p[1] >= 0) == 11
+
+
+def test_several_models_items_are_compared_clustered_by_record(tmp_path: Path) -> None:
+    # two models answered the same records: their answers to one question move together
+    a = [{**row(f"q{i}", True), "model": m} for i in range(10) for m in ("m1", "m2")]
+    b = [{**row(f"q{i}", i >= 2), "model": m} for i in range(10) for m in ("m1", "m2")]
+    data = comparison(load_run(write_run(tmp_path, "a", a)), load_run(write_run(tmp_path, "b", b)))
+    paired = data["paired"]
+    assert paired["method"] == "clustered" and paired["paired"] == 20
+    diff = paired["pass_difference"]
+    assert diff["cluster_by"] == "record" and diff["clusters"] == 10 and diff["n"] == 20
+    assert diff["df"] == pytest.approx(9.0) and diff["p_value"] is not None
+    assert diff["se_clustered"] > diff["se"]
+
+
+def test_a_cluster_field_no_line_has_is_a_usage_error(
+    pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_legaleval.cli import main
+
+    assert main(["compare", str(pair[0]), str(pair[1]), "--cluster-by", "datset"]) == 2
+    err = capsys.readouterr().err
+    assert "--cluster-by datset: none of the 20 prediction lines has this field" in err
+    assert "did you mean dataset" in err

@@ -93,7 +93,9 @@ def test_the_paired_part_is_clustered_by_the_runs_own_field(runs: tuple[Path, Pa
     assert diff["delta"] == pytest.approx(-4 / 12) and diff["clusters"] == 3
     assert diff["se_clustered"] > diff["se"]
     text = render(data, "text")
-    assert "clustered se (Miller 2024 eq. 4, by metadata.exam)" in text
+    assert "CR2 se clustered by metadata.exam, Bell-McCaffrey df" in text
+    assert f"df {diff['df']:.4g}, p {diff['p_value']:.4g}" in text
+    assert "paired items: 12 by (record, model, epoch)" in text
     assert "cluster bootstrap [" in text and "epochs: A 3, B 3 (reducer mean" in text
     assert "pass rate (record means)" in render(data, "markdown")
 

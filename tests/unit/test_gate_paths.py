@@ -140,3 +140,25 @@ def test_resolving_any_path_in_any_block_never_raises(block: Any, parts: list[st
     found = resolve_path({"root": block}, (("root", False), *steps))
     assert found.value is None or isinstance(found.value, float)
     assert found.found or found.note
+
+
+def test_an_audit_gate_prints_the_number_of_labels_it_used() -> None:
+    # the issue: "judge_audit.cohen_kappa>=0.6" printed n=0 with 6 labels
+    summary = {
+        "judge_audit": {
+            "labelled": 6,
+            "score_labelled": 4,
+            "cohen_kappa": 0.7,
+            "cohen_kappa_ci95": [0.2, 1.0],
+            "krippendorff_alpha": 0.5,
+            "ppi_pass_rate": {"estimate": 0.8, "ci95": [0.5, 1.0], "labelled": 6},
+        }
+    }
+    gates = [
+        parse_gate("judge_audit.cohen_kappa>=0.6"),
+        parse_gate("judge_audit.krippendorff_alpha>=0.4"),
+        parse_gate("judge_audit.ppi_pass_rate.estimate>=0.6"),
+    ]
+    kappa, alpha, ppi = evaluate_gates(gates, [], summary=summary)
+    assert (kappa.n, alpha.n, ppi.n) == (6, 4, 6)
+    assert kappa.describe().endswith("(95% CI 0.2000–1), n=6")

@@ -1,5 +1,5 @@
-"""Clustered standard errors (Miller 2024 eq. 4): a direct double loop, statsmodels'
-cluster-robust error (ddof-0 form, accounted for) and every edge case."""
+"""The run's own interval: CR2 standard errors, Bell–McCaffrey t intervals in [0, 1], and the
+cluster field. The estimator itself is checked against numpy matrices in test_metrics_cr2."""
 
 from __future__ import annotations
 
@@ -12,26 +12,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_legaleval.metrics.clustered import (
-    CI95_Z,
+    METHOD,
     cluster_key,
     cluster_value,
     clustered_se,
     clustered_uncertainty,
     slim_cluster_field,
 )
+from pytest_legaleval.metrics.cr2 import bell_mccaffrey_df
 
 
-def eq4_double_loop(x: Sequence[float], labels: Sequence[object]) -> tuple[float, float]:
-    """(se, se_clustered) written as the issue writes them: ddof-1 s², then the i≠j sum."""
+def cr2_direct(x: Sequence[float], labels: Sequence[object]) -> tuple[float, float]:
+    """(se, se_CR2) as the issue writes them: V = Σ_g S_g² / (N² (1 − n_g/N))."""
     n = len(x)
     mean = sum(x) / n
     s2 = sum((v - mean) ** 2 for v in x) / (n - 1)
-    cross = 0.0
-    for i in range(n):
-        for j in range(n):
-            if i != j and labels[i] == labels[j]:
-                cross += (x[i] - mean) * (x[j] - mean)
-    return math.sqrt(s2 / n), math.sqrt(s2 / n + cross / n**2)
+    sums: dict[object, list[float]] = {}
+    for v, label in zip(x, labels, strict=True):
+        sums.setdefault(label, []).append(v - mean)
+    v = sum(sum(r) ** 2 / (n**2 * (1 - len(r) / n)) for r in sums.values())
+    return math.sqrt(s2 / n), math.sqrt(v)
 
 
 def sample(seed: int, n: int, clusters: int, epochs: int) -> tuple[list[float], list[int]]:
@@ -47,36 +47,32 @@ CASES = [(seed, n, g, k) for seed, (n, g, k) in enumerate([(60, 12, 5), (40, 5, 
 
 
 @pytest.mark.parametrize(("seed", "n", "clusters", "epochs"), CASES)
-def test_eq4_equals_the_direct_double_loop(seed: int, n: int, clusters: int, epochs: int) -> None:
+def test_the_block_is_cr2_with_a_t_interval(seed: int, n: int, clusters: int, epochs: int) -> None:
+    scipy_stats = pytest.importorskip("scipy.stats", reason="the t quantile check needs [stats]")
     x, labels = sample(seed, n, clusters, epochs)
-    se, se_c = eq4_double_loop(x, labels)
+    se, se_c = cr2_direct(x, labels)
     got = clustered_uncertainty(x, labels, cluster_by="metadata.exam")
     assert got is not None
     assert got.se == pytest.approx(se, rel=1e-12)
     assert got.se_clustered == pytest.approx(se_c, rel=1e-12)
     assert got.clusters == len(set(labels)) and got.n == n
-    assert got.ci95 == pytest.approx((got.mean - CI95_Z * se_c, got.mean + CI95_Z * se_c))
+    sizes = [labels.count(c) for c in set(labels)]
+    assert got.df == pytest.approx(bell_mccaffrey_df(sizes))
+    q = float(scipy_stats.t.ppf(0.975, got.df))
+    raw = (got.mean - q * se_c, got.mean + q * se_c)
+    assert got.ci95_raw == pytest.approx(raw, rel=1e-10)
+    assert got.ci95 == pytest.approx((max(0.0, raw[0]), min(1.0, raw[1])), rel=1e-10)
+    block = got.to_dict()
+    assert block["method"] == METHOD and block["df"] == got.df and block["note"] is None
 
 
-@pytest.mark.parametrize(("seed", "n", "clusters", "epochs"), CASES)
-def test_statsmodels_is_the_ddof0_form_of_eq4(
-    seed: int, n: int, clusters: int, epochs: int
-) -> None:
+def test_statsmodels_naive_se_is_the_blocks_se() -> None:
     np = pytest.importorskip("numpy", reason="the reference check needs the [stats] extra")
     sm = pytest.importorskip("statsmodels.api", reason="the reference check needs [stats]")
-    x, labels = sample(seed, n, clusters, epochs)
-    fit = sm.OLS(np.asarray(x), np.ones(n)).fit(
-        cov_type="cluster", cov_kwds={"groups": np.asarray(labels), "use_correction": False}
-    )
-    reference = float(fit.bse[0])
-    # statsmodels: σ̂²/n + cross/n² with σ̂² the ddof-0 variance; eq. 4 uses ddof 1, so it
-    # is larger by (s² − σ̂²)/n = s²/n² under the root.
-    s2 = float(np.var(x, ddof=1))
-    _, se_c = clustered_se(x, labels) or (0.0, 0.0)
-    assert se_c == pytest.approx(math.sqrt(reference**2 + s2 / n**2), rel=1e-10)
-    # and the naive se is statsmodels' nonrobust one on a constant
-    naive = sm.OLS(np.asarray(x), np.ones(n)).fit()
-    assert clustered_uncertainty(x).se == pytest.approx(float(naive.bse[0]), rel=1e-10)  # type: ignore[union-attr]
+    x, _ = sample(3, 40, 5, 2)
+    naive = sm.OLS(np.asarray(x), np.ones(len(x))).fit()
+    got = clustered_uncertainty(x)
+    assert got is not None and got.se == pytest.approx(float(naive.bse[0]), rel=1e-10)
 
 
 def test_the_issues_sixty_records_in_twelve_exams_widen_the_interval() -> None:
@@ -85,10 +81,9 @@ def test_the_issues_sixty_records_in_twelve_exams_widen_the_interval() -> None:
     labels = [e for e in range(12) for _ in range(5)]
     got = clustered_uncertainty(x, labels, cluster_by="metadata.exam")
     assert got is not None and got.se is not None and got.se_clustered is not None
-    _, se_c = eq4_double_loop(x, labels)
-    assert got.se_clustered == pytest.approx(se_c)
-    # R_c = 5 r_c, so Σ_c R_c² = 5 Σ_i r_i² = 5 (n − 1) s², and se_c² / se² = (1 + 5·59) / 60
-    assert got.se_clustered / got.se == pytest.approx(math.sqrt((1 + 5 * 59) / 60))
+    assert got.se_clustered == pytest.approx(cr2_direct(x, labels)[1])
+    # equal clusters: S_g = 5 r_g, V = Σ 25 r_g² / (60² · 11/12) and df = G − 1
+    assert got.df == pytest.approx(11.0)
     assert got.se_clustered / got.se > 2.2
 
 
@@ -99,34 +94,47 @@ def test_no_records_and_one_record() -> None:
     assert clustered_uncertainty([]) is None
     one = clustered_uncertainty([0.4], ["a"], cluster_by="dataset")
     assert one is not None
-    assert (one.mean, one.se, one.se_clustered, one.ci95, one.clusters) == (
+    assert (one.mean, one.se, one.se_clustered, one.ci95, one.df, one.clusters) == (
         0.4,
+        None,
         None,
         None,
         None,
         1,
     )
+    assert one.note is not None and "one unit" in one.note
+    assert "no interval (one unit" in one.describe()
     assert clustered_se([1.0], None) is None
 
 
-def test_singleton_clusters_and_no_clusters_equal_the_naive_error() -> None:
+def test_no_clusters_is_the_classic_t_interval_on_n_minus_one_df() -> None:
+    scipy_stats = pytest.importorskip("scipy.stats", reason="the t quantile check needs [stats]")
     x, _ = sample(7, 30, 3, 4)
     naive = clustered_uncertainty(x)
     singletons = clustered_uncertainty(x, list(range(30)), cluster_by="record")
     assert naive is not None and singletons is not None
     assert naive.cluster_by is None and naive.clusters == 30
-    assert naive.se_clustered == naive.se
+    assert naive.se_clustered == pytest.approx(naive.se, rel=1e-12)
+    assert naive.df == pytest.approx(29.0) and singletons.df == pytest.approx(29.0)
     assert singletons.se_clustered == pytest.approx(singletons.se, rel=1e-12)
-    assert eq4_double_loop(x, list(range(30)))[1] == pytest.approx(singletons.se_clustered)
+    low, high = scipy_stats.t.interval(0.95, 29, loc=naive.mean, scale=naive.se)
+    assert naive.ci95 == pytest.approx((low, high), rel=1e-10)
 
 
-def test_one_cluster_gives_s_over_n_never_a_negative_root() -> None:
+@pytest.mark.parametrize("labels", [["exam"] * 6, None])
+def test_one_cluster_has_no_clustered_error_and_says_why(labels: list[str] | None) -> None:
     x = [1.0, 0.0, 1.0, 1.0, 0.0, 0.5]
-    got = clustered_uncertainty(x, ["exam"] * 6, cluster_by="metadata.exam")
+    if labels is None:  # a cluster that holds every unit, but named by the field
+        got = clustered_uncertainty(x, ["all"] * 6, cluster_by="dataset")
+    else:
+        got = clustered_uncertainty(x, labels, cluster_by="metadata.exam")
     assert got is not None and got.clusters == 1
-    s = math.sqrt(sum((v - sum(x) / 6) ** 2 for v in x) / 5)
-    assert got.se_clustered == pytest.approx(s / 6)
-    assert got.se_clustered == pytest.approx(eq4_double_loop(x, ["exam"] * 6)[1])
+    assert (got.se_clustered, got.df, got.ci95, got.ci95_raw) == (None, None, None, None)
+    assert got.se is not None and got.se > 0  # the naive error stays, for what it is
+    assert got.note is not None and "one cluster" in got.note
+    block = got.to_dict()
+    assert block["method"] is None and block["clipped"] is False
+    assert "no interval (all 6 units are in one cluster" in got.describe()
 
 
 @pytest.mark.parametrize("value", [0.0, 1.0])
@@ -134,6 +142,29 @@ def test_all_wrong_or_all_right_has_zero_width(value: float) -> None:
     got = clustered_uncertainty([value] * 8, ["a", "a", "b", "b", "c", "c", "d", "d"])
     assert got is not None
     assert (got.mean, got.se, got.se_clustered, got.ci95) == (value, 0.0, 0.0, (value, value))
+    assert got.clipped is False
+
+
+def test_a_two_item_run_is_clipped_to_zero_one_and_keeps_the_raw_bounds() -> None:
+    # the issue's "95% CI [-0.48, 1.48]" of a 2-item run
+    got = clustered_uncertainty([1.0, 0.0])
+    assert got is not None and got.df == pytest.approx(1.0)
+    assert got.ci95 == (0.0, 1.0) and got.clipped
+    assert got.ci95_raw is not None and got.ci95_raw[0] < -5 and got.ci95_raw[1] > 6
+    block = got.to_dict()
+    assert block["clipped"] is True and block["ci95"] == [0.0, 1.0]
+    assert block["ci95_raw"] == list(got.ci95_raw)
+    assert "clipped to [0, 1]" in got.describe()
+
+
+def test_a_clustered_pass_rate_never_goes_below_zero() -> None:
+    # issue #41: a low pass rate in few clusters (its t interval reaches far below 0)
+    x = [0.0] * 20 + [1.0] * 3
+    labels = ["a"] * 10 + ["b"] * 10 + ["c"] * 3
+    got = clustered_uncertainty(x, labels, cluster_by="metadata.exam")
+    assert got is not None and got.ci95 is not None and got.ci95_raw is not None
+    assert got.ci95_raw[0] < 0 and got.ci95[0] == 0.0 and got.clipped
+    assert 0.0 <= got.ci95[0] <= got.mean <= got.ci95[1] <= 1.0
 
 
 def test_records_without_the_field_are_clusters_of_their_own() -> None:
@@ -156,19 +187,21 @@ def test_records_without_the_field_are_clusters_of_their_own() -> None:
         max_size=40,
     )
 )
-def test_property_eq4_matches_the_loop_and_is_at_least_s_over_n(
+def test_property_cr2_matches_the_formula_and_the_interval_is_a_rate(
     data: list[tuple[float, int]],
 ) -> None:
     x = [v for v, _ in data]
     labels = [c for _, c in data]
-    result = clustered_se(x, labels)
-    assert result is not None
-    se, se_c = result
-    ref_se, ref_c = eq4_double_loop(x, labels)
-    assert se == pytest.approx(ref_se, abs=1e-12)
-    assert se_c == pytest.approx(ref_c, abs=1e-12)
-    n = len(x)
-    assert se_c >= se / math.sqrt(n) - 1e-15  # s/n: the floor of eq. 4
+    got = clustered_uncertainty(x, labels, cluster_by="metadata.exam")
+    assert got is not None
+    if len(set(labels)) == 1:
+        assert got.se_clustered is None and got.ci95 is None
+        return
+    ref_se, ref_c = cr2_direct(x, labels)
+    assert got.se == pytest.approx(ref_se, abs=1e-12)
+    assert got.se_clustered == pytest.approx(ref_c, abs=1e-12)
+    assert got.ci95 is not None and 0.0 <= got.ci95[0] <= got.ci95[1] <= 1.0
+    assert got.df is not None and 0 < got.df <= len(set(labels)) - 1 + 1e-9
 
 
 # -- the cluster field --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pytest_legaleval.metrics.epochs import (
     exact_mean,
     flaky_line,
     group_items,
+    incomplete_line,
     pass_at_k,
     pass_at_k_table,
     pass_hat_k,
@@ -112,14 +113,16 @@ def test_the_tables_are_means_over_records_keyed_1_to_k() -> None:
     assert at["1"] == hat["1"] == 8 / 20
 
 
-def test_records_with_fewer_verdict_epochs_than_k_sit_out_that_k() -> None:
-    # one record lost two of its five epochs to errors: n = 3
+def test_every_k_is_over_the_records_with_a_verdict_in_all_k_epochs() -> None:
+    # one record lost two of its five epochs to errors (n = 3): it sits out every k, so
+    # pass@1 and pass@5 speak of the same records (the audit saw 39 and 37 records)
     at = pass_at_k_table([(5, 1), (3, 0), (0, 0)], 5)
-    # k = 3: both records with answers: (1 - C(4,3)/C(5,3) + 0) / 2 = (1 - 4/10) / 2
-    assert at["3"] == 0.3
-    # k = 4: only (5, 1) has four verdict epochs: 1 - C(4,4)/C(5,4) = 4/5
-    assert at["4"] == 0.8
+    assert at["1"] == 0.2  # only (5, 1): c / n
+    assert at["3"] == 1 - 4 / 10  # 1 - C(4,3)/C(5,3)
+    assert at["4"] == 0.8 and at["5"] == 1.0
+    assert pass_hat_k_table([(5, 1), (3, 3)], 5)["1"] == 0.2
     assert pass_at_k_table([(0, 0)], 2) == {"1": None, "2": None}
+    assert pass_at_k_table([(1, 1), (0, 0)], 1) == {"1": 1.0}
 
 
 @settings(max_examples=200, deadline=None)
@@ -265,8 +268,13 @@ def test_figures_of_a_five_epoch_run() -> None:
         "epochs": 5,
         "pass_at_k": figures.pass_at_k,
         "pass_hat_k": figures.pass_hat_k,
+        "pass_at_k_records": 4,
+        "incomplete_records": 0,
         "flaky_records": 2,
+        "errored_epochs": 0,
+        "epoch_lines": 20,
     }
+    assert figures.error_rate == 0.0
     flaky = flaky_line(group_items(rows)[("d", "c", "m")])
     assert flaky["outcomes"] == ["passed", "failed", "passed", "failed", "failed"]
     assert (flaky["passes"], flaky["verdicts"], flaky["pass_fraction"]) == (2, 5, 0.4)
@@ -279,11 +287,34 @@ def test_k_1_figures_and_the_planned_k() -> None:
         "epochs": 1,
         "pass_at_k": {"1": 0.5},
         "pass_hat_k": {"1": 0.5},
+        "pass_at_k_records": 2,
+        "incomplete_records": 0,
         "flaky_records": 0,
+        "errored_epochs": 0,
+        "epoch_lines": 2,
     }
-    # planned 3 epochs, only epoch 0 arrived: k = 2, 3 have no record
+    # planned 3 epochs, only epoch 0 arrived: no item is complete, so no k has a figure,
+    # and both items are counted and listed as incomplete (their epochs 1 and 2 missing)
     planned = epoch_figures(group_items(rows).values(), epochs=3)
-    assert planned.pass_at_k == {"1": 0.5, "2": None, "3": None}
+    assert planned.pass_at_k == {"1": None, "2": None, "3": None}
+    assert planned.pass_at_k_records == 0 and len(planned.incomplete) == 2
+    item = group_items(rows)[("d", "a", "m")]
+    assert incomplete_line(item, 3)["missing_epochs"] == [1, 2]
+    assert incomplete_line(item, 3)["reasons"] == {"1": "no line", "2": "no line"}
+
+
+def test_errored_epoch_lines_are_counted_and_leave_the_item_incomplete() -> None:
+    # the issue: --epochs 3, epoch 0 answered, epochs 1 and 2 missing_response
+    rows = []
+    for r in range(20):
+        rows.append(line(f"r{r}", 0, r % 2 == 0))
+        for e in (1, 2):
+            rows.append({**line(f"r{r}", e, False), "reason": "missing_response"})
+    figures = epoch_figures(group_items(rows).values(), epochs=3)
+    assert (figures.errored_epochs, figures.epoch_lines) == (40, 60)
+    assert figures.error_rate == pytest.approx(40 / 60)
+    assert figures.pass_at_k_records == 0 and len(figures.incomplete) == 20
+    assert figures.records == 20  # each still has one verdict epoch for the pass rate
 
 
 # -- the exact mean's fast paths against fractions ----------------------------------------------

@@ -8,17 +8,19 @@ import math
 
 import pytest
 
+from pytest_legaleval.metrics.cr2 import bell_mccaffrey_df
 from pytest_legaleval.metrics.paired import (
     cluster_bootstrap,
     normal_quantile,
     paired_difference,
 )
 from pytest_legaleval.metrics.stats import quantile
+from pytest_legaleval.metrics.tdist import t_quantile, t_two_sided_p
 
-from .test_metrics_clustered import eq4_double_loop
+from .test_metrics_clustered import cr2_direct
 
 
-def test_the_difference_and_its_clustered_interval_follow_eq4() -> None:
+def test_the_difference_and_its_clustered_interval_are_cr2_t() -> None:
     pairs = [(1.0, 0.8), (0.6, 0.6), (0.4, 1.0), (1.0, 0.2), (0.0, 0.0), (0.8, 0.4)]
     labels = ["a", "a", "b", "b", "c", None]
     got = paired_difference(pairs, labels, cluster_by="metadata.exam", level=0.9, seed=3)
@@ -26,17 +28,41 @@ def test_the_difference_and_its_clustered_interval_follow_eq4() -> None:
     diffs = [c - b for b, c in pairs]
     delta = sum(diffs) / 6
     # the record without a cluster is its own: give it a unique label for the reference
-    se, se_c = eq4_double_loop(diffs, ["a", "a", "b", "b", "c", "own"])
+    se, se_c = cr2_direct(diffs, ["a", "a", "b", "b", "c", "own"])
     assert got.delta == pytest.approx(delta)
     assert (got.baseline_mean, got.current_mean) == pytest.approx((3.8 / 6, 3.0 / 6))
     assert got.se == pytest.approx(se) and got.se_clustered == pytest.approx(se_c)
-    z = normal_quantile(0.9)
-    assert z == pytest.approx(1.6448536269514722)
-    assert got.ci == pytest.approx((delta - z * se_c, delta + z * se_c))
+    df = bell_mccaffrey_df([2, 2, 1, 1])
+    assert df is not None and got.df == pytest.approx(df)
+    q = t_quantile(0.95, df)
+    assert got.ci == pytest.approx((delta - q * se_c, delta + q * se_c))
+    assert got.p_value == pytest.approx(t_two_sided_p(delta / se_c, df))
     assert got.clusters == 4 and got.n == 6
     data = got.to_dict()
     assert data["ci"] == list(got.ci) and data["bootstrap"]["seed"] == 3
-    assert "Miller 2024 eq. 4" in data["method"]
+    assert (data["df"], data["p_value"]) == (got.df, got.p_value)
+    assert "CR2" in data["method"] and "Bell-McCaffrey" in data["method"]
+    assert f"df {df:.1f}, p {got.p_value:.4f}" in got.describe()
+
+
+def test_scipy_agrees_on_the_unclustered_paired_t() -> None:
+    stats = pytest.importorskip("scipy.stats", reason="the reference check needs [stats]")
+    pairs = [(1.0, 0.0), (0.0, 0.0), (1.0, 1.0), (0.0, 1.0), (1.0, 0.0), (0.5, 0.0)]
+    got = paired_difference(pairs)
+    reference = stats.ttest_rel([c for _, c in pairs], [b for b, _ in pairs])
+    assert got is not None and got.df == pytest.approx(5.0)
+    assert got.p_value == pytest.approx(float(reference.pvalue), rel=1e-9)
+    low, high = reference.confidence_interval(0.95)
+    assert got.ci == pytest.approx((float(low), float(high)), rel=1e-9)
+
+
+def test_one_cluster_has_no_interval_and_says_why() -> None:
+    pairs = [(1.0, 0.0), (0.0, 0.0), (1.0, 1.0), (0.0, 1.0)]
+    got = paired_difference(pairs, ["x"] * 4, cluster_by="metadata.exam")
+    assert got is not None and got.ci is None and got.p_value is None and got.df is None
+    assert got.note is not None and "one cluster" in got.note
+    assert "no interval: all 4 units are in one cluster" in got.describe()
+    assert not got.regressed(None)
 
 
 def test_without_clusters_the_interval_is_the_naive_one() -> None:
@@ -52,7 +78,7 @@ def test_one_pair_has_no_interval_and_no_pairs_no_difference() -> None:
     one = paired_difference([(1.0, 0.0)])
     assert one is not None and one.delta == -1.0 and one.ci is None
     assert not one.regressed(None)  # one pair proves nothing
-    assert "too few pairs" in one.describe()
+    assert "no interval: one unit" in one.describe()
 
 
 def test_the_bootstrap_matches_the_exact_distribution_of_cluster_resamples() -> None:
@@ -94,10 +120,11 @@ def test_clusters_turn_a_naive_regression_into_noise() -> None:
     clustered = paired_difference(pairs, labels, cluster_by="metadata.exam")
     assert naive is not None and clustered is not None
     assert naive.delta == clustered.delta == pytest.approx(-0.2)
-    # naive: s² = (20·0.64 + 80·0.04)/99, se = √(s²/100); clustered: √(s² + 160)/100
+    # naive: s² = (20·0.64 + 80·0.04)/99, se = √(s²/100); CR2: Σ S_g² / (N² (1 − 1/10))
     s2 = (20 * 0.64 + 80 * 0.04) / 99
     assert naive.se == pytest.approx(math.sqrt(s2 / 100))
-    assert clustered.se_clustered == pytest.approx(math.sqrt(s2 + 2 * 64 + 8 * 4) / 100)
+    assert clustered.se_clustered == pytest.approx(math.sqrt((2 * 64 + 8 * 4) / 0.9) / 100)
+    assert clustered.df == pytest.approx(9.0) and naive.df == pytest.approx(99.0)
     assert naive.regressed(None) and not clustered.regressed(None)
     assert naive.ci is not None and naive.ci[1] < 0
     assert clustered.ci is not None and clustered.ci[0] < 0 < clustered.ci[1]

@@ -11,12 +11,15 @@ from typing import Any
 
 import pytest
 
+from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.clustered import clustered_uncertainty
+from pytest_legaleval.metrics.cr2 import bell_mccaffrey_df
 from pytest_legaleval.metrics.power import (
     DEFAULT_ICC,
     VarianceModel,
     cluster_sizes,
     default_model,
+    design_df,
     design_effect,
     difference_se,
     estimate_model,
@@ -69,7 +72,8 @@ def test_the_variance_of_a_paired_difference_equals_enumeration(epochs: int) -> 
 
 
 def test_the_design_effect_is_what_eq4_measures() -> None:
-    # for any data, (se_clustered / se)² = 1 + (Σm²/n − 1)·ICC with ICC = cross/pairs/s²
+    # for any data, (se_eq4 / se)² = 1 + (Σm²/n − 1)·ICC with ICC = cross/pairs/s²: the
+    # design effect models the variance eq. 4 estimates (the interval itself is CR2 now)
     rng = random.Random(4)
     labels = [rng.randrange(7) for _ in range(50)]
     x = [rng.choice([0.0, 0.25, 0.5, 1.0]) for _ in labels]
@@ -77,6 +81,12 @@ def test_the_design_effect_is_what_eq4_measures() -> None:
     assert got is not None and got.se and got.se_clustered
     mean = sum(x) / 50
     s2 = sum((v - mean) ** 2 for v in x) / 49
+    eq4 = math.sqrt(s2 / 50 + sum(
+        (x[i] - mean) * (x[j] - mean)
+        for i in range(50)
+        for j in range(50)
+        if i != j and labels[i] == labels[j]
+    ) / 50**2)  # fmt: skip
     cross = sum(
         (x[i] - mean) * (x[j] - mean)
         for i in range(50)
@@ -85,9 +95,7 @@ def test_the_design_effect_is_what_eq4_measures() -> None:
     )
     sizes = [labels.count(c) for c in set(labels)]
     pairs = sum(m * (m - 1) for m in sizes)
-    assert design_effect(sizes, cross / pairs / s2) == pytest.approx(
-        (got.se_clustered / got.se) ** 2, rel=1e-12
-    )
+    assert design_effect(sizes, cross / pairs / s2) == pytest.approx((eq4 / got.se) ** 2, rel=1e-12)
     assert design_effect([1] * 10, 0.9) == 1.0  # singletons: no effect
     assert design_effect([5] * 4, 0.25) == 2.0  # 1 + (5 − 1)·0.25
 
@@ -245,7 +253,12 @@ def test_the_plan_and_its_table() -> None:
     for n, mdes in result.table:  # more epochs and more records never hurt
         assert list(mdes) == sorted(mdes, reverse=True)
         assert n == 100 or mdes[0] < rows[n // 2][0]
-    assert result.records_for_target == records_for(0.03, model, 3, result.design_effect)
+    assert result.records_for_target == records_for(
+        0.03, model, 3, result.design_effect, sizes=sizes
+    )
+    # the t at the design's df asks for more than the normal would, never fewer
+    assert result.records_for_target >= records_for(0.03, model, 3, result.design_effect)
+    assert result.df == pytest.approx(design_df(sizes))
     text = result.render()
     assert f"{result.mde * 100:.1f} points" in text and "0.10    assumed" in text
     assert result.to_dict()["table"]["rows"][1]["records"] == 200
@@ -255,9 +268,11 @@ def test_the_plan_and_its_table() -> None:
     ("kwargs", "message"),
     [
         ({"epochs": 0}, "epochs must be >= 1"),
-        ({"alpha": 1.5}, "alpha and power"),
+        ({"alpha": 1.5}, "alpha must be in"),
+        ({"power": 0.1}, "power must be in"),  # issue 41: a negative "detectable" difference
         ({"correlation": 2.0}, "correlation must be in"),
-        ({"target": 0.0}, "target difference must be > 0"),
+        ({"target": 0.0}, "target difference must be in"),
+        ({"target": 1e-300}, "target difference must be in"),  # issue 41: an overflow
     ],
 )
 def test_bad_plans_are_refused(kwargs: dict[str, Any], message: str) -> None:
@@ -265,3 +280,32 @@ def test_bad_plans_are_refused(kwargs: dict[str, Any], message: str) -> None:
         plan([{"id": "a"}], **kwargs)
     with pytest.raises(ValueError, match="no records"):
         plan([])
+
+
+def test_the_planner_uses_t_quantiles_at_the_designs_df() -> None:
+    stats = pytest.importorskip("scipy.stats", reason="the reference check needs [stats]")
+    sizes = [round(1 + i * 59 / 16) for i in range(17)]  # 17 exams of 1 … 60 records
+    records = [{"metadata": {"exam": g}} for g, m in enumerate(sizes) for _ in range(m)]
+    result = plan(records, cluster_by="metadata.exam")
+    df = design_df(sizes)
+    assert df is not None and result.df == pytest.approx(df) and 5 < df < 16
+    quantiles = float(stats.t.ppf(0.975, df) + stats.t.ppf(0.80, df))
+    assert result.mde == pytest.approx(quantiles * result.se, rel=1e-9)
+    # the other tail adds about 1e-4 at 11 df (the MDE ignores it)
+    assert power_at(result.mde, result.se, df=df) == pytest.approx(0.80, abs=5e-4)
+    assert power_at(0.0, result.se, df=df) == pytest.approx(0.05, rel=1e-9)
+    assert result.to_dict()["df"] == result.df
+    assert f"t at {df:.1f} df" in result.render()
+    # independent records: df = n − 1, and the t barely differs from the normal at 200
+    flat = plan([{"id": str(i)} for i in range(200)])
+    assert flat.df == pytest.approx(199.0)
+    half = plan(records, cluster_by="metadata.exam").table[0]
+    assert half[0] == round(len(records) / 2)
+    assert design_df(sizes, half[0]) == pytest.approx(bell_mccaffrey_df(sizes[:8]))  # 8.5 → 8
+
+
+def test_one_cluster_or_one_record_cannot_be_planned() -> None:
+    with pytest.raises(ConfigError, match=r"all 3 records are in one cluster of metadata\.exam"):
+        plan([{"metadata": {"exam": "x"}}] * 3, cluster_by="metadata.exam")
+    with pytest.raises(ConfigError, match="one record"):
+        plan([{"id": "a"}])

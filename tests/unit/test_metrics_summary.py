@@ -273,6 +273,20 @@ def test_judge_error_rate_counts_judged_items_only() -> None:
     assert block["failures_by_type"] == {"judge_error": 1}
 
 
+def test_replayed_verdicts_count_as_judged() -> None:
+    # --judgments: verdicts replayed from a file carry no judge block (no call was made);
+    # the audit saw judge_error_rate 1.0 where it was 12 of 1,080
+    acc = MetricsAccumulator()
+    replayed = {"replayed_from": {"file": "judgments.jsonl", "line": 1}}
+    for i in range(1068):
+        acc.add(result("passed", details=replayed, task_type="rubric_qa", record_id=f"r{i}"))
+    for i in range(12):
+        acc.add(result("error", "judge_error", task_type="rubric_qa", record_id=f"e{i}"))
+    block = acc.to_dict()
+    assert block["judged_items"] == 1080 and block["judge_error_count"] == 12
+    assert block["judge_error_rate"] == pytest.approx(12 / 1080)
+
+
 def test_per_criterion_rates_for_rubrics() -> None:
     acc = MetricsAccumulator()
     for met_a, met_b in ((1.0, 0.0), (0.5, None), (1.0, 1.0)):
@@ -296,3 +310,16 @@ def test_criterion_ids_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     acc.add(result(details={"criteria": [{"id": f"c{i}", "met": True} for i in range(5)]}))
     block = acc.to_dict()
     assert len(block["criteria"]) == 3 and block["criteria_dropped"] == 2
+
+
+def test_error_rate_counts_epoch_lines_when_they_are_fed() -> None:
+    acc = MetricsAccumulator()
+    acc.add(result("passed"))  # the item's reduced verdict: passed
+    for epoch, reason in enumerate(("correct", "missing_response", "timeout")):
+        outcome = "passed" if reason == "correct" else "error"
+        acc.add_epoch({**result(outcome, reason), "epoch": epoch})
+    acc.add_epoch(result("error", "invalid_record"))  # an invalid record's line: not a unit
+    block = acc.to_dict()
+    assert block["error_items"] == 0  # the item has a verdict
+    assert block["error_rate"] == pytest.approx(2 / 3)  # two of its three epochs do not
+    assert MetricsAccumulator().to_dict()["error_rate"] is None

@@ -189,3 +189,21 @@ def test_the_interval_is_not_clipped_to_zero_one(ref: Any) -> None:
     _check(ref, y, yhat, unlabelled)
     assert result.to_dict()["ci95"] == [result.low, result.high]
     assert set(result.to_dict()) == {"estimate", "ci95", "lambda", "labelled", "unlabelled"}
+
+
+def test_a_rate_outside_zero_one_is_reported_as_computed_with_its_interval_clipped() -> None:
+    # a judge that passes every labelled item the humans failed (λ fixed at 1 for the
+    # example): PPI++ subtracts the whole bias and lands below 0
+    from pytest_legaleval.metrics.ppi import ppi_mean
+
+    found = ppi_mean([0.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0], [0.0] * 20 + [1.0], lam=1.0)
+    assert found.estimate < 0 and found.low < 0
+    block = found.to_dict(rate=True)
+    assert block["estimate"] == found.estimate  # as computed
+    assert block["ci95_raw"] == [found.low, found.high] and block["clipped"] is True
+    low, high = block["ci95"]  # type: ignore[misc]
+    assert low == 0.0 and high == min(1.0, max(0.0, found.high))
+    assert "outside [0, 1]" in str(block["note"])
+    inside = ppi_mean([1.0, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0], [1.0, 0.0] * 10)
+    assert inside.to_dict(rate=True)["note"] is None
+    assert "clipped" not in inside.to_dict()  # a score's mean is not a rate: as before

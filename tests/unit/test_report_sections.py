@@ -117,10 +117,11 @@ def test_one_models_official_figures_are_labelled_with_their_protocol(tmp_path: 
     assert "legalbench_official</code> version <b>1</b>" in official
     assert "lexam_official</code> version <b>1</b>" in official
     assert "HazyResearch/legalbench</code> at commit <code>ce482446b8ea" in official
-    # the headline cards sit right after the pass rate, named as the official metric
+    # the headline cards sit right after the pass rate (one epoch: one card, with the run's
+    # interval), named as the official metric
     cards = re.findall(r'data-metric="([^"]+)"', _section(page, "summary"))
-    assert cards[:5] == [
-        "pass_rate", "uncertainty", "benchmarks.legalbench.score",
+    assert cards[:4] == [
+        "pass_rate", "benchmarks.legalbench.score",
         "benchmarks.lexam.mcq.accuracy", "benchmarks.lexam.open.score",
     ]  # fmt: skip
     card = re.search(r'data-metric="benchmarks.legalbench.score".*?</div></div>', page, re.S)
@@ -236,6 +237,8 @@ def test_epochs_table_flaky_rows_and_both_intervals(tmp_path: Path) -> None:
     assert "<h2>epochs and uncertainty</h2>" in section
     pass_at_k = {a["data-k"]: c for a, c in _body(page, "pass-at-k") if "data-k" in a}
     assert sorted(pass_at_k) == ["1", "2", "3"]
+    complete = summary["pass_at_k_records"]
+    assert f"Every k is over the same {complete:,} items" in section
     for k, cells in pass_at_k.items():
         scopes = [summary, *(summary["by_model"][m] for m in MODELS)]
         expected = [f"{s[name][k]:.3f}" for s in scopes for name in ("pass_at_k", "pass_hat_k")]
@@ -250,30 +253,46 @@ def test_epochs_table_flaky_rows_and_both_intervals(tmp_path: Path) -> None:
     assert len(by_hand) == summary["flaky_records"] == 12
     assert _row_keys(payload, payload["flaky"]) == by_hand
     assert f'data-count="{len(by_hand)}"' in section and "only flaky items (12)" in page
-    # two intervals, each named: Wilson on the card; the run's, clustered, beside it
+    # two numbers (items' verdicts; records' epochs), one interval each, each named
     u = summary["uncertainty"]
     assert "Wilson 95% CI" in _section(page, "summary")
+    assert "pass rate (items&#x27; verdicts)" in _section(page, "summary")
     card = re.search(r'data-metric="uncertainty".*?</div></div>', page, re.S)
     assert card is not None
+    assert "mean pass over epochs (items)" in card.group(0)
     assert f"95% CI [{u['ci95'][0]:.1%}, {u['ci95'][1]:.1%}]" in card.group(0)
-    assert "clustered by metadata.exam (4 clusters)" in card.group(0)
+    which = f"CR2 t interval clustered by metadata.exam (4 clusters, df {u['df']:.1f})"
+    assert which in card.group(0)
     table = {a.get("data-model", "run"): c for a, c in _body(page, "uncertainty-table") if a}
     assert table["run"][1:8] == [
         "26 items", f"{u['mean']:.1%}", f"{u['se']:.4f}", f"{u['se_clustered']:.4f}",
         f"{u['se_clustered'] / u['se']:.2f}×", f"[{u['ci95'][0]:.1%}, {u['ci95'][1]:.1%}]",
-        "clustered by metadata.exam (4 clusters)",
+        f"CR2 t interval clustered by metadata.exam (4 clusters, df {u['df']:.1f})",
     ]  # fmt: skip
     assert table[MODELS[1]][1] == "13 records"
 
 
 def test_without_clusters_the_interval_says_records_independent(tmp_path: Path) -> None:
-    run = write_figures_run(tmp_path, labels=None, epochs=1, cluster_by=None)
+    run = write_figures_run(tmp_path, labels=None, epochs=1, cluster_by=None, models=MODELS[:1])
     page = render_report(load_run(run))
     section = _section(page, "uncertainty")
     assert "<h2>uncertainty</h2>" in section and 'id="pass-at-k"' not in section
     assert "records independent" in section and "clustered by" not in section
     assert "flaky" not in _markup(page) and _payload(page)["flaky"] is None
-    assert which_interval({"ci95": None}) == "no interval: one unit only"
+    # one epoch: the run's interval is the pass rate's, and the only one shown for it
+    summary = _section(page, "summary")
+    assert "Wilson" not in summary and 'data-metric="uncertainty"' not in summary
+    card = re.search(r'data-metric="pass_rate".*?</div></div>', page, re.S)
+    assert card is not None and "t interval, records independent, df 12.0" in card.group(0)
+    assert which_interval({"ci95": None}) == "no interval"
+    assert which_interval({"ci95": None, "note": "one unit"}) == "no interval: one unit"
+
+
+def test_several_models_cluster_the_run_interval_by_record(tmp_path: Path) -> None:
+    run = write_figures_run(tmp_path, labels=None, epochs=1, cluster_by=None)
+    section = _section(render_report(load_run(run)), "uncertainty")
+    assert "CR2 t interval clustered by record (13 clusters, df 12.0)" in section
+    assert "26 items" in section
     # a hand-edited K beyond --epochs' bound (or not a number) is no table of a billion rows
     assert [epochs_of({"epochs": k}) for k in (3, MAX_EPOCHS + 1, True, "3", -2)] == [3, 1, 1, 1, 1]
     lonely = {"ci95": [0, 1], "cluster_by": "metadata.exam", "clusters": 5, "unclustered": 2}
@@ -292,12 +311,22 @@ def test_bad_lines_of_the_flaky_file_are_left_out_and_said(tmp_path: Path) -> No
     run = write_figures_run(tmp_path, labels=None)
     path = run / FLAKY_RECORDS_FILE
     kept = path.read_text().splitlines()[:2]
-    extra = [json.dumps([1, 2]), json.dumps({"record_id": "nope", "model": "m/alpha"})]
-    path.write_text("\n".join([*kept, *extra]) + "\n")
+    path.write_text("\n".join([*kept, json.dumps({"record_id": "nope", "model": "m/alpha"})]))
     page = render_report(load_run(run))
     assert len(_payload(page)["flaky"]) == 2
     note = _section(page, "uncertainty")
-    assert "1 lines are not items" in note and "1 items of flaky_records.jsonl are not in" in note
+    assert "1 items of flaky_records.jsonl are not in" in note
+
+
+def test_a_line_of_the_flaky_file_that_is_no_object_refuses_the_run(tmp_path: Path) -> None:
+    # Issue 41: every line of a run directory is checked before it is trusted.
+    from pytest_legaleval.metrics.rundir_check import RunDirectoryError
+
+    run = write_figures_run(tmp_path, labels=None)
+    path = run / FLAKY_RECORDS_FILE
+    path.write_text(path.read_text() + json.dumps([1, 2]) + "\n")
+    with pytest.raises(RunDirectoryError, match=r"flaky_records\.jsonl:[0-9]+: not a JSON object"):
+        render_report(load_run(run))
 
 
 # ---- judge calibration (#28) --------------------------------------------------------------

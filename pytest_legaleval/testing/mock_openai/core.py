@@ -13,7 +13,11 @@ from typing import Any
 from pytest_legaleval.testing.mock_openai.batches import BatchAPI
 from pytest_legaleval.testing.mock_openai.config import MockConfig
 from pytest_legaleval.testing.mock_openai.faults import FaultRule
-from pytest_legaleval.testing.mock_openai.hostile import HostileRule, render_hostile
+from pytest_legaleval.testing.mock_openai.hostile import (
+    HostileRule,
+    hostile_repeat,
+    render_hostile,
+)
 from pytest_legaleval.testing.mock_openai.outcome import (
     FAULT_ERRORS,
     JSON_HEADER,
@@ -241,7 +245,8 @@ class Core:
                 hostile, method=line[0], target=line[1], headers=headers, body=raw, model=model
             )
             delay = latency if hostile.delay is None else hostile.delay
-            return Outcome("raw", 200, data, delay=delay, hold=hostile.hold)
+            repeat = hostile_repeat(hostile)
+            return Outcome("raw", 200, data, delay=delay, hold=hostile.hold, repeat=repeat)
         try:
             return self._answer(request, prompt, call, model, fault, latency, replies)
         except Exception as exc:

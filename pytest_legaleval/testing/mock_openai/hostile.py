@@ -19,7 +19,11 @@ desynchronises the next request). Kinds (:data:`HOSTILE_KINDS`):
 * ``echo``: the request's ``Authorization`` and ``api-key`` headers and the whole request
   echoed into the reply's content (``status`` 200) or into an error message (``status``
   of 400 or more) — the canary for secrets that must never be stored or printed;
-* ``raw``: ``rule.raw`` verbatim, status line and headers included.
+* ``raw``: ``rule.raw`` verbatim, status line and headers included;
+* size faults: ``gzip_bomb`` (a ``Content-Encoding: gzip`` reply of about 1 MB that
+  inflates to ``size`` bytes of content, 1 GiB by default; built once per size), and
+  ``endless`` (a chunked reply whose content never ends: the server writes chunks of
+  :data:`ENDLESS_CHUNK` bytes until the client goes away).
 
 ``content`` replaces the reply text the body kinds start from (``"Answer: A"``), so a
 hostile reply can still carry the right answer.
@@ -28,15 +32,26 @@ hostile reply can still carry the right answer.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import http
 import json
 import re
+import zlib
 from collections.abc import Mapping
 from typing import Any, Final, Literal, get_args
 
 from pytest_legaleval.testing.mock_openai.rules import compile_pattern
 
-__all__ = ["HOSTILE_KINDS", "HostileKind", "HostileRule", "echo_text", "render_hostile"]
+__all__ = [
+    "BOMB_SIZE",
+    "ENDLESS_CHUNK",
+    "HOSTILE_KINDS",
+    "HostileKind",
+    "HostileRule",
+    "echo_text",
+    "hostile_repeat",
+    "render_hostile",
+]
 
 HostileKind = Literal[
     "invalid_json",
@@ -56,12 +71,18 @@ HostileKind = Literal[
     "cut",
     "echo",
     "raw",
+    "gzip_bomb",
+    "endless",
 ]
 """The hostile replies the server can send, see the module docstring."""
 
 HOSTILE_KINDS: Final[tuple[str, ...]] = get_args(HostileKind)
 
 DEFAULT_CONTENT: Final = "Answer: A"
+BOMB_SIZE: Final = 1024**3
+"""Inflated bytes of a ``gzip_bomb`` reply unless the rule says otherwise."""
+ENDLESS_CHUNK: Final = 64 * 1024
+"""Content bytes per chunk of an ``endless`` reply."""
 CONTROL_CHARS: Final = "\x00\x01\x07\x08\x0b\x0c\x1b[31m\x7f\x85\u2028\u2029\ufeff\ufffe"
 _REASONS: Final = {s.value: s.phrase for s in http.HTTPStatus}
 
@@ -77,7 +98,8 @@ class HostileRule:
         times: Answer only the first ``times`` matching requests.
         content: Reply text the body kinds start from (default ``"Answer: A"``).
         usage: The ``usage`` block of a ``usage`` reply, sent as given (``NaN`` allowed).
-        size: Characters of content of a ``huge`` reply.
+        size: Characters of content of a ``huge`` reply (``gzip_bomb``: inflated bytes,
+            :data:`BOMB_SIZE` when left at the default).
         length_delta: ``lying_length``: announced minus sent body bytes (negative: fewer
             announced than sent).
         cut_at: ``cut``: body bytes sent before the connection closes (default: half).
@@ -191,6 +213,36 @@ def _body(rule: HostileRule, model: str, echo: str) -> Any:
     return _completion(_assistant(text), model=model)  # lying_length, cut
 
 
+@functools.lru_cache(maxsize=4)
+def _bomb(size: int) -> bytes:
+    """A gzip stream of a completion whose content is ``size`` bytes of ``x``."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    out = [
+        packer.compress(
+            b'{"choices":[{"index":0,"finish_reason":"stop","message":'
+            b'{"role":"assistant","content":"Answer: A '
+        )
+    ]
+    block = b"x" * (1 << 20)
+    left = size
+    while left > 0:
+        out.append(packer.compress(block[: min(left, len(block))]))
+        left -= len(block)
+    out.append(packer.compress(b'"}}]}'))
+    out.append(packer.flush())
+    return b"".join(out)
+
+
+def hostile_repeat(rule: HostileRule) -> bytes:
+    """What the server writes again and again after :func:`render_hostile`'s bytes.
+
+    An ``endless`` rule's chunk (the client must stop reading); ``b""`` for every other kind.
+    """
+    if rule.kind != "endless":
+        return b""
+    return b"%x\r\n" % ENDLESS_CHUNK + b"x" * ENDLESS_CHUNK + b"\r\n"
+
+
 def _head(status: int, length: int) -> bytes:
     reason = _REASONS.get(status, "Unknown")
     return (
@@ -227,6 +279,19 @@ def render_hostile(
     if rule.kind == "raw":
         raw = rule.raw
         return raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw)
+    if rule.kind == "gzip_bomb":
+        payload = _bomb(BOMB_SIZE if rule.size == 10_000_000 else rule.size)
+        head = _head(200, len(payload))
+        return head[:-2] + b"Content-Encoding: gzip\r\n\r\n" + payload
+    if rule.kind == "endless":
+        start = b'{"choices":[{"index":0,"message":{"role":"assistant","content":"Answer: A '
+        return (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            + b"%x\r\n" % len(start)
+            + start
+            + b"\r\n"
+        )
     if rule.kind == "invalid_json":
         payload = b'{"id": "chatcmpl-hostile", "choices": [{"message": {"content": "Answer: A"'
         return _head(200, len(payload)) + payload

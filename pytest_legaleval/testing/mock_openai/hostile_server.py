@@ -152,6 +152,9 @@ class HostileOpenAIServer(MockOpenAIServer):
             if outcome.action == "raw":
                 writer.write(outcome.body)
                 await writer.drain()
+                while outcome.repeat and not writer.transport.is_closing():
+                    writer.write(outcome.repeat)
+                    await writer.drain()  # raises once the client has gone away
                 if outcome.hold > 0:
                     await asyncio.sleep(outcome.hold)
                 return False

@@ -25,8 +25,9 @@ __all__ = [
 class Outcome:
     """What to do with one request: respond, hang, reset or send raw bytes, after ``delay``.
 
-    ``raw`` (hostile mode only): ``body`` is the whole response, written verbatim; the
-    connection is closed ``hold`` seconds later.
+    ``raw`` (hostile mode only): ``body`` is the whole response, written verbatim (then
+    ``repeat`` over and over, if set, until the client goes away); the connection is closed
+    ``hold`` seconds later.
     """
 
     action: Literal["respond", "hang", "reset", "raw"]
@@ -38,6 +39,7 @@ class Outcome:
     counts: bool = False  # a chat completion: in_flight/completed/cancelled track it
     completion: bool = False  # the body is a well-formed chat.completion
     hold: float = 0.0
+    repeat: bytes = b""  # raw: written again and again after body, until the client leaves
 
 
 _ERROR_TYPES: Final = {
