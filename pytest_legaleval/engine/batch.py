@@ -57,6 +57,7 @@ from pytest_legaleval.engine.jobs import Job, failed_result
 from pytest_legaleval.engine.providers import BatchTarget
 from pytest_legaleval.engine.retry import classify_error
 from pytest_legaleval.engine.types import Attempt, EngineSettings, RawCompletion, utc_timestamp
+from pytest_legaleval.engine.urls import redact_url
 
 __all__ = ["BatchRunner", "StoreAnswer"]
 
@@ -267,7 +268,7 @@ class BatchRunner:
             self._unsupported.add(base_url)
             _log.warning(
                 "legaleval --batch: %s has no Batch API (%s); its calls go live",
-                base_url,
+                redact_url(base_url),
                 found.message,
             )
             self._live(jobs)

@@ -21,6 +21,7 @@ A downloaded file is read with a bound scaled to its number of requests
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,11 +30,12 @@ from typing import Any
 
 import aiohttp
 
-from pytest_legaleval.engine.openai_reply import parse_completion, scrub_key
+from pytest_legaleval.engine.openai_reply import DUMMY_KEY, parse_completion, scrub_key
 from pytest_legaleval.engine.presets import BATCH_PRICE_FACTORS, DEFAULT_BATCH_FACTOR
 from pytest_legaleval.engine.retry import ProviderError, classify_status
 from pytest_legaleval.engine.sanitize import checked_completion
 from pytest_legaleval.engine.types import RawCompletion
+from pytest_legaleval.engine.urls import endpoint_url, without_credentials
 from pytest_legaleval.engine.wire import MAX_ERROR_BODY, error_from_status, proxy_for
 
 __all__ = [
@@ -196,7 +198,9 @@ class BatchClient:
     """Talks to one endpoint's Files and Batches API with one key.
 
     Args:
-        base_url: the OpenAI-compatible endpoint (``…/v1``).
+        base_url: the OpenAI-compatible endpoint (``…/v1``); paths are joined onto its path,
+            its query kept (``engine.urls.endpoint_url``); credentials in it are sent as
+            HTTP Basic when there is no key, as the chat client does.
         api_key: sent as ``Authorization: Bearer``; empty for servers that need none.
         timeout_s: to connect, and between two reads of a reply.
 
@@ -206,10 +210,14 @@ class BatchClient:
     """
 
     def __init__(self, base_url: str, api_key: str, timeout_s: float = 120.0) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
+        base_url, user, password = without_credentials(base_url)
+        self._base = base_url
+        self._secrets = [s for s in (api_key, password) if s]
         headers = {"Accept": "application/json", "User-Agent": "pytest-legaleval"}
-        if api_key:
+        if user is not None and (not api_key or api_key == DUMMY_KEY):
+            pair = f"{user}:{password or ''}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        elif api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._headers = headers
         # No total: a 200 MB upload or download takes what it takes; a stalled one is cut
@@ -217,12 +225,17 @@ class BatchClient:
         self._timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=timeout_s, sock_read=timeout_s
         )
-        self._proxy = proxy_for(self.base_url)
+        self._proxy = proxy_for(base_url)
         self._session: aiohttp.ClientSession | None = None
 
     def scrub(self, text: str) -> str:
-        """``text`` without this client's key (a server may echo it in an error)."""
-        return scrub_key(text, self._api_key)
+        """``text`` without this client's key or URL password (a server may echo them)."""
+        for secret in self._secrets:
+            text = scrub_key(text, secret)
+        return text
+
+    def _url(self, path: str) -> str:
+        return endpoint_url(self._base, path)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -234,7 +247,7 @@ class BatchClient:
     ) -> dict[str, Any]:
         session = self._open()
         async with session.request(
-            method, self.base_url + path, proxy=self._proxy, allow_redirects=False, **kwargs
+            method, self._url(path), proxy=self._proxy, allow_redirects=False, **kwargs
         ) as response:
             if not 200 <= response.status < 300:
                 content = await response.content.read(MAX_ERROR_BODY)
@@ -275,7 +288,7 @@ class BatchClient:
         (it is paid for) before another is created. A server that cannot list says nothing.
         """
         try:
-            data = await self._json("GET", "/batches?limit=100")
+            data = await self._json("GET", "/batches", params={"limit": "100"})
         except ProviderError:
             return None
         listed = data.get("data")
@@ -310,7 +323,7 @@ class BatchClient:
         session = self._open()
         path = f"/files/{checked_id(file_id, 'file')}/content"
         async with session.get(
-            self.base_url + path, proxy=self._proxy, allow_redirects=False
+            self._url(path), proxy=self._proxy, allow_redirects=False
         ) as response:
             if not 200 <= response.status < 300:
                 content = await response.content.read(MAX_ERROR_BODY)

@@ -513,3 +513,18 @@ def test_a_long_errors_list_is_read_within_a_bound_scaled_to_the_requests(
 
     lines, refused = asyncio.run(scenario())
     assert lines == n and "larger than" in refused
+
+
+def test_a_base_url_with_a_query_and_credentials_reaches_the_batch_api(
+    server: MockOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    url = server.base_url.replace("http://", "http://user:pw-secret@") + "?api-version=2"
+    settings = _settings(server, tmp_path / "c.sqlite", base_url=url)
+    results = _run(settings, _requests(2))
+    # The paths went onto the URL's path (a path after its query would be a 404: live).
+    assert all(r.ok and r.batch for r in results)
+    (row,) = [
+        r for r in sqlite3.connect(tmp_path / "c.sqlite").execute("SELECT endpoint FROM batches")
+    ]
+    assert "pw-secret" not in row[0]  # the stored endpoint identity is redacted
