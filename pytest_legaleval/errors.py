@@ -34,6 +34,7 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     ├── service.storage: StorageError(OSError)     the data directory cannot be written
     │   ├── StorageFull
     │   └── StorageBusy
+    │       └── DatabaseUnavailable                PostgreSQL unreachable too long
     ├── service.http: ApiError                     an HTTP answer with the error envelope
     ├── service.client: ServiceError               an answer `legaleval submit` did not expect
     ├── cli.submit: _Exit                          ends `submit` with an exit code

@@ -90,6 +90,25 @@ def write(path: Path, doc: Mapping[str, Any]) -> Path:
     return path
 
 
+DATABASE_SWITCH = "LEGALEVAL_TEST_SERVICE_DATABASE"
+"""``postgresql``: every :class:`ServiceProcess` keeps its state in a fresh PostgreSQL database
+instead of SQLite (``.ci/run`` runs the service tests so too)."""
+_POSTGRES: list[Any] = []
+
+
+def test_postgres() -> Any:
+    """The PostgreSQL server of this test process, started on first use, removed at exit."""
+    if not _POSTGRES:
+        import atexit
+
+        from .pg_server import PostgresServer
+
+        server = PostgresServer().start()
+        atexit.register(server.remove)
+        _POSTGRES.append(server)
+    return _POSTGRES[0]
+
+
 class ServiceProcess:
     """One ``legaleval serve`` process on 127.0.0.1 with a free port."""
 
@@ -108,6 +127,10 @@ class ServiceProcess:
         self.env = {k: v for k, v in os.environ.items() if k != "LEGALEVAL_API_TOKENS"}
         if tokens is not None:
             self.env["LEGALEVAL_API_TOKENS"] = tokens
+        if os.environ.get(DATABASE_SWITCH) == "postgresql":
+            # The same test on PostgreSQL: a fresh database for this service (its restarts
+            # keep it), on one server per test process (tests/pg_server.py).
+            self.env["LEGALEVAL_DATABASE_URL"] = test_postgres().create_database()
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.starts = 0

@@ -22,6 +22,7 @@ EXTRA_MODULES = (
     "sse_starlette",
     "pydantic_settings",
     "starlette",
+    "psycopg",  # [postgres]
     "ppi_py",  # [stats]
     "sklearn",
     "krippendorff",

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.cli.exit_codes import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from pytest_legaleval.errors import ConfigError
 
 __all__ = ["register"]
 
@@ -70,6 +71,20 @@ def _in_common(paired: dict[str, Any]) -> bool:
 def _cmd_merge(args: argparse.Namespace) -> int:
     from pytest_legaleval.run.merge import MergeError, merge_runs
 
+    if args.prefix is not None:
+        from pytest_legaleval.pipeline.shards import find_shards
+
+        if args.run_dirs:
+            print("legaleval merge: error: give RUN_DIRs or --prefix, not both", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            args.run_dirs = [str(p) for p in find_shards(Path(args.runs), args.prefix)]
+        except ConfigError as exc:
+            print(f"legaleval merge: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    elif not args.run_dirs:
+        print("legaleval merge: error: give the shards' RUN_DIRs or --prefix", file=sys.stderr)
+        return EXIT_USAGE
     for path in args.run_dirs:  # a path that is no run: a usage error, not a misfit
         if not (Path(path) / "run_manifest.json").is_file():
             print(
@@ -157,7 +172,18 @@ def register(subparsers: Any) -> None:
         "run directory whose metrics equal an unsharded run's. Exit 0: merged; 1: the shards "
         "do not fit together; 2: usage error (not a run directory).",
     )
-    merge.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    merge.add_argument("run_dirs", nargs="*", metavar="RUN_DIR")
+    merge.add_argument(
+        "--prefix",
+        metavar="PREFIX",
+        help="merge every PREFIX-shard-K-of-N run under --runs (what --shard auto writes)",
+    )
+    merge.add_argument(
+        "--runs",
+        default="legaleval-runs",
+        metavar="DIR",
+        help="where --prefix looks for the shards (legaleval-runs)",
+    )
     merge.add_argument(
         "--out", required=True, metavar="DIR", help="the merged run directory to create"
     )

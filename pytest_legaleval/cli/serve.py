@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.pipeline.settings import OPTIONS, find_config_file, resolve_settings
 
-__all__ = ["PER_RUN", "register"]
+__all__ = ["DATABASE_ENV", "PER_RUN", "register"]
 
 PER_RUN = frozenset(
     {
@@ -36,6 +37,7 @@ starts (``legaleval submit`` estimates nothing; ``pytest --estimate-only`` does)
 """
 
 EXIT_USAGE = 2
+DATABASE_ENV = "LEGALEVAL_DATABASE_URL"
 
 
 def _positive(text: str) -> int:
@@ -100,6 +102,23 @@ def _add_service_options(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="Run table, uploads, run directories, response cache (./legaleval-service).",
     )
+    group.add_argument(
+        "--database",
+        default=None,
+        metavar="URL",
+        help="Where the run table, queue and response cache live: sqlite (in --data-dir, "
+        "the default), or postgresql://USER@HOST:PORT/NAME, which several replicas sharing "
+        f"--data-dir may use at once (the [postgres] extra). Default: ${DATABASE_ENV} if set "
+        "(keeps a password out of the process list).",
+    )
+    group.add_argument(
+        "--lease-seconds",
+        type=_seconds,
+        default=30.0,
+        metavar="S",
+        help="PostgreSQL: a replica's claim on a run lasts this long without its heartbeat; "
+        "a dead replica's runs are continued elsewhere after it (30).",
+    )
     group.add_argument("--workers", type=_positive, default=2, help="Runs evaluated at once (2).")
     group.add_argument(
         "--max-queued", type=_positive, default=100, help="Runs waiting at most; then 429 (100)."
@@ -156,11 +175,13 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="serve the Dataset Contract's HTTP API: upload datasets, get runs and artifacts",
-        description="POST /v1/runs takes a Dataset Contract v1 document and queues a run; "
+        description="POST /v1/runs takes a Dataset Contract v1 document (or legal_eval_v1 "
+        "JSONL rows, application/x-ndjson) and queues a run; "
         "GET /v1/runs[/{id}], /v1/runs/{id}/artifacts[/{name}], POST /v1/runs/{id}/cancel, "
         "GET /healthz; the schema is at /openapi.json. Tokens come from "
         "LEGALEVAL_API_TOKENS (comma-separated); without them only loopback clients are "
-        "served. Needs the [serve] extra.",
+        "served. Several replicas may share one PostgreSQL database (--database) and one "
+        "--data-dir. Needs the [serve] extra.",
     )
     _add_run_options(parser)
     _add_service_options(parser)
@@ -204,8 +225,12 @@ def _config(args: argparse.Namespace) -> Any:
             f"least {MIN_SUMMARY_DAYS} days, and no shorter than raw artifacts"
         )
     data = DataDir(Path(args.data_dir).resolve())
+    from pytest_legaleval.service.database import open_database
+
+    url = args.database if args.database is not None else os.environ.get(DATABASE_ENV) or None
+    database = open_database(url, data.state, lease_s=args.lease_seconds)
     return ServiceConfig(
-        settings=service_settings(settings, data),
+        settings=service_settings(settings, data, database),
         data=data,
         host=args.host,
         port=args.port,
@@ -219,6 +244,7 @@ def _config(args: argparse.Namespace) -> Any:
         ),
         retention=Retention(args.retention_days_raw, args.retention_days_summary),
         tokens=Tokens.from_env(),
+        db=None if database.kind == "sqlite" else database,
     )
 
 

@@ -67,8 +67,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "submit",
         help="run a dataset on a legaleval service and exit with its gate result",
-        description="Upload DOC (a Dataset Contract v1 document, or legal_eval_v1 JSONL rows, "
-        "converted into one) to a `legaleval serve` service, follow the run, download its "
+        description="Upload DOC (a Dataset Contract v1 document, or legal_eval_v1 JSONL rows "
+        "of any task type: reference rows converted into a contract document, others sent "
+        "as JSONL) to a `legaleval serve` service, follow the run, download its "
         "artifacts and exit: 0 passed, 1 failed records or gates, 2 usage error, rejected "
         "or cancelled, 3 run or service failure.",
     )
@@ -142,11 +143,15 @@ class _Progress:
 
 
 def _upload(
-    client: ServiceClient, document: Path, model: str | None, deadline: float | None
+    client: ServiceClient,
+    document: Path,
+    model: str | None,
+    deadline: float | None,
+    media: str = "application/json",
 ) -> dict[str, Any]:
     """POST the document; wait and retry while the service says "not now" (429, 503)."""
     while True:
-        status, headers, body = client.upload(document, model)
+        status, headers, body = client.upload(document, model, media)
         if status not in _RETRIED:
             break
         wait = parse_retry_after(headers.get("retry-after"), _DEFAULT_WAIT_S)
@@ -266,26 +271,49 @@ def _report(run: dict[str, Any], run_dir: Path | None) -> None:
         print(f"run directory: {run_dir}")
 
 
+NDJSON = "application/x-ndjson"
+
+
 @contextmanager
-def _upload_file(document: Path) -> Iterator[Path]:
-    """The file to upload: ``document``, or the contract document made from its JSONL rows."""
+def _upload_file(document: Path) -> Iterator[tuple[Path, str]]:
+    """The file to upload and its media type.
+
+    A contract document goes as it is. ``legal_eval_v1`` rows a contract document can carry
+    (reference questions) go as one, as before; any other rows — MCQ, rubric, multi-turn,
+    attachments — go as they are, as JSONL (``application/x-ndjson``), and the service
+    validates them as a pytest run would.
+    """
     from pytest_legaleval.service.documents import (
+        NotUploadable,
         contract_document,
         document_format,
         write_document,
     )
 
     if document_format(document) == "contract_v1":
-        yield document
+        yield document, "application/json"
         return
-    converted = contract_document(document)
+    try:
+        converted = contract_document(document)
+    except NotUploadable as exc:
+        why = (str(exc).splitlines() or [""])[0]
+        print(
+            f"legaleval submit: {document} holds legal_eval_v1 rows a Dataset Contract "
+            f"document cannot carry ({printable(why, 300)}): uploading them as JSONL",
+            file=sys.stderr,
+        )
+        yield document, NDJSON
+        return
     print(
         f"legaleval submit: {document} holds legal_eval_v1 rows: uploading them as a Dataset "
         f"Contract document of {len(converted['records'])} record(s)",
         file=sys.stderr,
     )
     with tempfile.TemporaryDirectory(prefix="legaleval-submit-") as folder:
-        yield write_document(converted, Path(folder) / f"{document.stem}.contract.json")
+        yield (
+            write_document(converted, Path(folder) / f"{document.stem}.contract.json"),
+            "application/json",
+        )
 
 
 def _run_folder(args: argparse.Namespace, run_id: str) -> Path:
@@ -308,8 +336,8 @@ def _submit(args: argparse.Namespace) -> int:
         parse_gates(args.gate)  # a malformed gate fails before anything is uploaded
     client = ServiceClient(args.server, os.environ.get(args.token_env) or None)
     deadline = time.monotonic() + args.timeout if args.timeout else None
-    with _upload_file(document) as upload:
-        accepted = _upload(client, upload, args.model, deadline)
+    with _upload_file(document) as (upload, media):
+        accepted = _upload(client, upload, args.model, deadline, media)
     run_id = checked_run_id(accepted.get("run_id"))
     _accepted(run_id, accepted)
     run = _follow(client, run_id, args, deadline)

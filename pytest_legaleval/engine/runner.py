@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
@@ -22,6 +23,7 @@ from pytest_legaleval.engine.batch_store import BatchState, BatchStore
 from pytest_legaleval.engine.budget import Budget
 from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
 from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter, success_result
+from pytest_legaleval.engine.pgcache import PgResultCache, is_database_url
 from pytest_legaleval.engine.providers import (
     BatchTarget,
     Provider,
@@ -40,6 +42,8 @@ from pytest_legaleval.engine.types import (
 from pytest_legaleval.errors import ConfigError
 
 __all__ = ["PURPOSES", "Engine"]
+
+_log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -82,7 +86,7 @@ class Engine:
         self._checked_models: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._cache: ResultCache | None = None
+        self._cache: ResultCache | PgResultCache | None = None
         self._budget = Budget.for_settings(settings)
         self._scheduler = Scheduler(settings, self._store_and_resolve, self._resolve, self._budget)
         self._batcher: BatchRunner | None = None
@@ -102,11 +106,21 @@ class Engine:
                 raise RuntimeError("Engine is closed")
             if self._thread is not None:
                 return
-            if self.settings.cache_path is not None:
-                self._cache = ResultCache(self.settings.cache_path, scrub=self._scrub)
+            path = self.settings.cache_path
+            if path is not None and is_database_url(path):
+                # a service's replicas share their database's cache (engine.pgcache)
+                self._cache = PgResultCache(path, scrub=self._scrub)
+            elif path is not None:
+                self._cache = ResultCache(path, scrub=self._scrub)
             if self.settings.batch:
-                if self._batch_store is None and self._cache is not None:
+                if self._batch_store is None and isinstance(self._cache, ResultCache):
                     self._batch_store = BatchStore.beside(self._cache)
+                elif self._batch_store is None and self._cache is not None:
+                    # No batch tables in PostgreSQL yet: a caller passes its own BatchState.
+                    _log.warning(
+                        "legaleval --batch: batches are kept in memory only with a database "
+                        "cache; a killed run will not resume them"
+                    )
                 self._batcher = BatchRunner(
                     self.settings,
                     self._batch_store,

@@ -482,7 +482,8 @@ def plan(
 
     Raises:
         ValueError: no records, ``epochs < 1``, ``alpha``/``power``/``correlation`` out of
-            range, or ``target`` outside :data:`TARGET_RANGE`; every record in one cluster (a ``ConfigError``).
+            range, or ``target`` outside :data:`TARGET_RANGE`; every record in one
+            cluster (a ``ConfigError``).
 
     """
     if not records:

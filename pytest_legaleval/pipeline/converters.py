@@ -44,13 +44,25 @@ class Shard:
 
     index: int
     count: int
+    auto: bool = False
+    """Read from the scheduler's environment (``--shard auto``, ``pipeline.shards``)."""
+    prefix: str | None = None
+    """``auto``: the run id prefix the scheduler gives all shards (its job id), if any."""
+    source: str | None = None
+    """``auto``: which scheduler's variables said it."""
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 
 
 def parse_shard(text: str) -> Shard:
-    """Parse ``K/N`` with ``1 <= K <= N``."""
+    """Parse ``K/N`` with ``1 <= K <= N``, or ``auto`` / ``auto/N`` (``pipeline.shards``)."""
+    if text.strip().lower().startswith("auto"):
+        import os
+
+        from pytest_legaleval.pipeline.shards import auto_shard
+
+        return auto_shard(text, os.environ)
     match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
     if not match:
         raise ConfigError(f"--shard expects K/N such as 1/4, got {text!r}")

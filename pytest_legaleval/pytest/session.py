@@ -18,6 +18,7 @@ from pytest_legaleval.grading.registry import default_registry
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pipeline.runner import ItemRunner
 from pytest_legaleval.pipeline.settings import Settings, with_local_urls
+from pytest_legaleval.pipeline.shards import shard_run_id
 from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.options import resolve
 from pytest_legaleval.pytest.preflight import (
@@ -77,8 +78,12 @@ def configure(config: pytest.Config) -> None:
     if not controller:
         tricks.quiet_worker_summary(config)
         return  # workers compute; only the controller records the run
-    run_id = settings.run_id or new_run_id()
-    if settings.run_id and not config.option.collectonly:
+    try:  # --shard auto: <prefix>-shard-K-of-N, so `legaleval merge --prefix` finds it
+        named = shard_run_id(settings.run_id, settings.shard)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    run_id = named or new_run_id()
+    if named and not config.option.collectonly:
         # A named run claims its id now, before any call is paid for.
         from pytest_legaleval.run.claim import claim_run_id
 

@@ -13,8 +13,11 @@ run-directory code as ``pytest suites/``; nothing here grades or writes an artif
 
 Main names: :class:`Service` and :func:`serve` (``server``), :func:`create_app` (``app``,
 FastAPI; its routers in ``routes``, their dependencies in ``deps``, the upload in
-``uploads``), :class:`RunStore` (``store``, the SQLite run table), :class:`RunQueue` and
-:class:`SqliteRunQueue` (``queue``), :class:`WorkerPool` (``workers``, the supervisor) and
+``uploads``), :class:`Database`, :class:`RunTable` and :func:`open_database` (``database``:
+where the state lives), :class:`RunStore` (``store``, the SQLite run table), :class:`RunQueue`
+and :class:`SqliteRunQueue` (``queue``), :class:`PgRunStore` and :class:`PgRunQueue`
+(``pgstore``, ``pgqueue``: the same on PostgreSQL, with leases; ``postgres`` connects,
+migrates and locks), :class:`WorkerPool` (``workers``, the supervisor) and
 ``worker`` (one worker's loop), :func:`execute` (``execution``: fresh or continued runs),
 ``mirror`` (a run's state into the table), ``storage`` (locks waited out, full disks
 named), :class:`HealthMonitor` (``health``), :class:`UploadValidator` (``validation``),
@@ -49,8 +52,13 @@ if TYPE_CHECKING:
     from pytest_legaleval.service.config import (
         ServiceConfig as ServiceConfig,
     )
+    from pytest_legaleval.service.database import Database as Database
+    from pytest_legaleval.service.database import RunTable as RunTable
+    from pytest_legaleval.service.database import open_database as open_database
     from pytest_legaleval.service.execution import execute as execute
     from pytest_legaleval.service.health import HealthMonitor as HealthMonitor
+    from pytest_legaleval.service.pgqueue import PgRunQueue as PgRunQueue
+    from pytest_legaleval.service.pgstore import PgRunStore as PgRunStore
     from pytest_legaleval.service.queue import (
         RunQueue as RunQueue,
     )
@@ -72,10 +80,15 @@ _LAZY = {
     "Limits": "config",
     "Retention": "config",
     "ServiceConfig": "config",
+    "Database": "database",
+    "RunTable": "database",
+    "open_database": "database",
     "execute": "execution",
     "HealthMonitor": "health",
     "RunQueue": "queue",
     "SqliteRunQueue": "queue",
+    "PgRunQueue": "pgqueue",
+    "PgRunStore": "pgstore",
     "sweep": "retention",
     "Service": "server",
     "serve": "server",

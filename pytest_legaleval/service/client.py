@@ -175,8 +175,14 @@ class ServiceClient:
             raise ServiceError(status, body)
         return body
 
-    def upload(self, document: Path, model: str | None) -> tuple[int, dict[str, str], Any]:
-        """``POST /v1/runs`` with the document streamed from its file."""
+    def upload(
+        self, document: Path, model: str | None, media: str = "application/json"
+    ) -> tuple[int, dict[str, str], Any]:
+        """``POST /v1/runs`` with the document streamed from its file.
+
+        ``media`` is ``application/json`` (a contract document) or ``application/x-ndjson``
+        (``legal_eval_v1`` rows).
+        """
         query = f"?model={quote(model, safe='')}" if model else ""
         with document.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -184,7 +190,7 @@ class ServiceClient:
                 "POST",
                 f"/v1/runs{query}",
                 body=handle,
-                headers={"Content-Type": "application/json", "Content-Length": str(size)},
+                headers={"Content-Type": media, "Content-Length": str(size)},
             )
 
     def download(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.service.auth import Tokens
+from pytest_legaleval.service.database import Database, SqliteDatabase
 
 __all__ = [
     "MIN_RAW_DAYS",
@@ -69,9 +70,18 @@ class DataDir:
         """The default response cache, shared by all runs."""
         return self.root / "cache.sqlite"
 
-    def upload(self, run_id: str) -> Path:
-        """The stored document of a run."""
-        return self.uploads / run_id / "upload.json"
+    def upload(self, run_id: str, fmt: str = "contract_v1") -> Path:
+        """The stored upload of a run.
+
+        ``upload.json`` holds a contract document, ``upload.jsonl`` ``legal_eval_v1`` rows.
+        """
+        name = "upload.json" if fmt == "contract_v1" else "upload.jsonl"
+        return self.uploads / run_id / name
+
+    def stored_upload(self, run_id: str) -> tuple[Path, str]:
+        """The run's stored upload and its format (``contract_v1`` or ``legal_eval_v1``)."""
+        rows = self.upload(run_id, "legal_eval_v1")
+        return (rows, "legal_eval_v1") if rows.is_file() else (self.upload(run_id), "contract_v1")
 
     def create(self) -> None:
         """Create every folder, readable by the owner only (uploads hold the datasets)."""
@@ -128,6 +138,13 @@ class ServiceConfig:
     tokens: Tokens = field(default_factory=Tokens)
     poll_interval_s: float = 0.1
     """How often an idle worker looks for a queued run."""
+    db: Database | None = None
+    """``--database``: ``None`` is the data directory's SQLite file (see :attr:`database`)."""
+
+    @property
+    def database(self) -> Database:
+        """Where the run table and the queue are kept (``service.database``)."""
+        return self.db if self.db is not None else SqliteDatabase(self.data.state)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -135,27 +152,35 @@ class ServiceConfig:
         return self.settings.model
 
 
-def service_settings(settings: Settings, data: DataDir) -> Settings:
+def service_settings(
+    settings: Settings, data: DataDir, database: Database | None = None
+) -> Settings:
     """The runs' settings as the service holds them: its cache and run directory.
 
-    The response cache is the data directory's unless ``--cache`` (or the YAML) names one;
-    ``--no-cache`` keeps it off (then a run cut short by a crash cannot be continued).
+    The response cache is the data directory's — or, with a PostgreSQL ``database``, a
+    table of that database, shared by every replica — unless ``--cache`` (or the YAML)
+    names one; ``--no-cache`` keeps it off (then a run cut short by a crash cannot be
+    continued). The database URL reaches the run manifest with its user and password
+    redacted, as every URL's are.
     """
     sources = dict(settings.sources)
     changes: dict[str, object] = {"run_dir": str(data.runs), "dataset_format": "contract_v1"}
     if settings.cache is not None and sources.get("cache") == "default":
-        changes["cache"] = str(data.cache)
+        shared = database is not None and database.shared
+        changes["cache"] = getattr(database, "url", None) if shared else str(data.cache)
         sources["cache"] = "service"
     sources.update(run_dir="service", dataset_format="service")
     return dataclasses.replace(settings, sources=sources, **changes)  # type: ignore[arg-type]
 
 
 def run_settings(base: Settings, data: DataDir, run_id: str, models: Sequence[str]) -> Settings:
-    """One run's settings: its stored document, its models and its id."""
+    """One run's settings: its stored upload (and its format), its models and its id."""
     sources = {**base.sources, "dataset": "service", "run_id": "service", "model": "service"}
+    path, fmt = data.stored_upload(run_id)
     return dataclasses.replace(
         base,
-        dataset=(os.fspath(data.upload(run_id)),),
+        dataset=(os.fspath(path),),
+        dataset_format=fmt,
         model=tuple(models),
         run_id=run_id,
         sources=sources,

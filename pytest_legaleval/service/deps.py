@@ -16,9 +16,10 @@ from fastapi import Depends, Request
 from pytest_legaleval.run.ids import RUN_ID_PATTERN
 from pytest_legaleval.service.auth import LOCAL_OWNER, bearer, is_loopback
 from pytest_legaleval.service.config import ServiceConfig
+from pytest_legaleval.service.database import RunTable
 from pytest_legaleval.service.http import ApiError
 from pytest_legaleval.service.queue import RunQueue
-from pytest_legaleval.service.store import RunRow, RunStore
+from pytest_legaleval.service.store import RunRow
 
 __all__ = [
     "Backend",
@@ -37,7 +38,7 @@ class Backend:
     """What the handlers use: configuration, run table, queue and the upload validator."""
 
     config: ServiceConfig
-    store: RunStore
+    store: RunTable
     queue: RunQueue
     validator: Any
     """Has ``async check(path) -> Checked`` (``service.validation.UploadValidator``)."""

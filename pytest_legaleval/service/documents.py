@@ -1,13 +1,14 @@
 """What ``legaleval submit`` uploads: a Dataset Contract v1 document, made from JSONL if need be.
 
-The service takes Dataset Contract documents. ``submit`` also takes a ``legal_eval_v1``
-JSONL file: it is read and validated by the same loader a pytest run uses
-(``formats.load_dataset``), and each row becomes a contract record — ``id`` the
-``record_id``, ``prompt`` and ``context`` the ``input``, the one reference answer the
-``reference``, tags and metadata as they are. A row the contract cannot carry (an ``mcq``
-or ``rubric_qa`` row, several reference answers, conversation turns, attachments), rows of
-several datasets, or invalid rows stop the upload with a message saying what to do; nothing
-is dropped silently.
+The service takes Dataset Contract documents and ``legal_eval_v1`` JSONL rows. ``submit``
+reads a ``legal_eval_v1`` file with the same loader a pytest run uses
+(``formats.load_dataset``) and, when every row fits the contract, makes each a contract
+record — ``id`` the ``record_id``, ``prompt`` and ``context`` the ``input``, the one
+reference answer the ``reference``, tags and metadata as they are. A row the contract
+cannot carry (an ``mcq`` or ``rubric_qa`` row, several reference answers, conversation
+turns, attachments), rows of several datasets, or invalid rows raise :class:`NotUploadable`
+saying why; ``submit`` then uploads the file as it is, as JSONL (``application/x-ndjson``),
+and the service validates it. Nothing is dropped silently.
 """
 
 from __future__ import annotations

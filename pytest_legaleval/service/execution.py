@@ -31,9 +31,10 @@ from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.run.names import CHECKSUMS
 from pytest_legaleval.run.recorder import DENOMINATORS
 from pytest_legaleval.service.config import DataDir, run_settings
+from pytest_legaleval.service.database import RunTable
 from pytest_legaleval.service.mirror import RunMirror
 from pytest_legaleval.service.storage import StorageError, as_storage_error, storage_cause
-from pytest_legaleval.service.store import RunRow, RunStore
+from pytest_legaleval.service.store import RunRow
 
 __all__ = ["MAX_RESUMES", "execute", "read_finished"]
 
@@ -87,7 +88,7 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _finish_from_directory(store: RunStore, run_id: str, path: Path) -> str:
+def _finish_from_directory(store: RunTable, run_id: str, path: Path) -> str:
     """A sealed run directory whose end the table missed: copy its end into the table."""
     manifest = _read_json(path / "run_manifest.json") or {}
     status = str(manifest.get("status") or "failed")
@@ -145,7 +146,7 @@ def execute(
     *,
     base: Settings,
     data: DataDir,
-    store: RunStore,
+    store: RunTable,
     share: int = 1,
     position: int = 0,
     on_problem: Callable[[str | None], None] | None = None,
@@ -244,7 +245,7 @@ def _first_line(exc: BaseException) -> str:
     return ((str(exc).splitlines() or [""])[0])[:300]
 
 
-def _finish(store: RunStore, run_id: str, evaluated: _Outcome, at: str | None) -> str:
+def _finish(store: RunTable, run_id: str, evaluated: _Outcome, at: str | None) -> str:
     status, error, outcome = evaluated
     if outcome is None:
         store.finish(run_id, status, error=error, at=at)

@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_legaleval.service.config import DataDir
+from pytest_legaleval.service.database import Database, RunTable, SqliteDatabase
 from pytest_legaleval.service.queue import RunQueue
 from pytest_legaleval.service.storage import (
+    DatabaseUnavailable,
     Patience,
     StorageBusy,
     StorageError,
     storage_problem,
 )
-from pytest_legaleval.service.store import RunStore
 
 __all__ = ["HealthMonitor", "HealthReport"]
 
@@ -42,6 +43,8 @@ class HealthReport:
     """What does not work, by component (``storage``, ``worker-<n>``, ``retention``)."""
     queued: int | None = None
     """Runs waiting for a worker (``None`` until counted)."""
+    database: Mapping[str, Any] | None = None
+    """``kind``, ``name`` (never the credentials) and ``reachable`` (``None`` until checked)."""
 
 
 class HealthMonitor:
@@ -60,14 +63,17 @@ class HealthMonitor:
     def __init__(
         self,
         data: DataDir,
-        store: RunStore,
+        store: RunTable,
         queue: RunQueue,
         *,
         pool: Any = None,
         sweeper: Any = None,
         interval_s: float = 2.0,
+        database: Database | None = None,
     ) -> None:
         self.data = data
+        self.database = database if database is not None else SqliteDatabase(data.state)
+        self._reachable: bool | None = None
         self.store = store
         self.queue = queue
         self.pool = pool
@@ -75,7 +81,7 @@ class HealthMonitor:
         self.interval_s = interval_s
         self._storage: str | None = None
         self._queued: int | None = None
-        self._probe: RunStore | None = None
+        self._probe: RunTable | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="legaleval-health", daemon=True)
         self.checks = 0
@@ -83,12 +89,18 @@ class HealthMonitor:
     def _probe_store(self) -> str | None:
         try:
             if self._probe is None:
-                self._probe = RunStore(self.store.path, _PROBE_PATIENCE)
+                self._probe = self.database.store(_PROBE_PATIENCE)
             self._probe.probe()
+        except DatabaseUnavailable as exc:
+            self._reachable = False
+            return f"{exc}; uploads are refused (503) and runs wait until it is back"
         except StorageBusy:
+            self._reachable = True
             return "the run table is locked by another process; writes wait for it"
         except StorageError as exc:
+            self._reachable = self.database.kind == "sqlite"
             return str(exc)
+        self._reachable = True
         return None
 
     def check(self) -> None:
@@ -116,7 +128,12 @@ class HealthMonitor:
         started = self._thread.ident is not None
         if started and not self._thread.is_alive() and not self._stop.is_set():
             problems["health"] = "the health monitor stopped"
-        return HealthReport(problems, self._queued)
+        database = {
+            "kind": self.database.kind,
+            "name": self.database.name,
+            "reachable": self._reachable,
+        }
+        return HealthReport(problems, self._queued, database)
 
     def start(self) -> None:
         """Check now, then every ``interval_s`` seconds."""

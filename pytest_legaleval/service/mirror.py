@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 
 from pytest_legaleval.run.manifest import TERMINAL_STATES
+from pytest_legaleval.service.database import RunTable
 from pytest_legaleval.service.storage import StorageError
-from pytest_legaleval.service.store import RunStore
 
 __all__ = ["RunMirror"]
 
@@ -43,7 +43,7 @@ class RunMirror:
 
     def __init__(
         self,
-        store: RunStore,
+        store: RunTable,
         run_id: str,
         on_problem: Callable[[str | None], None] | None = None,
     ) -> None:

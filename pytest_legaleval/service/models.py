@@ -177,4 +177,9 @@ class Health(BaseModel):
         description="What fails now, by part: storage (a full disk, a locked run table), "
         "worker-<n> (restarting, or waiting for storage), retention; empty when all is well."
     )
+    database: dict[str, Any] | None = Field(
+        default=None,
+        description="The run table's database: kind (sqlite or postgresql), name (the file, "
+        "or host:port/database; never credentials) and reachable (null until checked).",
+    )
     request_id: str

@@ -10,9 +10,10 @@ __all__ = ["ARTIFACT_CONTENT", "DESCRIPTION", "upload_body"]
 
 DESCRIPTION = """\
 Upload a Dataset Contract v1 document (`POST /v1/runs`, `application/json`, UTF-8, at most
-100 MB): HTTP 202 queues a run and lists the `record_errors` of malformed records; HTTP 400
-(`invalid_request`) or 413 (`payload_too_large`) rejects the document and creates no run.
-A run moves through `queued → validating → running → retrying → finalizing` to `completed`,
+100 MB), or `legal_eval_v1` rows of any task type (`application/x-ndjson`): HTTP 202 queues
+a run and lists the `record_errors` of malformed records; HTTP 400 (`invalid_request`) or
+413 (`payload_too_large`) rejects the document and creates no run. A run moves through
+`queued → validating → running → retrying → finalizing` to `completed`,
 `completed_with_failures`, `failed` or `cancelled`, and leaves eight write-once artifacts
 (`/v1/runs/{run_id}/artifacts`).
 
@@ -46,7 +47,11 @@ def upload_body() -> dict[str, Any]:
         "requestBody": {
             "required": True,
             "description": "One Dataset Contract v1 document (UTF-8 JSON, BOM allowed, at "
-            "most 100 MB).",
-            "content": {"application/json": {"schema": document}},
+            "most 100 MB), or legal_eval_v1 rows of any task type, one JSON object per line "
+            "(application/x-ndjson, the same limits and answers).",
+            "content": {
+                "application/json": {"schema": document},
+                "application/x-ndjson": {"schema": {"type": "string", "format": "binary"}},
+            },
         }
     }

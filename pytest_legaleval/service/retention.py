@@ -9,8 +9,9 @@ attempt's directory. Summaries: ``run_manifest.json``, ``metrics_summary.json``,
 run's row stays, noting when each part was deleted, so the API says so instead of 404.
 
 An upload kept for no run (its run's row could not be written) is deleted after an hour.
-The sweeper survives any error: a run it cannot clean now is tried again at the next sweep,
-and a sweep that fails as a whole is tried again within a minute.
+With several replicas on one database, one sweeps at a time (``Database.exclusive``); the
+others skip that round. The sweeper survives any error: a run it cannot clean now is tried
+again at the next sweep, and a sweep that fails as a whole is tried again within a minute.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ import logging
 import shutil
 import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pytest_legaleval.metrics.artifacts import ARTIFACT_TABLE, CHECKSUMS, artifacts
 from pytest_legaleval.service.config import DataDir, Retention
-from pytest_legaleval.service.store import RunStore
+from pytest_legaleval.service.database import RunTable
 
 __all__ = [
     "RAW_ARTIFACTS",
@@ -84,7 +87,7 @@ def _unlink(folder: Path, names: tuple[str, ...]) -> None:
         (folder / name).unlink(missing_ok=True)  # read-only files: the folder is writable
 
 
-def _raw(store: RunStore, data: DataDir, run_id: str) -> None:
+def _raw(store: RunTable, data: DataDir, run_id: str) -> None:
     _unlink(data.runs / run_id, raw_artifacts())
     shutil.rmtree(data.uploads / run_id, ignore_errors=True)
     for aside in data.interrupted.glob(f"{run_id}.*"):
@@ -92,7 +95,7 @@ def _raw(store: RunStore, data: DataDir, run_id: str) -> None:
     store.mark_deleted(run_id, "raw_deleted_at")
 
 
-def _summaries(store: RunStore, data: DataDir, run_id: str) -> None:
+def _summaries(store: RunTable, data: DataDir, run_id: str) -> None:
     folder = data.runs / run_id
     _unlink(folder, (*raw_artifacts(), *summary_artifacts()))
     if folder.is_dir() and not any(folder.iterdir()):
@@ -100,7 +103,7 @@ def _summaries(store: RunStore, data: DataDir, run_id: str) -> None:
     store.mark_deleted(run_id, "summary_deleted_at")
 
 
-def _orphans(store: RunStore, data: DataDir, cutoff: float) -> list[str]:
+def _orphans(store: RunTable, data: DataDir, cutoff: float) -> list[str]:
     """Upload folders older than ``cutoff`` (a timestamp) that no run row names."""
     candidates = []
     for folder in data.uploads.iterdir() if data.uploads.is_dir() else ():
@@ -115,7 +118,7 @@ def _orphans(store: RunStore, data: DataDir, cutoff: float) -> list[str]:
     return [name for name in candidates if name not in known]
 
 
-def sweep(store: RunStore, data: DataDir, retention: Retention, now: datetime) -> Sweep:
+def sweep(store: RunTable, data: DataDir, retention: Retention, now: datetime) -> Sweep:
     """Delete what has outlived its period at ``now``; a run that fails is left for later."""
     done = Sweep()
     raw_cutoff = iso(now - timedelta(days=retention.raw_days))
@@ -147,8 +150,18 @@ def sweep(store: RunStore, data: DataDir, retention: Retention, now: datetime) -
 class Sweeper:
     """Sweeps once at start and then every ``retention.sweep_interval_s`` seconds."""
 
-    def __init__(self, store: RunStore, data: DataDir, retention: Retention) -> None:
+    def __init__(
+        self,
+        store: RunTable,
+        data: DataDir,
+        retention: Retention,
+        exclusive: Callable[[str], AbstractContextManager[bool]] | None = None,
+    ) -> None:
         self.store = store
+        self.exclusive = exclusive
+        """Enters the section one replica at a time sweeps (``Database.exclusive``)."""
+        self.skipped = 0
+        """Sweeps left to another replica that held the retention lock."""
         self.data = data
         self.retention = retention
         self._stop = threading.Event()
@@ -177,7 +190,7 @@ class Sweeper:
         while True:
             wait = self.retention.sweep_interval_s
             try:
-                done = sweep(self.store, self.data, self.retention, datetime.now(UTC))
+                done = self._sweep_once()
                 self.last_error = (
                     f"could not clean {len(done.errors)} run(s) yet" if done.errors else None
                 )
@@ -192,6 +205,16 @@ class Sweeper:
             self.last_sweep = time.monotonic()
             if self._stop.wait(wait):
                 return
+
+    def _sweep_once(self) -> Sweep:
+        """One sweep, unless another replica is sweeping (then nothing is done)."""
+        if self.exclusive is None:
+            return sweep(self.store, self.data, self.retention, datetime.now(UTC))
+        with self.exclusive("retention") as got:
+            if not got:
+                self.skipped += 1
+                return Sweep()
+            return sweep(self.store, self.data, self.retention, datetime.now(UTC))
 
     def stop(self) -> None:
         """Stop after the current sweep."""

@@ -29,20 +29,30 @@ import signal
 import socket
 import sys
 import threading
+import time
+from pathlib import Path
 from typing import IO, Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.service.auth import TOKENS_ENV, is_loopback
 from pytest_legaleval.service.config import ServiceConfig
+from pytest_legaleval.service.database import RunTable
 from pytest_legaleval.service.health import HealthMonitor
-from pytest_legaleval.service.queue import SqliteRunQueue
+from pytest_legaleval.service.queue import RunQueue
 from pytest_legaleval.service.retention import Sweeper
-from pytest_legaleval.service.storage import HTTP_PATIENCE, StorageError
-from pytest_legaleval.service.store import RunStore
+from pytest_legaleval.service.storage import HTTP_PATIENCE, Patience, StorageError
 from pytest_legaleval.service.validation import UploadValidator
 from pytest_legaleval.service.workers import WorkerConfig, WorkerPool
 
-__all__ = ["URL_PREFIX", "Service", "bind", "check_bind", "raise_fd_limit", "serve"]
+__all__ = [
+    "URL_PREFIX",
+    "Service",
+    "bind",
+    "check_bind",
+    "raise_fd_limit",
+    "release_dead_local",
+    "serve",
+]
 
 URL_PREFIX = "LEGALEVAL_SERVICE_URL="
 FD_TARGET = 65536
@@ -103,18 +113,62 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+DATABASE_HTTP_PATIENCE = Patience(busy_timeout_s=5.0, give_up_s=5.0)
+"""How long a request waits for a database server that does not answer (then 503)."""
+STALE_UPLOAD_S = 24 * 3600.0
+"""With a shared data directory, an upload folder this old is a dead replica's leftover."""
+
+
+def _clear_stale_uploads(incoming: Path, older_than_s: float) -> None:
+    """Remove upload folders older than ``older_than_s`` seconds (nobody answers them)."""
+    cutoff = time.time() - older_than_s
+    for folder in incoming.iterdir() if incoming.is_dir() else ():
+        try:
+            if folder.stat().st_mtime < cutoff:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def release_dead_local(queue: Any, host: str) -> list[str]:
+    """Give back the claims of this host's replicas that are gone (a restart after kill -9).
+
+    A worker id is ``<host>.<pid>/worker-…``: a claim of this host whose replica process no
+    longer runs is given back now instead of when its lease runs out. Other hosts' claims,
+    and a pid that runs again (a container's pid 1), wait for their leases. Replicas in
+    separate pid namespaces must have separate host names (containers do by default).
+    """
+    claimants = getattr(queue, "claimants", None)
+    if claimants is None:
+        return []
+    back: list[str] = []
+    for worker in claimants():
+        replica = worker.split("/", 1)[0]
+        name, _, pid = replica.rpartition(".")
+        if name != host or not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            back += queue.release(worker)
+        except PermissionError:
+            continue  # runs, as another user
+    return back
+
+
 class Service:
     """The data directory, its run table and queue, the workers, validator and sweeper.
 
-    The HTTP handlers' table and queue give up on a lock after a minute (the request is
-    answered 503); the supervisor's and the sweeper's wait it out.
+    The HTTP handlers' table and queue give up on a lock after a minute (on a PostgreSQL
+    server that does not answer, after 5 s; the request is answered 503); the supervisor's
+    and the sweeper's wait it out.
     """
 
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
         self._lock: IO[str] | None = None
-        self.store: RunStore | None = None
-        self.queue: SqliteRunQueue | None = None
+        self.store: RunTable | None = None
+        self.queue: RunQueue | None = None
         self.validator: UploadValidator | None = None
         self.pool: WorkerPool | None = None
         self.sweeper: Sweeper | None = None
@@ -123,6 +177,12 @@ class Service:
     def _take_directory(self) -> None:
         data = self.config.data
         data.create()
+        if self.config.database.shared:
+            # Replicas share the directory (a shared volume): none owns it, and another
+            # replica's uploads in progress are not ours to remove (a dead one's are
+            # removed once old).
+            _clear_stale_uploads(data.incoming, STALE_UPLOAD_S)
+            return
         handle = (data.locks / "service.lock").open("a")
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -140,12 +200,20 @@ class Service:
     def start(self) -> None:
         """Take the data directory and start everything behind the HTTP layer."""
         config = self.config
+        database = config.database
+        database.prepare()  # the schema, created or migrated (PostgreSQL) before any use
         self._take_directory()
-        state = config.data.state
-        self.store = RunStore(state, HTTP_PATIENCE)
-        self.queue = SqliteRunQueue(state, HTTP_PATIENCE)
-        waiting = SqliteRunQueue(state)
-        back = waiting.release()  # no worker of this service runs yet: every claim is stale
+        # A lock on an SQLite file passes (a backup): a request waits a minute for it. A
+        # database server that does not answer is an outage: a request is answered 503 soon.
+        patience = DATABASE_HTTP_PATIENCE if database.shared else HTTP_PATIENCE
+        self.store = database.store(patience)
+        self.queue = database.queue(patience)
+        waiting = database.queue()
+        # SQLite: no worker of this service runs yet, so every claim is stale. PostgreSQL:
+        # only claims whose lease ran out (other replicas' workers hold the rest).
+        back = waiting.release()
+        if database.shared:
+            back += release_dead_local(waiting, socket.gethostname())
         if back:
             _log.warning("legaleval serve: continuing %d interrupted run(s)", len(back))
         for run_id in self.store.unfinished():  # a run whose queue entry was never written
@@ -158,13 +226,22 @@ class Service:
             config.poll_interval_s,
             config.workers,
             logging.getLogger("pytest_legaleval").getEffectiveLevel(),
+            database=config.db,
         )
-        self.pool = WorkerPool(worker_config, config.workers, waiting)
+        prefix = f"{socket.gethostname()}.{os.getpid()}/" if database.shared else ""
+        self.pool = WorkerPool(worker_config, config.workers, waiting, prefix=prefix)
         self.pool.start()
-        self.sweeper = Sweeper(RunStore(state), config.data, config.retention)
+        self.sweeper = Sweeper(
+            database.store(), config.data, config.retention, exclusive=database.exclusive
+        )
         self.sweeper.start()
         self.health = HealthMonitor(
-            config.data, self.store, self.queue, pool=self.pool, sweeper=self.sweeper
+            config.data,
+            self.store,
+            self.queue,
+            pool=self.pool,
+            sweeper=self.sweeper,
+            database=database,
         )
         self.health.start()
 
@@ -211,9 +288,8 @@ def serve(config: ServiceConfig, *, out: IO[str] | None = None) -> int:
         try:
             service.start()
         except StorageError as exc:
-            raise ConfigError(
-                f"cannot start: the data directory cannot be written ({exc})"
-            ) from None
+            what = "database" if config.database.shared else "data directory"
+            raise ConfigError(f"cannot start: the {what} cannot be written ({exc})") from None
         assert service.store is not None and service.queue is not None
         backend = Backend(config, service.store, service.queue, service.validator, service.health)
         app = asgi(backend)
@@ -227,9 +303,10 @@ def serve(config: ServiceConfig, *, out: IO[str] | None = None) -> int:
         try:
             print(f"{URL_PREFIX}http://{shown}:{port}", file=stream, flush=True)
             tokens = "on" if config.tokens.enabled else "off: loopback only"
+            db = config.database
             print(
                 f"legaleval serve: http://{shown}:{port} (data dir {config.data.root}, "
-                f"{config.workers} worker(s), tokens {tokens})",
+                f"{db.kind} {db.name}, {config.workers} worker(s), tokens {tokens})",
                 file=sys.stderr,
                 flush=True,
             )

@@ -26,6 +26,7 @@ from pytest_legaleval.errors import LegalEvalError
 
 __all__ = [
     "MIN_FREE_BYTES",
+    "DatabaseUnavailable",
     "Patience",
     "StorageBusy",
     "StorageError",
@@ -58,6 +59,13 @@ class StorageFull(StorageError):
 
 class StorageBusy(StorageError):
     """The run table stayed locked by another process for longer than the caller waits."""
+
+
+class DatabaseUnavailable(StorageBusy):
+    """The database (``--database postgresql://…``) stayed unreachable too long.
+
+    A request gets 503 with ``Retry-After``; a worker waits until it is back.
+    """
 
 
 @dataclass(frozen=True, slots=True)

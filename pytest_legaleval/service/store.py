@@ -25,7 +25,16 @@ from pytest_legaleval.run.directory import finite_dump
 from pytest_legaleval.run.manifest import TERMINAL_STATES, utc_now
 from pytest_legaleval.service.storage import WORKER_PATIENCE, Patience, connect, with_retries
 
-__all__ = ["ACTIVE_STATES", "RunRow", "RunStore", "connect", "transaction"]
+__all__ = [
+    "ACTIVE_STATES",
+    "COLUMNS",
+    "RunRow",
+    "RunStore",
+    "connect",
+    "dump_json",
+    "row_of",
+    "transaction",
+]
 
 T = TypeVar("T")
 
@@ -150,6 +159,14 @@ def _dumps(value: Any) -> str:
     # Standard JSON only: a NaN stored here would make every answer about the run a 500
     # (the JSON responses refuse it); it is stored as null, with a warning, instead.
     return finite_dump("the run table", value, _compact)[0]
+
+
+COLUMNS = _COLUMNS
+"""The columns of a :class:`RunRow`, in :func:`row_of`'s order (every backend selects them)."""
+row_of = _row
+"""A :class:`RunRow` from the values of :data:`COLUMNS`."""
+dump_json = _dumps
+"""How a JSON column is written (standard JSON: a NaN becomes null, with a warning)."""
 
 
 class RunStore:

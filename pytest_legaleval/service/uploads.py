@@ -1,5 +1,9 @@
 """``POST /v1/runs`` behind its route: receive, validate, keep, queue — or leave nothing.
 
+Two kinds of body: the Dataset Contract's document (``application/json``, as the contract
+says) and ``legal_eval_v1`` JSONL (``application/x-ndjson``: MCQ, rubric, multi-turn — every
+task type a pytest run takes), under the same limits, with the same §2 answers.
+
 The body is written to a private folder as it arrives (within 100 MB), validated in another
 process, and, when accepted, kept read-only for its run before the run's row is written.
 Whatever fails on the way — the client, the validation, a full disk, a locked table — the
@@ -30,20 +34,44 @@ from pytest_legaleval.service.http import (
     receive_upload,
     storage_answer,
 )
-from pytest_legaleval.service.storage import StorageError, as_storage_error
+from pytest_legaleval.service.storage import DatabaseUnavailable, StorageError, as_storage_error
 from pytest_legaleval.service.validation import Checked
 from pytest_legaleval.validation import contract as limits
 
-__all__ = ["Answer", "accept_upload"]
+__all__ = ["NDJSON", "Answer", "accept_upload", "upload_format"]
 
 Answer = tuple[int, dict[str, Any], dict[str, str]]
 """Status, JSON body and headers of the answer."""
 _log = logging.getLogger(__name__)
 
 
-async def _validate(backend: Backend, target: Path) -> Checked:
+NDJSON = "application/x-ndjson"
+"""The media type of ``legal_eval_v1`` JSONL uploads (rows of any task type)."""
+_JSONL_MEDIA = frozenset({NDJSON, "application/jsonl", "application/x-jsonlines"})
+
+
+def upload_format(headers: Mapping[str, str]) -> tuple[str, Mapping[str, str]]:
+    """The upload's format from its ``Content-Type``, and the headers to check it by.
+
+    ``application/x-ndjson`` (or ``application/jsonl``) is ``legal_eval_v1`` JSONL, checked
+    by the same transport rules as the contract's JSON (UTF-8, no compression, the size
+    limit); anything else is the contract's document, checked exactly as before.
+    """
+    media, sep, params = headers.get("content-type", "").partition(";")
+    if media.strip().lower() not in _JSONL_MEDIA:
+        return "contract_v1", headers
+    as_json = {key: headers[key] for key in headers}
+    as_json["content-type"] = "application/json" + sep + params
+    return "legal_eval_v1", as_json
+
+
+async def _validate(backend: Backend, target: Path, fmt: str) -> Checked:
     try:
-        checked: Checked = await backend.validator.check(target)
+        checked: Checked = await (
+            backend.validator.check(target)
+            if fmt == "contract_v1"
+            else backend.validator.check(target, fmt)
+        )
     except TimeoutError:
         raise ApiError(503, "the validation of the upload took too long; try again later") from None
     except BrokenProcessPool:
@@ -51,9 +79,9 @@ async def _validate(backend: Backend, target: Path) -> Checked:
     return checked
 
 
-def _keep(config: ServiceConfig, target: Path, run_id: str) -> None:
-    """Keep the accepted document, read-only, for its run."""
-    stored = config.data.upload(run_id)
+def _keep(config: ServiceConfig, target: Path, run_id: str, fmt: str) -> None:
+    """Keep the accepted document, read-only, for its run (its name says its format)."""
+    stored = config.data.upload(run_id, fmt)
     try:
         stored.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         target.rename(stored)
@@ -85,24 +113,26 @@ async def accept_upload(
 
     """
     config, store = backend.config, backend.store
+    _refuse_while_database_lost(backend)
     if await asyncio.to_thread(store.count, "queued") >= config.limits.max_queued:
         raise too_busy(config, f"the queue is full ({config.limits.max_queued} runs waiting)")
-    check_upload_headers(headers)
+    fmt, checked_headers = upload_format(headers)
+    check_upload_headers(checked_headers)
     folder = config.data.incoming / uuid.uuid4().hex
     try:
         folder.mkdir(mode=0o700, parents=True)
-        target = folder / "upload.json"
+        target = folder / config.data.upload(run_id="x", fmt=fmt).name
         await receive_upload(
             receive,
             target,
             limit=limits.MAX_PAYLOAD_BYTES,
             idle_timeout=config.limits.http_timeout,
         )
-        checked = await _validate(backend, target)
+        checked = await _validate(backend, target, fmt)
         if checked.status != 202:
             return checked.status, {**checked.body, "request_id": request_id}, {}
         run_id = new_run_id()
-        _keep(config, target, run_id)
+        _keep(config, target, run_id, fmt)
         await _create(backend, checked, run_id, owner, models, request_id)
     except OSError as exc:
         answer = _storage_failure(exc)
@@ -120,6 +150,16 @@ async def accept_upload(
         )
     body = {"run_id": run_id, **checked.body, "request_id": request_id}
     return 202, body, {"Location": f"/v1/runs/{run_id}"}
+
+
+def _refuse_while_database_lost(backend: Backend) -> None:
+    """503 at once while the health monitor finds the database server unreachable."""
+    report = backend.health.report() if backend.health is not None else None
+    database = getattr(report, "database", None) or {}
+    if database.get("reachable") is False:
+        raise storage_answer(
+            DatabaseUnavailable(f"the database {database.get('name')} cannot be reached")
+        )
 
 
 async def _create(

@@ -42,12 +42,25 @@ class Checked:
     """For 202: records that will be evaluated."""
 
 
-def check_upload(path: str) -> Checked:
-    """Validate one stored document as a run will load it; never raises for bad content."""
+def check_upload(path: str, fmt: str = "contract_v1") -> Checked:
+    """Validate one stored upload as a run will load it; never raises for bad content.
+
+    ``fmt`` is ``contract_v1`` (a Dataset Contract document) or ``legal_eval_v1`` (JSONL
+    rows of any task type, sent as ``application/x-ndjson``): both answer the same §2
+    bodies, with the contract's limit on the number of records.
+    """
     from pytest_legaleval.formats import load_dataset
+    from pytest_legaleval.validation import MAX_RECORDS
 
     try:
-        loaded = load_dataset([path], "contract_v1")
+        loaded = load_dataset([path], fmt)
+        if fmt != "contract_v1" and sum(d.total_records for d in loaded.datasets) > MAX_RECORDS:
+            raise DatasetRejected(
+                f"records exceeds the maximum count of {MAX_RECORDS:,} per upload",
+                details={"max_records": MAX_RECORDS},
+            )
+        if not loaded.datasets:  # a file's rows make one dataset entry, whatever they name
+            raise DatasetRejected("records must have at least 1 item: the upload has no rows")
     except DatasetRejected as exc:
         return Checked(exc.status, {"error": exc.envelope("")["error"]})
     except ConfigError as exc:  # unreadable: the upload vanished under us
@@ -110,7 +123,7 @@ class UploadValidator:
         """Start the pool's processes now (the first upload then finds them ready)."""
         self._pool.submit(_warm).result(timeout=120)
 
-    async def check(self, path: Path) -> Checked:
+    async def check(self, path: Path, fmt: str = "contract_v1") -> Checked:
         """The verdict on ``path``, computed in another process.
 
         Raises:
@@ -120,24 +133,24 @@ class UploadValidator:
         """
         if path.stat().st_size >= LARGE_UPLOAD_BYTES:
             return await asyncio.wait_for(
-                asyncio.to_thread(self._check_large, path), self.timeout_s
+                asyncio.to_thread(self._check_large, path, fmt), self.timeout_s
             )
         try:
-            future = self._pool.submit(check_upload, str(path))
+            future = self._pool.submit(check_upload, str(path), fmt)
             return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s)
         except BrokenProcessPool:
             # A validation process died (killed, out of memory): start a fresh pool and
             # try once more; a second death is the caller's error to answer.
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._executor(self._processes)
-            future = self._pool.submit(check_upload, str(path))
+            future = self._pool.submit(check_upload, str(path), fmt)
             return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s)
 
-    def _check_large(self, path: Path) -> Checked:
+    def _check_large(self, path: Path, fmt: str = "contract_v1") -> Checked:
         with self._large:
             # max_tasks_per_child=1: the process ends after this document, with its memory.
             with self._executor(1, tasks=1) as one:
-                return one.submit(check_upload, str(path)).result(timeout=self.timeout_s)
+                return one.submit(check_upload, str(path), fmt).result(timeout=self.timeout_s)
 
     def close(self) -> None:
         """Stop the pool (pending validations are cancelled)."""

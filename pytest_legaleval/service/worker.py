@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,11 +22,18 @@ from pathlib import Path
 
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.service.config import DataDir
+from pytest_legaleval.service.database import Database, RunTable, SqliteDatabase
 from pytest_legaleval.service.queue import RunQueue
 from pytest_legaleval.service.storage import StorageError, storage_problem
-from pytest_legaleval.service.store import RunStore
 
-__all__ = ["MAX_STORAGE_ATTEMPTS", "Reporter", "WorkerConfig", "WorkerLoop", "worker_main"]
+__all__ = [
+    "MAX_STORAGE_ATTEMPTS",
+    "Reporter",
+    "WorkerConfig",
+    "WorkerLoop",
+    "start_heartbeat",
+    "worker_main",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -46,6 +54,8 @@ class WorkerConfig:
     storage_retry_first_s: float = 0.5
     """First pause while storage fails; it doubles up to :attr:`storage_retry_max_s`."""
     storage_retry_max_s: float = 30.0
+    database: Database | None = None
+    """Where the run table and the queue are (``None``: the data directory's SQLite file)."""
 
 
 class Reporter:
@@ -54,16 +64,18 @@ class Reporter:
     def __init__(self, conn: Connection | None) -> None:
         self.conn = conn
         self.last: str | None = None
+        self._lock = threading.Lock()  # the loop and the lease heartbeat both report
 
     def __call__(self, problem: str | None) -> None:
         """Report ``problem`` (``None``: working again); never raises."""
-        if problem == self.last:
-            return
-        self.last = problem
-        if self.conn is None:
-            return
-        with contextlib.suppress(OSError, ValueError):
-            self.conn.send(problem)
+        with self._lock:
+            if problem == self.last:
+                return
+            self.last = problem
+            if self.conn is None:
+                return
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(problem)
 
 
 class WorkerLoop:
@@ -86,7 +98,7 @@ class WorkerLoop:
         worker_id: str,
         slot: int,
         *,
-        store: RunStore,
+        store: RunTable,
         queue: RunQueue,
         report: Callable[[str | None], None],
         sleep: Callable[[float], None] = time.sleep,
@@ -191,7 +203,6 @@ def worker_main(
     config: WorkerConfig, worker_id: str, parent: int, slot: int, reports: Connection | None
 ) -> None:
     """The target of a worker process (see :class:`WorkerLoop`)."""
-    from pytest_legaleval.service.queue import SqliteRunQueue
     from pytest_legaleval.service.workers import die_with_parent
 
     die_with_parent(parent)
@@ -201,13 +212,53 @@ def worker_main(
     logging.getLogger("pytest_legaleval").setLevel(config.log_level)
     report = Reporter(reports)
     data = DataDir(config.root)
+    database = config.database or SqliteDatabase(data.state)
     while True:  # the table may be unwritable at the start too
         try:
-            store = RunStore(data.state)
-            queue = SqliteRunQueue(data.state)
+            store = database.store()
+            queue = database.queue()
             break
         except StorageError as exc:
             report(str(exc))
             time.sleep(config.storage_retry_first_s)
+    renew = getattr(queue, "renew", None)
+    if renew is not None:  # claims on leases (PostgreSQL): keep them while this process lives
+        lease_s = float(getattr(queue, "lease_s", 30.0))
+        start_heartbeat(renew, worker_id, lease_s / 3, report)
     loop = WorkerLoop(config, worker_id, slot, store=store, queue=queue, report=report)
     loop.run_forever()
+
+
+def start_heartbeat(
+    renew: Callable[[str], object],
+    worker_id: str,
+    every_s: float,
+    report: Callable[[str | None], None],
+    stop: threading.Event | None = None,
+) -> threading.Thread:
+    """Renew ``worker_id``'s leases every ``every_s`` seconds in a daemon thread.
+
+    The heartbeat runs beside the evaluation, so a long run keeps its lease; it dies with
+    the process, and then the lease runs out and another replica continues the run. A
+    failed renewal (the database away) is reported and tried again at the next beat;
+    ``stop``, when set, ends it.
+    """
+    halt = stop if stop is not None else threading.Event()
+
+    def beat() -> None:
+        failing = False
+        while not halt.wait(every_s):
+            try:
+                renew(worker_id)
+            except Exception as exc:
+                _log.warning("lease renewal failed: %s", exc)
+                report(f"cannot renew its leases: {exc}")
+                failing = True
+                continue
+            if failing:  # renewing again: what this thread reported is over
+                failing = False
+                report(None)
+
+    thread = threading.Thread(target=beat, name="legaleval-heartbeat", daemon=True)
+    thread.start()
+    return thread

@@ -101,8 +101,11 @@ class WorkerPool:
         queue: RunQueue,
         *,
         clock: Callable[[], float] = time.monotonic,
+        prefix: str = "",
     ) -> None:
         self.config = config
+        self.prefix = prefix
+        """Put before every worker id: the replica's name when replicas share the queue."""
         self.clock = clock
         self.count = count
         self.queue = queue
@@ -149,7 +152,7 @@ class WorkerPool:
 
     def _spawn(self, slot: _Slot) -> None:
         self._generation += 1
-        worker_id = f"worker-{slot.index}.{self._generation}"
+        worker_id = f"{self.prefix}worker-{slot.index}.{self._generation}"
         reader, writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
             target=worker_main,

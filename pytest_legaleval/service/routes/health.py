@@ -37,6 +37,7 @@ async def healthz(request: Request, backend: BackendDep) -> JSONResponse:
         "workers": backend.config.workers,
         "queued": report.queued if report is not None else None,
         "degraded": problems,
+        "database": dict(report.database) if report is not None and report.database else None,
         "request_id": request_id_of(request.scope),
     }
     return JSONResponse(body)
