@@ -18,7 +18,14 @@ if TYPE_CHECKING:
     from pytest_legaleval.pytest.gating import Gatekeeper
     from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin
 
-__all__ = ["GATES_KEY", "RECORDER_KEY", "RUNNER_KEY", "STATE_KEY", "marker_name"]
+__all__ = [
+    "BATCH_STATS_KEY",
+    "GATES_KEY",
+    "RECORDER_KEY",
+    "RUNNER_KEY",
+    "STATE_KEY",
+    "marker_name",
+]
 
 STATE_KEY = pytest.StashKey[RunPlan]()
 """The session's :class:`~pytest_legaleval.pipeline.plan.RunPlan` (absent when inactive)."""
@@ -28,6 +35,8 @@ RECORDER_KEY: pytest.StashKey[RecorderPlugin] = pytest.StashKey()
 """The controller's (or single process's) recording plugin."""
 GATES_KEY: pytest.StashKey[Gatekeeper] = pytest.StashKey()
 """The controller's gatekeeper, with ``--gate`` or ``--baseline``."""
+BATCH_STATS_KEY: pytest.StashKey[dict[str, object]] = pytest.StashKey()
+"""This process's ``--batch`` counters, taken when its engine stopped (for the terminal)."""
 
 _MARKER_CHARS = re.compile(r"[^0-9A-Za-z_]+")
 
