@@ -18,7 +18,7 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     │   ├── datasets.builder: BuildFailed
     │   ├── datasets.review.desk: ReviewRefused    a label the review cannot take (4xx)
     │   ├── importers.convert: ConversionFailed
-    │   ├── metrics.rundir_check: RunDirectoryError  a run directory that fails its checks
+    │   ├── metrics.rundir_check: RunDirectoryError   a run directory that cannot be trusted
     │   ├── run.merge: MergeError
     │   └── service.documents: NotUploadable
     ├── ResponsesError(ValueError)                 a --responses file that cannot be read
@@ -42,7 +42,7 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     │   └── StorageBusy
     │       └── DatabaseUnavailable                PostgreSQL unreachable too long
     ├── service.http: ApiError                     an HTTP answer with the error envelope
-    │   └── BodyDeadline                           a request body not received in time
+    │   └── BodyDeadline                           a request body too slow to arrive (408)
     ├── service.client: ServiceError               an answer `legaleval submit` did not expect
     ├── cli.submit: _Exit                          ends `submit` with an exit code
     ├── util.safe_yaml: _TooLarge                  an alias bomb, before it is built

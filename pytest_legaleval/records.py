@@ -247,6 +247,12 @@ class JudgeVerdict:
     """Input tokens over this judge's calls."""
     output_tokens: int | None = None
     """Output tokens over this judge's calls."""
+    cached_input_tokens: int | None = None
+    """Input tokens of these calls served from the provider's prompt cache."""
+    batch_input_tokens: int | None = None
+    """Input tokens of the calls answered through a Batch API (``--batch``)."""
+    batch_output_tokens: int | None = None
+    """Output tokens of the calls answered through a Batch API."""
     latency_ms: float | None = None
     """Latency summed over this judge's calls."""
     cached: bool = False
@@ -268,6 +274,9 @@ class JudgeVerdict:
             "calls": self.calls,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+            "batch_input_tokens": self.batch_input_tokens,
+            "batch_output_tokens": self.batch_output_tokens,
             "latency_ms": self.latency_ms,
             "cached": self.cached,
             "attempts": _plain(self.attempts),
@@ -287,6 +296,9 @@ class JudgeVerdict:
             calls=int(data.get("calls") or 0),
             input_tokens=data.get("input_tokens"),
             output_tokens=data.get("output_tokens"),
+            cached_input_tokens=data.get("cached_input_tokens"),
+            batch_input_tokens=data.get("batch_input_tokens"),
+            batch_output_tokens=data.get("batch_output_tokens"),
             latency_ms=data.get("latency_ms"),
             cached=bool(data.get("cached")),
             attempts=tuple(data.get("attempts") or ()),

@@ -26,6 +26,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "pytest_legaleval.cli.plan",
     "pytest_legaleval.cli.audit",
     "pytest_legaleval.cli.review",
+    "pytest_legaleval.cli.batches",
 )
 """Modules that add subcommands: each has ``register(subparsers)`` and sets ``func``."""
 

@@ -27,6 +27,12 @@ for its own future. Futures never raise; a failure is a ``GenerationResult`` wit
 * The API key is read from ``api_key_env`` only when a client is built; a missing key is a
   ``ConfigError`` (at ``submit``/``check_model``) only for the real OpenAI endpoint, local
   servers get a dummy key. Error texts are scrubbed of the key.
+* ``EngineSettings(batch=True)``: requests that miss the cache go through the provider's
+  Batch API (``engine.batch`` waits on them, ``engine.batch_client`` speaks the Files and
+  Batches API, ``engine.batch_store`` keeps every batch and its requests in the cache file
+  before anything waits on it, so another engine on the same cache resumes them). A batch
+  answer is a result like a live one, with ``batch=True``; prompt-cache tokens are on
+  every result (``cached_input_tokens``).
 """
 
 from __future__ import annotations

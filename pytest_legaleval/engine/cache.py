@@ -53,8 +53,11 @@ CREATE TABLE IF NOT EXISTS results (
 ) WITHOUT ROWID
 """
 _COLUMNS = (
-    "cache_key, text, finish_reason, input_tokens, output_tokens, latency_ms, model, created_at"
+    "cache_key, text, finish_reason, input_tokens, output_tokens, latency_ms, model, created_at, "
+    "cached_input_tokens, batch"
 )
+_ADDED_COLUMNS = (("cached_input_tokens", "INTEGER"), ("batch", "INTEGER NOT NULL DEFAULT 0"))
+"""Columns added after the first release: an older cache file gets them on open."""
 
 
 def cache_key(request: GenerationRequest, endpoint: str) -> str:
@@ -105,6 +108,10 @@ class CachedRow:
     """``PROVIDER/NAME`` of the original call."""
     created_at: str
     """When the row was written (ISO-8601 UTC)."""
+    cached_input_tokens: int | None = None
+    """Prompt tokens of the original call served from the provider's prompt cache."""
+    batch: bool = False
+    """The original call went through a provider Batch API (billed at the batch price)."""
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -123,11 +130,25 @@ def _initialise(conn: sqlite3.Connection) -> None:
         try:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(_SCHEMA)
+            _add_columns(conn)
             return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or attempt == 49:
                 raise
             time.sleep(0.02 + 0.01 * attempt)
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    """Give a cache file written by an older version the columns added since."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(results)")}
+    for name, kind in _ADDED_COLUMNS:
+        if name not in present:
+            try:
+                conn.execute(f"ALTER TABLE results ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as exc:
+                # Another process added it between our look and our change.
+                if "duplicate column" not in str(exc):
+                    raise
 
 
 _Item = tuple[CachedRow, Callable[[], None]] | None
@@ -194,7 +215,7 @@ class ResultCache:
                     f"SELECT {_COLUMNS} FROM results WHERE cache_key IN ({marks})", chunk
                 ).fetchall()
                 for row in rows:
-                    found[row[0]] = CachedRow(*row)
+                    found[row[0]] = _row(row)
         return found
 
     def get(self, key: str) -> CachedRow | None:
@@ -255,6 +276,8 @@ class ResultCache:
             row.latency_ms,
             row.model,
             row.created_at,
+            row.cached_input_tokens,
+            int(row.batch),
         )
 
     def _commit(
@@ -307,9 +330,26 @@ class ResultCache:
                 item[1]()
 
 
+def _row(row: Sequence[Any]) -> CachedRow:
+    return CachedRow(
+        cache_key=row[0],
+        text=row[1],
+        finish_reason=row[2],
+        input_tokens=row[3],
+        output_tokens=row[4],
+        latency_ms=row[5],
+        model=row[6],
+        created_at=row[7],
+        cached_input_tokens=row[8],
+        batch=bool(row[9]),
+    )
+
+
 def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     conn.execute("BEGIN IMMEDIATE")
-    conn.executemany(f"INSERT OR REPLACE INTO results ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows)
+    conn.executemany(
+        f"INSERT OR REPLACE INTO results ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", rows
+    )
     conn.execute("COMMIT")
 
 

@@ -51,6 +51,11 @@ class Job:
     task: asyncio.Task[None] | None = None
     timer: asyncio.TimerHandle | None = None
     resolved: bool = False
+    batch_attempts: int = 0
+    """Provider batches this request went into (``--batch``; ``engine.batch``)."""
+    live_base: int = 0
+    """Attempts made before the job went live (its batch attempts): a live fallback still
+    gets the retry policy's full number of attempts."""
 
 
 @dataclass(slots=True, eq=False)
@@ -89,7 +94,10 @@ def for_waiter(result: GenerationResult, job: Job, max_latency_ms: int | None) -
 def success_result(job: Job, raw: RawCompletion) -> GenerationResult:
     """Build the result of a job whose last attempt succeeded."""
     last = job.attempts[-1]
-    limit = job.request.max_latency_ms
+    batch = last.batch_id is not None
+    # A batch's turnaround (minutes to hours) is no latency of the model's: it is kept on
+    # the attempt, and the answer has none (no latency budget applies to it).
+    limit = None if batch else job.request.max_latency_ms
     return GenerationResult(
         text=raw.text,
         finish_reason=raw.finish_reason,
@@ -98,13 +106,15 @@ def success_result(job: Job, raw: RawCompletion) -> GenerationResult:
         attempts=tuple(job.attempts),
         input_tokens=raw.input_tokens,
         output_tokens=raw.output_tokens,
-        latency_ms=last.latency_ms,
+        latency_ms=None if batch else last.latency_ms,
         cached=False,
         cache_key=job.key,
         model=job.request.model,
         first_attempt_at=job.attempts[0].started_at,
         last_attempt_at=last.started_at,
         latency_exceeded=limit is not None and last.latency_ms > limit,
+        cached_input_tokens=raw.cached_input_tokens,
+        batch=batch,
     )
 
 
@@ -152,4 +162,6 @@ def cached_result(request: GenerationRequest, row: CachedRow) -> GenerationResul
         latency_exceeded=limit is not None
         and row.latency_ms is not None
         and row.latency_ms > limit,
+        cached_input_tokens=row.cached_input_tokens,
+        batch=row.batch,
     )

@@ -11,7 +11,7 @@ from pytest_legaleval.engine.sanitize import token_count
 from pytest_legaleval.engine.types import RawCompletion
 from pytest_legaleval.errors import InvalidValue
 
-__all__ = ["DUMMY_KEY", "parse_completion", "scrub_key"]
+__all__ = ["DUMMY_KEY", "cached_tokens", "parse_completion", "scrub_key"]
 
 DUMMY_KEY = "not-needed"
 """The key sent to servers that need none (the SDK insists on one); no secret to scrub."""
@@ -60,12 +60,13 @@ def parse_completion(body: bytes) -> RawCompletion:
         raise InvalidValue("response message content is not a string")
     usage = data.get("usage")
     warnings: list[str] = []
-    input_tokens = output_tokens = None
+    input_tokens = output_tokens = cached = None
     if isinstance(usage, dict):
         input_tokens = token_count(usage.get("prompt_tokens"), "usage.prompt_tokens", warnings)
         output_tokens = token_count(
             usage.get("completion_tokens"), "usage.completion_tokens", warnings
         )
+        cached = cached_tokens(usage, warnings)
     elif usage is not None:
         warnings.append(f"usage dropped: not an object ({type(usage).__name__})")
     return RawCompletion(
@@ -74,7 +75,24 @@ def parse_completion(body: bytes) -> RawCompletion:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         warnings=tuple(warnings),
+        cached_input_tokens=cached,
     )
+
+
+def cached_tokens(usage: dict[str, object], warnings: list[str]) -> int | None:
+    """Prompt tokens served from the provider's prompt cache, where the usage block says.
+
+    OpenAI (and xAI, Gemini's and Anthropic's compatible endpoints) report
+    ``prompt_tokens_details.cached_tokens``; DeepSeek ``prompt_cache_hit_tokens``; some
+    proxies pass Anthropic's ``cache_read_input_tokens`` through. The first present wins.
+    """
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and details.get("cached_tokens") is not None:
+        return token_count(details["cached_tokens"], "usage.cached_tokens", warnings)
+    for name in ("prompt_cache_hit_tokens", "cache_read_input_tokens", "cached_tokens"):
+        if usage.get(name) is not None:
+            return token_count(usage[name], f"usage.{name}", warnings)
+    return None
 
 
 def scrub_key(message: str, api_key: str) -> str:

@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "BATCH_PRICE_FACTORS",
+    "DEFAULT_BATCH_FACTOR",
     "OPENAI_DEFAULT_BASE_URL",
     "PRESETS",
     "REASONING_EFFORTS",
@@ -67,6 +69,16 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 REASONING_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
 """Values of ``reasoning_effort`` some vendor documents (each vendor takes a subset)."""
+
+
+BATCH_PRICE_FACTORS: Mapping[str, float] = {"openai": 0.5, "together": 0.5, "groq": 0.5}
+"""Providers whose vendor runs the OpenAI Batch API (``--batch``), and the share of the
+price table a batch request costs there: OpenAI, Together AI and Groq bill batches at half
+price (their pricing pages, 2025). ``openai/`` is any OpenAI-compatible endpoint: whether
+it has the API is found out by asking (a 404 sends its calls live). A price table entry's
+``batch`` share overrides this."""
+DEFAULT_BATCH_FACTOR = 0.5
+"""The batch share for a provider this table does not name."""
 
 
 @dataclass(frozen=True, slots=True)

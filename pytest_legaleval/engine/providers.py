@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pytest_legaleval.engine.openai_reply import DUMMY_KEY, parse_completion, scrub_key
-from pytest_legaleval.engine.presets import OPENAI_DEFAULT_BASE_URL, PRESETS, Route
+from pytest_legaleval.engine.presets import (
+    BATCH_PRICE_FACTORS,
+    OPENAI_DEFAULT_BASE_URL,
+    PRESETS,
+    Route,
+)
 from pytest_legaleval.engine.retry import ProviderError, classify_error
 from pytest_legaleval.engine.routing import (
     missing_key_message,
@@ -31,6 +36,7 @@ from pytest_legaleval.errors import ConfigError
 __all__ = [
     "OPENAI_DEFAULT_BASE_URL",
     "PREFERRED_TRANSPORT",
+    "BatchTarget",
     "LocalProvider",
     "OpenAIProvider",
     "Provider",
@@ -254,6 +260,18 @@ class OpenAIProvider:
             kwargs.update(params.extra_body)
         return kwargs
 
+    def batch_target(self, request: GenerationRequest) -> BatchTarget | None:
+        """Where and what ``request`` is sent in a batch.
+
+        ``None``: the vendor has no Batch API (``batch_client.BATCH_PRICE_FACTORS``), the
+        call goes live.
+        """
+        if self.provider not in BATCH_PRICE_FACTORS:
+            return None
+        route = self._route(request.model)
+        api_key = os.environ.get(route.api_key_env) or DUMMY_KEY
+        return BatchTarget(route.base_url, api_key, self._body(request, route))
+
     async def complete(self, request: GenerationRequest) -> RawCompletion:
         """One chat completion; every failure is re-raised as a scrubbed ``ProviderError``."""
         route = self._route(request.model)
@@ -279,6 +297,18 @@ class OpenAIProvider:
             await client.aclose()
 
 
+@dataclass(frozen=True, slots=True)
+class BatchTarget:
+    """Where and what a request is sent in a batch."""
+
+    base_url: str
+    """The endpoint (``…/v1``)."""
+    api_key: str
+    """The key read from its variable (lives only in memory, like a client's)."""
+    body: dict[str, Any]
+    """The chat completion body, as a live call would send it."""
+
+
 class LocalProvider(OpenAIProvider):
     """``local/NAME``: the OpenAI-compatible path to a server on this machine.
 
@@ -286,6 +316,10 @@ class LocalProvider(OpenAIProvider):
     into ``per_model[model]["base_url"]``; there is no fallback to ``--base-url`` or
     ``OPENAI_BASE_URL``, which may point at a paid API.
     """
+
+    def batch_target(self, request: GenerationRequest) -> BatchTarget | None:
+        """``None``: a local server has no Batch API."""
+        return None
 
     def endpoint(self, model: str) -> str:
         """``local:NAME``: the weights, not the port, which changes with every session."""

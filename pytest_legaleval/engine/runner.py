@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
@@ -17,11 +18,14 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from pytest_legaleval.engine.batch import BatchRunner
+from pytest_legaleval.engine.batch_store import BatchState, BatchStore
 from pytest_legaleval.engine.budget import Budget
 from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
-from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter
+from pytest_legaleval.engine.jobs import Job, cached_result, for_waiter, success_result
 from pytest_legaleval.engine.pgcache import PgResultCache, is_database_url
 from pytest_legaleval.engine.providers import (
+    BatchTarget,
     Provider,
     ProviderRegistry,
     default_registry,
@@ -38,6 +42,8 @@ from pytest_legaleval.engine.types import (
 from pytest_legaleval.errors import ConfigError, InvalidState
 
 __all__ = ["PURPOSES", "Engine"]
+
+_log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -58,6 +64,8 @@ class Engine:
             that removes secrets); callers always get the reply as received, a later cache
             hit gets the scrubbed text. A scrub that raises leaves that result uncached.
             Behaviour, not configuration, so it is not part of ``EngineSettings``.
+        batch_state: where ``--batch`` keeps its batches; default: tables in the cache
+            file (``engine.batch_store``). The engine closes it.
 
     """
 
@@ -67,6 +75,7 @@ class Engine:
         *,
         registry: ProviderRegistry | None = None,
         scrub: Callable[[str], str] | None = None,
+        batch_state: BatchState | None = None,
     ) -> None:
         self.settings = settings
         self._scrub = scrub
@@ -80,6 +89,10 @@ class Engine:
         self._cache: ResultCache | PgResultCache | None = None
         self._budget = Budget.for_settings(settings)
         self._scheduler = Scheduler(settings, self._store_and_resolve, self._resolve, self._budget)
+        self._batcher: BatchRunner | None = None
+        self._batch_store: BatchState | None = batch_state
+        self._no_batch_api = 0
+        """``--batch`` calls that went live because their provider has no Batch API."""
         self._closed = False
         self._counts: dict[str, int] = dict.fromkeys(
             ("submitted", "completed", "failed", "cancelled", "cache_hits", "deduped"), 0
@@ -99,6 +112,22 @@ class Engine:
                 self._cache = PgResultCache(path, scrub=self._scrub)
             elif path is not None:
                 self._cache = ResultCache(path, scrub=self._scrub)
+            if self.settings.batch:
+                if self._batch_store is None and isinstance(self._cache, ResultCache):
+                    self._batch_store = BatchStore.beside(self._cache)
+                elif self._batch_store is None and self._cache is not None:
+                    # No batch tables in PostgreSQL yet: a caller passes its own BatchState.
+                    _log.warning(
+                        "legaleval --batch: batches are kept in memory only with a database "
+                        "cache; a killed run will not resume them"
+                    )
+                self._batcher = BatchRunner(
+                    self.settings,
+                    self._batch_store,
+                    self._store_batch_answer,
+                    self._resolve,
+                    self._scheduler.enqueue,
+                )
             loop = asyncio.new_event_loop()
             ready = threading.Event()
             thread = threading.Thread(
@@ -146,9 +175,13 @@ class Engine:
                 loop.close()
         if self._cache is not None:
             self._cache.close()
+        if self._batch_store is not None:
+            self._batch_store.close()
 
     async def _shutdown(self) -> None:
         self._scheduler.stop_dispatchers()
+        if self._batcher is not None:
+            await self._batcher.aclose()
         for provider in list(self._providers.values()):
             try:
                 await provider.aclose()
@@ -218,6 +251,7 @@ class Engine:
         futures: list[Future[GenerationResult]] = []
         ready: list[tuple[Future[GenerationResult], GenerationResult]] = []
         new_jobs: list[Job] = []
+        batch_jobs: list[tuple[Job, BatchTarget]] = []
         with self._lock:
             if self._closed:
                 raise InvalidState("Engine is closed")
@@ -245,13 +279,34 @@ class Engine:
                     if self._budget is not None:
                         job.cost_estimate = self._budget.estimate(request)
                     self._inflight[key] = job
-                    new_jobs.append(job)
+                    target = self._batch_target(job)
+                    if target is not None:
+                        batch_jobs.append((job, target))
+                    else:
+                        new_jobs.append(job)
             self._counts["completed"] += len(ready)
         for future, result in ready:
             future.set_result(result)
         if new_jobs:
             loop.call_soon_threadsafe(self._scheduler.enqueue, new_jobs)
+        if batch_jobs and self._batcher is not None:
+            loop.call_soon_threadsafe(self._batcher.enqueue, batch_jobs)
         return futures
+
+    def _batch_target(self, job: Job) -> BatchTarget | None:
+        """Where ``job`` goes in a batch.
+
+        ``None``: it goes live (no ``--batch``, or a provider without a Batch API). The
+        judge's structured-output probe is batched too: under ``--batch`` nothing goes
+        live but retries.
+        """
+        if self._batcher is None:
+            return None
+        target = getattr(job.provider, "batch_target", None)
+        found = target(job.request) if callable(target) else None
+        if found is None:
+            self._no_batch_api += 1  # under self._lock (see _submit_many)
+        return found
 
     async def agenerate(self, request: GenerationRequest) -> GenerationResult:
         """Await one request from a coroutine running on this engine's loop."""
@@ -277,10 +332,49 @@ class Engine:
             latency_ms=result.latency_ms,
             model=job.request.model,
             created_at=now_timestamp(),
+            cached_input_tokens=raw.cached_input_tokens,
+            batch=result.batch,
         )
         # Callers see the result only after it is durable, so a SIGKILL can never lose a
         # result someone already acted on.
         self._cache.put(row, lambda: self._resolve(job, result))
+
+    def _store_batch_answer(
+        self,
+        key: str,
+        model: str,
+        raw: RawCompletion,
+        job: Job | None,
+        after: Callable[[], None],
+    ) -> None:
+        """Cache a batch's answer, resolve its job (if this run asked), then ``after``.
+
+        A resumed batch also answers requests no caller of this run asked for: they are
+        cached all the same, so no later run pays for them again.
+        """
+        result = success_result(job, raw) if job is not None else None
+
+        def durable() -> None:
+            if job is not None and result is not None:
+                self._resolve(job, result)
+            after()
+
+        if self._cache is None:
+            durable()
+            return
+        row = CachedRow(
+            cache_key=key,
+            text=raw.text,
+            finish_reason=raw.finish_reason,
+            input_tokens=raw.input_tokens,
+            output_tokens=raw.output_tokens,
+            latency_ms=result.latency_ms if result is not None else None,
+            model=model,
+            created_at=now_timestamp(),
+            cached_input_tokens=raw.cached_input_tokens,
+            batch=True,
+        )
+        self._cache.put(row, durable)
 
     def _resolve(self, job: Job, result: GenerationResult) -> None:
         """Hand ``result`` to every waiter of ``job``; callable from any thread, once."""
@@ -312,13 +406,16 @@ class Engine:
         self._cancel_all(loop, timeout_s)
 
     def _cancel_all(self, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
-        future = asyncio.run_coroutine_threadsafe(
-            self._scheduler.cancel_everything(timeout_s), loop
-        )
+        future = asyncio.run_coroutine_threadsafe(self._cancel_everything(timeout_s), loop)
         try:
             future.result(timeout_s + 0.5)
         except (FutureTimeout, RuntimeError):
             future.cancel()
+
+    async def _cancel_everything(self, timeout_s: float) -> None:
+        if self._batcher is not None:
+            self._batcher.cancel_all()
+        await self._scheduler.cancel_everything(timeout_s)
 
     # ----------------------------------------------------------------- introspection
     def stats(self) -> dict[str, Any]:
@@ -352,4 +449,6 @@ class Engine:
             answers_usd=self._budget.answers_usd if self._budget else None,
             budget_refused=self._budget.refused if self._budget else None,
         )
+        if self._batcher is not None:
+            out.update(self._batcher.snapshot(), batch_no_api_calls=self._no_batch_api)
         return out

@@ -103,11 +103,17 @@ def checked_completion(raw: RawCompletion) -> RawCompletion:
             finish_reason = clean_text(finish_reason)[0]
     input_tokens = token_count(raw.input_tokens, "usage.prompt_tokens", warnings)
     output_tokens = token_count(raw.output_tokens, "usage.completion_tokens", warnings)
+    cached = token_count(raw.cached_input_tokens, "usage cached tokens", warnings)
+    if cached is not None and input_tokens is not None and cached > input_tokens:
+        # More cached than sent cannot be billed: keep the bill at most the prompt's.
+        warnings.append(f"cached tokens {cached} capped at prompt tokens {input_tokens}")
+        cached = input_tokens
     if (
         text is raw.text
         and finish_reason is raw.finish_reason
         and input_tokens is raw.input_tokens
         and output_tokens is raw.output_tokens
+        and cached is raw.cached_input_tokens
         and len(warnings) == len(raw.warnings)
     ):
         return raw
@@ -117,5 +123,6 @@ def checked_completion(raw: RawCompletion) -> RawCompletion:
         finish_reason=finish_reason,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        cached_input_tokens=cached,
         warnings=tuple(warnings),
     )

@@ -230,6 +230,7 @@ class Scheduler:
                 input_tokens=raw.input_tokens,
                 output_tokens=raw.output_tokens,
                 warnings=raw.warnings,
+                cached_input_tokens=raw.cached_input_tokens,
             )
         )
         self._release(job)
@@ -266,7 +267,7 @@ class Scheduler:
             job.pool.limiter.on_rate_limited(job.started_epoch)
         policy = self.settings.retry
         max_attempts = job.request.max_attempts or policy.max_attempts
-        if found.transient and number < max_attempts:
+        if found.transient and number - job.live_base < max_attempts:
             self.retries += 1
             delay = policy.delay(number, found.retry_after_s, self._rng.random())
             job.timer = asyncio.get_running_loop().call_later(delay, self._requeue, job)

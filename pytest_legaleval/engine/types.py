@@ -157,6 +157,10 @@ class RawCompletion:
     """Completion tokens from the usage block."""
     warnings: tuple[str, ...] = ()
     """What was repaired or dropped in the reply (see ``engine.sanitize``)."""
+    cached_input_tokens: int | None = None
+    """Prompt tokens the provider served from its prompt cache
+    (``usage.prompt_tokens_details.cached_tokens`` or a vendor's equivalent), billed at
+    the cached-input price; ``None`` when the reply does not say."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +188,10 @@ class Attempt:
     warnings: tuple[str, ...] = ()
     """What the engine repaired or dropped in this attempt's reply (a lone surrogate, an
     absurd token count …); written to the attempt log."""
+    cached_input_tokens: int | None = None
+    """Prompt tokens served from the provider's prompt cache, when the reply says."""
+    batch_id: str | None = None
+    """The provider batch this attempt went through (``--batch``); ``None`` for a live call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +229,11 @@ class GenerationResult:
     cancel_reason: str | None = None
     """Why a ``cancelled`` request was cancelled: ``budget`` when ``--max-cost`` stopped it
     before it was sent (``engine.budget``); ``None`` otherwise."""
+    cached_input_tokens: int | None = None
+    """Prompt tokens of the successful attempt served from the provider's prompt cache."""
+    batch: bool = False
+    """The answer came through a provider Batch API (billed at the batch price); a cache
+    hit keeps the flag of the call that paid for it."""
 
     @property
     def ok(self) -> bool:
@@ -342,6 +355,19 @@ class EngineSettings:
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """USD per million ``(input, output)`` tokens by ``PROVIDER/NAME``, for the spend cap;
     every model called must have one (``local/`` models are free)."""
+    batch: bool = False
+    """Send the requests through the provider's Batch API (``engine.batch``)."""
+    batch_poll_s: float = 3.0
+    """First wait before polling a batch; the waits grow to a minute (or this, if longer)."""
+    batch_attempts: int = 2
+    """Batches a request may go into before its retry goes live."""
+    batch_max_wait_s: float | None = None
+    """A batch still running after this many seconds is cancelled: what it answered is
+    kept, the rest goes live. ``None``: wait for the provider's 24 h window."""
+    batch_file_requests: int = 50_000
+    """Requests per batch input file (the provider's limit)."""
+    batch_file_bytes: int = 200 * 1024 * 1024
+    """Bytes per batch input file (the provider's limit)."""
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool]] = [
@@ -357,7 +383,20 @@ class EngineSettings:
                 "max_cost_usd",
                 self.max_cost_usd is None or 0 < self.max_cost_usd < float("inf"),
             ),
+            ("batch_poll_s", 0 < self.batch_poll_s < float("inf")),
+            ("batch_attempts", self.batch_attempts >= 1),
+            (
+                "batch_max_wait_s",
+                self.batch_max_wait_s is None or 0 < self.batch_max_wait_s < float("inf"),
+            ),
+            ("batch_file_requests", self.batch_file_requests >= 1),
+            ("batch_file_bytes", self.batch_file_bytes >= 1),
         ]
+        if self.batch and self.max_cost_usd is not None:
+            raise ConfigError(
+                "--max-cost and --batch cannot be combined: a batch is paid as a whole when "
+                "it runs, so no call could be held back; drop one of them"
+            )
         for name, ok in checks:
             if not ok:
                 value = getattr(self, name)

@@ -62,6 +62,9 @@ class _Asked:
     calls: int = 0
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    batch_input_tokens: int | None = None
+    batch_output_tokens: int | None = None
     latency_ms: float = 0.0
     all_cached: bool = True
     attempts: list[dict[str, Any]] = field(default_factory=list)
@@ -170,6 +173,10 @@ class JudgePanel:
             asked.all_cached = asked.all_cached and result.cached
             asked.input_tokens = _add(asked.input_tokens, result.input_tokens)
             asked.output_tokens = _add(asked.output_tokens, result.output_tokens)
+            asked.cached_input_tokens = _add(asked.cached_input_tokens, result.cached_input_tokens)
+            if result.batch:
+                asked.batch_input_tokens = _add(asked.batch_input_tokens, result.input_tokens)
+                asked.batch_output_tokens = _add(asked.batch_output_tokens, result.output_tokens)
             asked.latency_ms += result.latency_ms or 0.0
             if not result.ok:
                 asked.cancelled = result.error_code == "cancelled"
@@ -244,6 +251,8 @@ class JudgePanel:
                 "criterion_id": task.key if kind == "rubric" else None,
                 "messages": a.messages,
                 "reply": a.reply,
+                "cached_input_tokens": a.cached_input_tokens,
+                "batch": a.batch_input_tokens is not None or a.batch_output_tokens is not None,
             }
             for model, results in zip(self.models, per_model, strict=True)
             for task, a in zip(tasks, results, strict=True)
@@ -347,13 +356,22 @@ class JudgePanel:
     ) -> JudgeVerdict:
         input_tokens: int | None = None
         output_tokens: int | None = None
+        cached: int | None = None
+        batch_in: int | None = None
+        batch_out: int | None = None
         for a in results:
             input_tokens = _add(input_tokens, a.input_tokens)
             output_tokens = _add(output_tokens, a.output_tokens)
+            cached = _add(cached, a.cached_input_tokens)
+            batch_in = _add(batch_in, a.batch_input_tokens)
+            batch_out = _add(batch_out, a.batch_output_tokens)
         common: dict[str, Any] = {
             "calls": sum(a.calls for a in results),
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
+            "cached_input_tokens": cached,
+            "batch_input_tokens": batch_in,
+            "batch_output_tokens": batch_out,
             "latency_ms": sum(a.latency_ms for a in results),
             "cached": all(a.all_cached for a in results),
             "attempts": tuple(attempt for a in results for attempt in a.attempts),

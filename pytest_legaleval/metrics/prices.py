@@ -2,6 +2,12 @@
 
 A price is USD per million input and output tokens. A model that no table lists has no
 price, and its cost is ``None`` — never 0, which would read as "free".
+
+Two discounts apply where a call earned them: input tokens the provider served from its
+prompt cache cost ``cached_input`` (an entry without it bills them at the input price: no
+discount is assumed), and a call answered through a Batch API (``--batch``) costs the
+entry's ``batch`` share of the whole, else its provider's
+(``engine.presets.BATCH_PRICE_FACTORS``: half for OpenAI, Together AI and Groq).
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.engine.presets import BATCH_PRICE_FACTORS, DEFAULT_BATCH_FACTOR
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.util.safe_yaml import load_yaml
 
-__all__ = ["Price", "PriceTable", "load_price_table"]
+__all__ = ["Price", "PriceTable", "batch_factor", "load_price_table"]
 
 _SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
@@ -27,10 +34,32 @@ class Price:
 
     input: float
     output: float
+    cached_input: float | None = None
+    """Input tokens served from the provider's prompt cache (``None``: the input price)."""
+    batch: float | None = None
+    """The share of the price a Batch API call costs (``None``: the provider's share)."""
 
-    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float:
-        """Cost of one call's tokens (missing counts count as 0 tokens)."""
-        return ((input_tokens or 0) * self.input + (output_tokens or 0) * self.output) / 1e6
+    def cost(
+        self,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cached_input_tokens: int | None = None,
+        batch_factor: float | None = None,
+    ) -> float:
+        """Cost of one call's tokens (missing counts count as 0 tokens).
+
+        ``cached_input_tokens`` (part of ``input_tokens``) cost ``cached_input``;
+        ``batch_factor``: the call went through a Batch API at this share of the price.
+        """
+        tokens_in = input_tokens or 0
+        cached = min(max(cached_input_tokens or 0, 0), tokens_in)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        usd = (
+            (tokens_in - cached) * self.input
+            + cached * cached_price
+            + (output_tokens or 0) * self.output
+        ) / 1e6
+        return usd if batch_factor is None else usd * batch_factor
 
 
 def _parse_models(models: Any, origin: str) -> dict[str, Price]:
@@ -38,10 +67,13 @@ def _parse_models(models: Any, origin: str) -> dict[str, Price]:
         raise ConfigError(f"{origin}: 'models' must map model names to {{input, output}}")
     out: dict[str, Price] = {}
     for name, entry in models.items():
-        if not isinstance(entry, Mapping) or set(entry) - {"input", "output"}:
+        if not isinstance(entry, Mapping) or set(entry) - {
+            "input", "output", "cached_input", "batch",
+        }:  # fmt: skip
             raise ConfigError(
                 f"{origin}: models[{name!r}] must be {{input: USD, output: USD}} per million "
-                f"tokens, got {entry!r}"
+                f"tokens (optionally cached_input: USD and batch: a share in (0, 1]), got "
+                f"{entry!r}"
             )
         try:
             price_in, price_out = float(entry["input"]), float(entry["output"])
@@ -49,10 +81,35 @@ def _parse_models(models: Any, origin: str) -> dict[str, Price]:
             raise ConfigError(
                 f"{origin}: models[{name!r}] needs numeric input and output prices ({exc})"
             ) from exc
-        if price_in < 0 or price_out < 0:
-            raise ConfigError(f"{origin}: models[{name!r}] has a negative price")
-        out[str(name)] = Price(price_in, price_out)
+        if not (0 <= price_in < float("inf") and 0 <= price_out < float("inf")):
+            raise ConfigError(f"{origin}: models[{name!r}] has a negative or infinite price")
+        cached = _optional(entry, "cached_input", name, origin, 0.0, float("inf"))
+        batch = _optional(entry, "batch", name, origin, 0.0, 1.0)
+        if batch == 0.0:
+            raise ConfigError(f"{origin}: models[{name!r}].batch must be in (0, 1]")
+        out[str(name)] = Price(price_in, price_out, cached, batch)
     return out
+
+
+def _optional(
+    entry: Mapping[str, Any], key: str, name: object, origin: str, low: float, high: float
+) -> float | None:
+    if entry.get(key) is None:
+        return None
+    try:
+        value = float(entry[key])
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{origin}: models[{name!r}].{key} must be a number ({exc})") from None
+    if not low <= value <= high or value == float("inf"):
+        raise ConfigError(f"{origin}: models[{name!r}].{key} must be in [{low}, {high}]")
+    return value
+
+
+def batch_factor(model: str, price: Price | None = None) -> float:
+    """The share of the price a Batch API call of ``model`` (``PROVIDER/NAME``) costs."""
+    if price is not None and price.batch is not None:
+        return price.batch
+    return BATCH_PRICE_FACTORS.get(model.split("/", 1)[0], DEFAULT_BATCH_FACTOR)
 
 
 @dataclass(frozen=True)
@@ -98,10 +155,25 @@ class PriceTable:
                 return price
         return None
 
-    def cost(self, model: str, input_tokens: int | None, output_tokens: int | None) -> float | None:
-        """Cost of tokens of ``model``; ``None`` when its price is unknown."""
+    def cost(
+        self,
+        model: str,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        *,
+        cached_input_tokens: int | None = None,
+        batch: bool = False,
+    ) -> float | None:
+        """Cost of tokens of ``model``; ``None`` when its price is unknown.
+
+        ``cached_input_tokens``: the part of the input served from the prompt cache;
+        ``batch``: the call went through a Batch API (:func:`batch_factor`).
+        """
         price = self.lookup(model)
-        return None if price is None else price.cost(input_tokens, output_tokens)
+        if price is None:
+            return None
+        factor = batch_factor(model, price) if batch else None
+        return price.cost(input_tokens, output_tokens, cached_input_tokens, factor)
 
     def merged(self, models: Mapping[str, Price], source: str) -> PriceTable:
         """A new table in which ``models`` override this one's entries."""

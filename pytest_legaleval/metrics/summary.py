@@ -112,6 +112,16 @@ class MetricsAccumulator:
     )
     cost_generation: float = 0.0
     cost_judge: float = 0.0
+    cost_batch: float = 0.0
+    """What the calls answered through a Batch API cost (at the batch price)."""
+    cost_live_equivalent: float = 0.0
+    """What every priced token would have cost as live calls (prompt-cache discount kept)."""
+    cache_tokens: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("cached_input", "judge_cached_input", "batch_input", "batch_output",
+             "judge_batch_input", "judge_batch_output"), 0,
+        )
+    )  # fmt: skip
     usage_items: int = 0
     judge_usage_items: int = 0
     unpriced: set[str] = field(default_factory=set)
@@ -211,15 +221,43 @@ class MetricsAccumulator:
         self.tokens["input"] += tokens_in or 0
         self.tokens["output"] += tokens_out or 0
         self.tokens["total"] += total if total is not None else (tokens_in or 0) + (tokens_out or 0)
-        self._price(str(result.get("model")), tokens_in, tokens_out, judge=False)
+        details = result.get("details") or {}
+        cached = _count(details.get("cached_input_tokens"))
+        batch = details.get("batch") is True
+        self.cache_tokens["cached_input"] += cached
+        if batch:
+            self.cache_tokens["batch_input"] += tokens_in or 0
+            self.cache_tokens["batch_output"] += tokens_out or 0
+        self._price(str(result.get("model")), tokens_in, tokens_out, cached, batch, judge=False)
 
     def _price(
-        self, model: str, tokens_in: int | None, tokens_out: int | None, *, judge: bool
+        self,
+        model: str,
+        tokens_in: int | None,
+        tokens_out: int | None,
+        cached: int = 0,
+        batch: bool = False,
+        *,
+        judge: bool,
     ) -> None:
-        cost = self.prices.cost(model, tokens_in, tokens_out) if self.prices else None
+        """Price one call's tokens at its tier (batch or live; prompt-cache tokens apart)."""
+        if not self.prices:
+            self.unpriced.add(model)
+            return
+        cost = self.prices.cost(model, tokens_in, tokens_out, cached_input_tokens=cached)
         if cost is None:
             self.unpriced.add(model)
-        elif judge:
+            return
+        self.cost_live_equivalent += cost
+        if batch:
+            cost = (
+                self.prices.cost(
+                    model, tokens_in, tokens_out, cached_input_tokens=cached, batch=True
+                )
+                or 0.0
+            )
+            self.cost_batch += cost
+        if judge:
             self.cost_judge += cost
         else:
             self.cost_generation += cost
@@ -242,8 +280,27 @@ class MetricsAccumulator:
             self.judge_usage_items += 1
             self.tokens["judge_input"] += tokens_in or 0
             self.tokens["judge_output"] += tokens_out or 0
-            self._price(str(verdict.get("model")), tokens_in, tokens_out, judge=True)
+            self._price_verdict(verdict, tokens_in or 0, tokens_out or 0)
         return True
+
+    def _price_verdict(self, verdict: Mapping[str, Any], tokens_in: int, tokens_out: int) -> None:
+        """A judge's calls, split into those answered by a batch and those answered live.
+
+        Its prompt-cache tokens are shared between the two in proportion to their input.
+        """
+        model = str(verdict.get("model"))
+        cached = min(_count(verdict.get("cached_input_tokens")), tokens_in)
+        batch_in = min(_count(verdict.get("batch_input_tokens")), tokens_in)
+        batch_out = min(_count(verdict.get("batch_output_tokens")), tokens_out)
+        self.cache_tokens["judge_cached_input"] += cached
+        self.cache_tokens["judge_batch_input"] += batch_in
+        self.cache_tokens["judge_batch_output"] += batch_out
+        batch_cached = round(cached * batch_in / tokens_in) if tokens_in else 0
+        if batch_in or batch_out:
+            self._price(model, batch_in, batch_out, batch_cached, True, judge=True)
+        live_in, live_out = tokens_in - batch_in, tokens_out - batch_out
+        if live_in or live_out or not (batch_in or batch_out):
+            self._price(model, live_in, live_out, cached - batch_cached, False, judge=True)
 
     def _add_criteria(self, criteria: list[Any]) -> None:
         for entry in criteria:
@@ -298,8 +355,13 @@ class MetricsAccumulator:
             "generation_usd": self.cost_generation if known else None,
             "judge_usd": self.cost_judge if known else None,
             "total_usd": total if known else None,
+            "batch_usd": self.cost_batch if known else None,
+            "live_usd": total - self.cost_batch if known else None,
+            "live_equivalent_usd": self.cost_live_equivalent if known else None,
+            "saved_usd": self.cost_live_equivalent - total if known else None,
             "unpriced_models": sorted(self.unpriced),
             "items_with_usage": self.usage_items,
+            **{f"{name}_tokens": count for name, count in self.cache_tokens.items()},
         }
 
     def to_dict(
@@ -382,3 +444,8 @@ class MetricsAccumulator:
             "attachment_warnings": list(self.warnings),
         }
         return block
+
+
+def _count(value: Any) -> int:
+    """A token count from a result (anything else counts 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -298,6 +298,7 @@ def run_evaluation(
     resume: Resume | None = None,
     share: int = 1,
     position: int = 0,
+    batch_state: Any = None,
 ) -> RunOutcome:
     """Evaluate one run from its settings and write its run directory.
 
@@ -319,6 +320,9 @@ def run_evaluation(
         share: processes that evaluate runs at once and share the limits (``--concurrency``,
             ``--rpm``, ``--tpm`` are totals), as xdist workers do.
         position: this process's place among them (0-based).
+        batch_state: where ``--batch`` keeps its batches (an
+            ``engine.batch_store.BatchState``, e.g. the service's database shared by its
+            replicas); default: tables in the response cache's file.
 
     Returns:
         How the run ended. A dataset-level rejection is an outcome (``rejected``) with
@@ -349,7 +353,7 @@ def run_evaluation(
         if isinstance(spec.entry, Record)
         and (resume is None or (resume.evaluate and spec.item_id not in resume.finished))
     ]
-    run.runner = runner = ItemRunner(plan, share=share, position=position)
+    run.runner = runner = ItemRunner(plan, share=share, position=position, batch_state=batch_state)
     if todo and not cancel.is_set():  # a run cancelled before it started makes no call
         try:
             runner.start()
@@ -389,6 +393,9 @@ def run_evaluation(
         finished.set()
         if interrupted:
             runner.cancel()
+        stats = runner.stats()
+        if "batches_created" in stats:  # --batch: the manifest says what is still pending
+            recorder.batches = {k: v for k, v in stats.items() if k.startswith("batch")}
         runner.close()
         if interrupted and recorder.run_error is None:
             session.record_missing(specs, cancel=True, on_recorded=run.recorded, invalid=True)

@@ -64,6 +64,8 @@ class CallEstimate:
     output_tokens: int
     cost_usd: float | None
     """``None`` when the model has no price."""
+    batch_cost_usd: float | None = None
+    """The same calls through a Batch API (``--batch``): the batch share of the price."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,8 @@ class CostEstimate:
     max_cost_usd: float | None = None
     not_called: tuple[tuple[str, int], ...] = ()
     """``(why, items)``: the items that make no call, and why (so a 0 explains itself)."""
+    batch: bool = False
+    """The run uses ``--batch``: its calls are priced at the batch share."""
 
     @property
     def calls(self) -> int:
@@ -89,6 +93,11 @@ class CostEstimate:
     def cost_usd(self) -> float:
         """The cost of the calls whose model has a price."""
         return sum(row.cost_usd or 0.0 for row in self.rows)
+
+    @property
+    def batch_cost_usd(self) -> float:
+        """The cost of the priced calls through a Batch API."""
+        return sum(row.batch_cost_usd or 0.0 for row in self.rows)
 
     @property
     def unpriced(self) -> tuple[str, ...]:
@@ -121,6 +130,14 @@ class CostEstimate:
             f"  output per answer: {self.answer_tokens} tokens ({self.answer_tokens_source}); "
             "cache hits cost nothing, judge re-asks are not counted"
         )
+        if self.cost_usd or self.batch_cost_usd:
+            saved = self.cost_usd - self.batch_cost_usd
+            tail = (
+                f"this run uses --batch: ${saved:.4f} less"
+                if self.batch
+                else f"--batch would save ${saved:.4f}; results within 24 h"
+            )
+            out.append(f"  live ${self.cost_usd:.4f} | batch ${self.batch_cost_usd:.4f} ({tail})")
         if self.unpriced:
             out.append(f"  no price for {', '.join(self.unpriced)}: add it with --price-table")
         if self.max_cost_usd is not None:
@@ -212,7 +229,8 @@ class _Tally:
         for (model, purpose), (calls, tokens_in, tokens_out) in self.rows.items():
             free = model.startswith("local/")
             cost = 0.0 if free else table.cost(model, tokens_in, tokens_out)
-            out.append(CallEstimate(model, purpose, calls, tokens_in, tokens_out, cost))
+            batch = 0.0 if free else table.cost(model, tokens_in, tokens_out, batch=True)
+            out.append(CallEstimate(model, purpose, calls, tokens_in, tokens_out, cost, batch))
         return tuple(out)
 
 
@@ -409,4 +427,5 @@ def estimate_run(
         ", ".join(table.sources) or "none",
         s.max_cost,
         tuple(sorted(skipped.items())),
+        bool(getattr(s, "batch", False)),
     )

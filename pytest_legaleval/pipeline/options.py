@@ -101,6 +101,7 @@ _timeout = bounded(float, 0.0, 86_400.0, low_open=True)
 _sampling_temperature = bounded(float, 0.0, 2.0)
 _unit_open = bounded(float, 0.0, 1.0, low_open=True)
 _seed = bounded(int, -(2**63), 2**64 - 1)
+_batch_wait = bounded(float, 0.0, 7 * 86_400.0, low_open=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +239,27 @@ class Settings:
         flag="--transport", metavar="NAME", default=_ENGINE.transport,
         help="HTTP client: auto (= wire, the wire format on aiohttp) or sdk (the openai SDK's "
         "client).",
+    )
+    batch: bool = option(
+        flag="--batch", default=False, convert=boolean, switch=True,
+        help="Send generation and judge calls through the endpoint's Batch API (/v1/files + "
+        "/v1/batches): about half the price, results within 24 h; the batches are kept in "
+        "the cache, so a rerun with the same --cache resumes them instead of paying again.",
+    )
+    batch_poll: float = option(
+        flag="--batch-poll", metavar="S", default=_ENGINE.batch_poll_s,
+        convert=bounded(float, 0.0, 3600.0, low_open=True),
+        help="With --batch: seconds before a batch's first poll; the waits grow to a minute.",
+    )
+    batch_attempts: int = option(
+        flag="--batch-attempts", metavar="N", default=_ENGINE.batch_attempts,
+        convert=bounded(int, 1, 20),
+        help="With --batch: batches a failed request may go into before it is retried live.",
+    )
+    batch_max_wait: float | None = option(
+        flag="--batch-max-wait", metavar="S", convert=_batch_wait,
+        help="With --batch: a batch still running after S seconds is cancelled; what it "
+        "answered is kept and the rest is sent live (default: wait for the provider).",
     )
     conversation_from: str | None = option(
         flag="--conversation-from", metavar="PATH", path=True,

@@ -116,6 +116,8 @@ def _generation_details(
     return {
         "cached": generation.cached,
         "cache_key": generation.cache_key,
+        "cached_input_tokens": generation.cached_input_tokens,
+        "batch": generation.batch,
         "finish_reason": generation.finish_reason,
         "template_version": template_version,
     }
@@ -376,12 +378,15 @@ def transcript(
     reply: str | None,
     grade: Grade | None,
     params: Mapping[str, Any] | None = None,
+    generation: GenerationResult | None = None,
 ) -> dict[str, Any]:
     """What one epoch sent and got back.
 
     The messages and parameters (``None`` for a pre-computed answer), the raw reply, and
     the judge's prompts and replies. ``params``: the request's parameters as JSON, when the
     caller has them already (a run shares one parameters object among its requests).
+    ``generation``: the answer's call, whose usage (prompt-cache tokens included) and
+    batch flag are kept beside the reply.
     """
     cut = False
     sent: dict[str, Any] | None = None
@@ -417,6 +422,16 @@ def transcript(
                 "criterion_id": exchange.get("criterion_id"),
                 "messages": messages,
                 "reply": answer,
+                "cached_input_tokens": exchange.get("cached_input_tokens"),
+                "batch": bool(exchange.get("batch")),
             }
         )
-    return {"request": sent, "reply": text, "judge": judge, "truncated": cut}
+    usage = None
+    if generation is not None:
+        usage = {
+            "input_tokens": generation.input_tokens,
+            "output_tokens": generation.output_tokens,
+            "cached_input_tokens": generation.cached_input_tokens,
+            "batch": generation.batch,
+        }
+    return {"request": sent, "reply": text, "usage": usage, "judge": judge, "truncated": cut}

@@ -85,6 +85,10 @@ def engine_settings(plan: RunPlan, share: int, position: int = 0) -> Any:
         per_model=routing.per_model(settings),
         max_cost_usd=settings.max_cost,
         prices=dict(prices),
+        batch=settings.batch,
+        batch_poll_s=settings.batch_poll,
+        batch_attempts=settings.batch_attempts,
+        batch_max_wait_s=settings.batch_max_wait,
     )
 
 
@@ -128,8 +132,12 @@ class ItemRunner:
 
     """
 
-    def __init__(self, plan: RunPlan, *, share: int = 1, position: int = 0) -> None:
+    def __init__(
+        self, plan: RunPlan, *, share: int = 1, position: int = 0, batch_state: Any = None
+    ) -> None:
         self.plan = plan
+        self._batch_state = batch_state
+        """``--batch``'s store (``engine.batch_store.BatchState``); default: the cache's."""
         self.settings = plan.settings
         self.grading = plan.grading
         self.epochs = max(1, int(getattr(plan.settings, "epochs", 1) or 1))
@@ -182,6 +190,7 @@ class ItemRunner:
         engine = Engine(
             engine_settings(self.plan, self._share, self._position),
             scrub=self.plan.secret_scrubber(),
+            batch_state=self._batch_state,
         )
         if self.live:
             for model in s.model:
@@ -201,6 +210,12 @@ class ItemRunner:
                 judge_epochs=s.judge_epochs,
             )
         engine.start()
+        if self.judges is not None and getattr(s, "batch", False):
+            # Under --batch the judge's structured-output probe is a batch of its own: sent
+            # now, it runs beside the answers' batch instead of after it (one round trip,
+            # minutes to hours at a provider, saved).
+            for judge in s.judge_model:
+                engine.run_coroutine(self.judges.structured.mode(judge))
         return engine
 
     # -- one item -------------------------------------------------------------------------
@@ -307,7 +322,9 @@ class ItemRunner:
                 else None
             ),
             epoch=epoch,
-            transcript=transcript(request, answer, grade, self._params_json(request)),
+            transcript=transcript(
+                request, answer, grade, self._params_json(request), generation=generation
+            ),
         )
         return result
 

@@ -16,7 +16,7 @@ import pytest
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.pipeline.plan import ItemSpec
 from pytest_legaleval.pytest import tricks
-from pytest_legaleval.pytest.state import RUNNER_KEY
+from pytest_legaleval.pytest.state import BATCH_STATS_KEY, RUNNER_KEY
 from pytest_legaleval.records import Record
 
 __all__ = ["evaluating", "own_specs"]
@@ -97,4 +97,9 @@ def evaluating(session: pytest.Session) -> Iterator[None]:
         raise
     finally:
         if runner is not None:
+            stats = runner.stats()
+            if "batches_created" in stats:
+                session.config.stash[BATCH_STATS_KEY] = {
+                    k: v for k, v in stats.items() if k.startswith("batch")
+                }
             runner.close()

@@ -27,8 +27,9 @@ from pytest_legaleval.pytest import tricks
 from pytest_legaleval.pytest.carrier import Carried, carried
 from pytest_legaleval.pytest.collection import nothing_to_run
 from pytest_legaleval.pytest.preflight import deferring_sigint, recording_whole
-from pytest_legaleval.pytest.state import RUNNER_KEY, distributing
+from pytest_legaleval.pytest.state import BATCH_STATS_KEY, RUNNER_KEY, distributing
 from pytest_legaleval.records import EvalResult, Provenance
+from pytest_legaleval.run.batch_text import batch_lines
 from pytest_legaleval.run.console import benchmark_lines, printable, summary_lines
 from pytest_legaleval.run.directory import RunDirectory
 
@@ -137,6 +138,7 @@ class RecorderPlugin:
         if self.directory is None:
             return
         self._record_unfinished(cancel=interrupted and self.run_error is None)
+        self.recorder.batches = self.config.stash.get(BATCH_STATS_KEY, None)
         self.session.finish(interrupted)
 
     def _record_arrived(self) -> None:
@@ -328,6 +330,9 @@ class RecorderPlugin:
         write(f"status: {self.status}" + (f" ({detail})" if detail else ""))
         if summary["cost_usd"] is not None:
             write(f"cost: ${summary['cost_usd']:.4f} (list prices)")
+        batches = self.config.stash.get(BATCH_STATS_KEY, {})
+        for line in batch_lines(batches, summary.get("cost") or {}):
+            write(line)
         if self.run_error:
             write(f"run error: {self.recorder.redactor.text(self.run_error)}")
         write(f"run directory: {Path(self.directory.path)}")

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin
 
 __all__ = [
+    "BATCH_STATS_KEY",
     "GATES_KEY",
     "RECORDER_KEY",
     "RUNNER_KEY",
@@ -36,6 +37,8 @@ RECORDER_KEY: pytest.StashKey[RecorderPlugin] = pytest.StashKey()
 """The controller's (or single process's) recording plugin."""
 GATES_KEY: pytest.StashKey[Gatekeeper] = pytest.StashKey()
 """The controller's gatekeeper, with ``--gate`` or ``--baseline``."""
+BATCH_STATS_KEY: pytest.StashKey[dict[str, object]] = pytest.StashKey()
+"""This process's ``--batch`` counters, taken when its engine stopped (for the terminal)."""
 
 _MARKER_CHARS = re.compile(r"[^0-9A-Za-z_]+")
 

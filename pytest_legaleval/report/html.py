@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.engine.batch_store import format_age
 from pytest_legaleval.metrics.counts import Counts, counts_of
 from pytest_legaleval.metrics.runfiles import RunData, slice_entries
 from pytest_legaleval.report.audit import audit_view
@@ -123,10 +124,30 @@ def _summary_cards(data: ReportData, run: RunData) -> str:
     if block.get("total_tokens") is not None:
         cards.append(_card("tokens", _num(block.get("total_tokens")), "total_tokens"))
     cost = (run.summary or {}).get("cost_usd")
-    if cost is not None or block.get("total_tokens") is not None:
+    note = _batch_note(run.summary or {}, run.manifest.get("batches"))
+    if cost is not None or block.get("total_tokens") is not None or note:
         shown = _num(cost, 4) if isinstance(cost, int | float) else "unknown"
-        cards.append(_card("cost (USD)", shown, "cost_usd"))
+        cards.append(_card("cost (USD)", shown, "cost_usd", note))
     return '<div class="cards">' + "".join(cards) + "</div>" + _mismatch(data, run)
+
+
+def _batch_note(summary: Mapping[str, Any], batches: Any) -> str:
+    """What ``--batch`` saved, and the batches the run left pending (the manifest's)."""
+    notes = []
+    cost = summary.get("cost")
+    if isinstance(cost, Mapping):
+        batch, saved = cost.get("batch_usd"), cost.get("saved_usd")
+        if isinstance(batch, int | float) and batch and isinstance(saved, int | float):
+            notes.append(f"{_num(batch, 4)} at the batch price, {_num(saved, 4)} saved")
+    pending = batches.get("batches_pending") if isinstance(batches, Mapping) else None
+    if isinstance(pending, int) and pending > 0:
+        oldest = batches.get("batch_oldest_pending_s")
+        age = f", the oldest {format_age(oldest)} old" if isinstance(oldest, int | float) else ""
+        notes.append(
+            f"{pending} batch{'es' if pending != 1 else ''} still pending{age}: the same "
+            "command with the same --cache collects them"
+        )
+    return "; ".join(_e(n) for n in notes)
 
 
 def _mismatch(data: ReportData, run: RunData) -> str:

@@ -255,8 +255,9 @@ def transcript_line(run_id: str, item_id: str, result: EvalResult) -> dict[str, 
 
     ``request`` (the messages after templating and the parameters; ``None`` for a
     pre-computed answer), ``reply`` (the raw answer), ``judge`` (per judge question: model,
-    criterion, messages and reply) and ``truncated`` (a text longer than
-    ``pipeline.results.TRANSCRIPT_TEXT_LIMIT`` was cut).
+    criterion, messages and reply, prompt-cache tokens, batch flag), ``usage`` (the
+    answer's tokens, prompt-cache tokens and batch flag) and ``truncated`` (a text longer
+    than ``pipeline.results.TRANSCRIPT_TEXT_LIMIT`` was cut).
     """
     transcript = result.transcript or {}
     return {
@@ -267,6 +268,7 @@ def transcript_line(run_id: str, item_id: str, result: EvalResult) -> dict[str, 
         "epoch": result.epoch,
         "request": transcript.get("request"),
         "reply": transcript.get("reply"),
+        "usage": transcript.get("usage"),
         "judge": list(transcript.get("judge") or ()),
         "truncated": bool(transcript.get("truncated")),
     }

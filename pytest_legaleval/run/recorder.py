@@ -122,6 +122,9 @@ class RunRecorder:
         self.status: str | None = None
         self.run_error: str | None = None
         self.final: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self.batches: Mapping[str, Any] | None = None
+        """``--batch``: the engine's batch counters when it stopped (batches submitted,
+        resumed, still pending and the oldest one's age); the manifest's ``batches``."""
         self._version = package_version() or "unknown"
         self._datasets: list[DatasetInfo] = []
         self._selected_records = 0
@@ -326,7 +329,7 @@ class RunRecorder:
 
     def _manifest(self) -> dict[str, Any]:
         summary = self.final[0] if self.final else self.summary.to_dict(resamples=1)
-        return build_manifest(
+        body = build_manifest(
             config=self.config,
             datasets=self._datasets,
             transitions=self.transitions,
@@ -340,6 +343,9 @@ class RunRecorder:
             denominators={key: summary[key] for key in DENOMINATORS},
             error=self.run_error,
         )
+        if self.batches is not None:
+            body["batches"] = dict(self.batches)
+        return body
 
     @property
     def epoch_summary(self) -> EpochSummary:

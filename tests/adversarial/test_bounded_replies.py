@@ -221,10 +221,14 @@ def test_a_base_url_s_query_follows_the_joined_path(
 
 _CHILD = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, sys
     import pytest
     ret = pytest.main(sys.argv[1:])
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    # VmHWM, this process's own high-water mark: ru_maxrss would carry over the size of
+    # the (xdist worker) process that forked it, on Linux, across exec.
+    with open("/proc/self/status", encoding="ascii") as status:
+        hwm = next(line for line in status if line.startswith("VmHWM:"))
+    peak = int(hwm.split()[1]) * 1024  # kB
     print("CHILD " + json.dumps({"ret": int(ret), "peak": peak}))
     """
 )

@@ -109,7 +109,7 @@ def test_estimate_only_makes_no_call(
     # The estimate and the power plan, nothing else: no session header, no "!!! Exit" banner.
     lines = result.stdout.lines
     blank = lines.index("")
-    assert len(lines[:blank]) == 3, lines
+    assert len(lines[:blank]) == 4, lines
     assert re.fullmatch(
         r"legaleval estimate: 12 calls, about [\d,]+ input \+ 3,072 output tokens, "
         r"\$3\.\d{4} \(prices: builtin:[\d-]+, prices\.yaml\)",
@@ -121,6 +121,11 @@ def test_estimate_only_makes_no_call(
         lines[1],
     ), lines[1]
     assert lines[2].startswith("  output per answer: 256 tokens (default: ")
+    assert re.fullmatch(
+        r"  live \$3\.\d{4} \| batch \$1\.\d{4} \(--batch would save \$1\.\d{4}; results "
+        r"within 24 h\)",
+        lines[3],
+    ), lines[3]
     # How small a difference a comparison of this plan can detect: legaleval plan's block
     # for the same 12 records, one epoch, no baseline.
     records = load_dataset([data]).records

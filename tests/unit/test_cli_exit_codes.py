@@ -41,6 +41,7 @@ def _usage_errors(missing: Path, out: Path) -> dict[str, list[str]]:
         "audit": ["audit", m, "--human-labels", m],
         "plan": ["plan", "--dataset", m],
         "review": ["review", m, "--rater", "ann"],
+        "batches": ["batches", "--cache", m],
     }
 
 

@@ -25,6 +25,9 @@ Endpoints:
 
 * ``POST /v1/chat/completions`` -- non-streaming ``chat.completion`` objects.
 * ``GET /v1/models`` and ``GET /v1/models/{id}`` -- the configured model names.
+* ``POST /v1/files``, ``GET /v1/files/{id}/content``, ``POST /v1/batches``,
+  ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel`` -- the Batch API
+  (:mod:`.batches`; its knobs: :meth:`MockOpenAIServer.batch_knobs`).
 * ``GET /stats`` -- the counters of :meth:`MockOpenAIServer.stats` as JSON.
 * ``POST /reset`` -- :meth:`MockOpenAIServer.reset`.
 
@@ -63,6 +66,7 @@ low-level server, a core dependency through ``openai[aiohttp]``), ``hostile_serv
 
 from __future__ import annotations
 
+from pytest_legaleval.testing.mock_openai.batches import BatchKnobs
 from pytest_legaleval.testing.mock_openai.cli import main
 from pytest_legaleval.testing.mock_openai.config import Latency, MockConfig
 from pytest_legaleval.testing.mock_openai.faults import FAULT_KINDS, FaultKind, FaultRule
@@ -87,6 +91,7 @@ from pytest_legaleval.testing.mock_openai.server import MockOpenAIServer
 __all__ = [
     "FAULT_KINDS",
     "HOSTILE_KINDS",
+    "BatchKnobs",
     "FaultKind",
     "FaultRule",
     "HostileKind",

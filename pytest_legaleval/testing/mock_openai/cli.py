@@ -100,6 +100,24 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="answer judge questions with the plain default reply, not a valid verdict",
     )
+    batches = parser.add_argument_group("batch API", "How /v1/files and /v1/batches behave.")
+    batches.add_argument("--no-batches", action="store_true", help="answer them 404")
+    batches.add_argument(
+        "--batch-polls", type=int, metavar="N", help="polls a batch stays in_progress (1)"
+    )
+    for name, what in (("expire", "expired"), ("cancel", "cancelled"), ("fail", "failed")):
+        batches.add_argument(
+            f"--batch-{name}",
+            type=int,
+            default=0,
+            metavar="N",
+            help=f"the next N batches end {what}",
+        )
+    batches.add_argument(
+        "--batch-failures-to",
+        choices=("output", "error", "both"),
+        help="where non-200 lines go (error)",
+    )
     return parser
 
 
@@ -127,6 +145,20 @@ def _config(args: argparse.Namespace) -> MockConfig:
     return dataclasses.replace(config, faults=faults, hostile=hostile, **changes)
 
 
+def _batch_knobs(args: argparse.Namespace) -> dict[str, Any]:
+    knobs: dict[str, Any] = {
+        "enabled": not args.no_batches,
+        "expire_next": args.batch_expire,
+        "cancel_next": args.batch_cancel,
+        "fail_next": args.batch_fail,
+    }
+    if args.batch_polls is not None:
+        knobs["polls_in_progress"] = args.batch_polls
+    if args.batch_failures_to is not None:
+        knobs["failures_to"] = args.batch_failures_to
+    return knobs
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server as a process until SIGTERM or SIGINT.
 
@@ -148,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"{_PROG}: error: {args.script or 'config'}: {exc}\n")
     server_type = HostileOpenAIServer if config.hostile else MockOpenAIServer
     server = server_type(config, host=args.host, port=args.port)
+    server.batch_knobs(**_batch_knobs(args))
     try:
         server.start()
     except RuntimeError as exc:

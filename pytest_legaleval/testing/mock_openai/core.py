@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_legaleval.errors import InvalidState
+from pytest_legaleval.testing.mock_openai.batches import BatchAPI
 from pytest_legaleval.testing.mock_openai.config import MockConfig
 from pytest_legaleval.testing.mock_openai.faults import FaultRule
 from pytest_legaleval.testing.mock_openai.hostile import (
@@ -53,6 +54,8 @@ class Core:
         self.lock = threading.Lock()
         self.config = config
         self.in_flight = 0
+        self.batch_calls = 0
+        self.batches = BatchAPI(config, self._batch_answer)
         self._reset_locked()
 
     # -- state ------------------------------------------------------------------------------
@@ -89,6 +92,22 @@ class Core:
         """Zero the counters (see ``MockOpenAIServer.reset``)."""
         with self.lock:
             self._reset_locked()
+        self.batches.reset()
+
+    def _batch_answer(self, raw: bytes) -> Outcome:
+        """One batch line's body, answered as a live call would be (not counted as one)."""
+        with self.lock:
+            self.batch_calls += 1
+            call = self.batch_calls
+        headers = {}
+        if self.config.api_key is not None:
+            headers["authorization"] = f"Bearer {self.config.api_key}"
+        try:
+            return self._chat_outcome(
+                call, ("POST", "/v1/chat/completions"), headers, raw, live=False
+            )
+        except Exception as exc:  # a bug of the mock: a failed line, never a lost one
+            return error_outcome(500, f"mock server failed: {type(exc).__name__}: {exc}")
 
     def stats(self) -> dict[str, Any]:
         """The counters (see ``MockOpenAIServer.stats``)."""
@@ -157,6 +176,8 @@ class Core:
             if name in self.config.models:
                 return Outcome("respond", 200, json_bytes(model_object(name)), (JSON_HEADER,))
             return error_outcome(404, f"The model '{name}' does not exist", code="model_not_found")
+        if path.startswith(("/files", "/batches")):
+            return self.batches.route(method, path, headers, body)
         if path == "/stats" and method == "GET":
             return Outcome("respond", 200, json_bytes(self.stats()), (JSON_HEADER,))
         if path == "/reset" and method == "POST":
@@ -183,7 +204,13 @@ class Core:
         return outcome
 
     def _chat_outcome(
-        self, call: int, line: tuple[str, str], headers: Mapping[str, str], raw: bytes
+        self,
+        call: int,
+        line: tuple[str, str],
+        headers: Mapping[str, str],
+        raw: bytes,
+        *,
+        live: bool = True,
     ) -> Outcome:
         config = self.config
         if (
@@ -203,11 +230,13 @@ class Core:
         prompt = prompt_text(messages)
         key = prompt_hash(messages)
         with self.lock:
-            self.per_prompt[key] += 1
-            self.models[model] += 1
-            if self.recorded.maxlen:
-                self.recorded.append(request)
-            self._index_prompt(prompt)
+            # A batch line is no live request: the batch API counts its own lines.
+            if live:
+                self.per_prompt[key] += 1
+                self.models[model] += 1
+                if self.recorded.maxlen:
+                    self.recorded.append(request)
+                self._index_prompt(prompt)
             hostile = self._pick_hostile(prompt)
             fault = None if hostile is not None else self._pick_fault(call, prompt)
             latency = self._draw_latency()
@@ -345,7 +374,7 @@ class Core:
         n_field = request.get("n")
         n = n_field if isinstance(n_field, int) and n_field > 0 else 1
         completion_tokens = int(usage.get("completion_tokens", n * count_tokens(content)))
-        body = {
+        body: dict[str, Any] = {
             "id": f"chatcmpl-mock{call:08d}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -366,6 +395,8 @@ class Core:
                 "total_tokens": int(usage.get("total_tokens", prompt_tokens + completion_tokens)),
             },
         }
+        if "cached_tokens" in usage:  # a scripted prompt-cache hit, as OpenAI reports it
+            body["usage"]["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
         return Outcome(
             "respond",
             status,

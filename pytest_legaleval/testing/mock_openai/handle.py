@@ -8,6 +8,7 @@ import random
 from typing import Any, cast
 
 from pytest_legaleval.errors import InvalidState, InvalidType
+from pytest_legaleval.testing.mock_openai.batches import BatchKnobs
 from pytest_legaleval.testing.mock_openai.config import (
     Latency,
     MockConfig,
@@ -249,6 +250,24 @@ class ServerHandle:
     def count_for_messages(self, messages: object) -> int:
         """Count the requests whose ``messages`` were exactly these (by :func:`prompt_hash`)."""
         return int(self.stats()["per_prompt"].get(prompt_hash(messages), 0))
+
+    # -- batches ----------------------------------------------------------------------------
+
+    def batch_knobs(self, **changes: Any) -> BatchKnobs:
+        """Change how batches behave (see :class:`~.batches.BatchKnobs`); the new knobs."""
+        return self._core.batches.set_knobs(**changes)
+
+    def release_batches(self) -> None:
+        """End the batches' hold: held batches finalize at their next poll."""
+        self._core.batches.set_knobs(hold=False)
+
+    def batch_stats(self) -> dict[str, Any]:
+        """The Files and Batches API's counters (``batches_created``, ``lines`` …)."""
+        return self._core.batches.stats()
+
+    def batch_prompt_count(self, substring: str) -> int:
+        """Batch lines answered whose prompt contains ``substring``."""
+        return self._core.batches.prompt_count(substring)
 
     def __repr__(self) -> str:
         where = self.base_url if self._port is not None and self.running else "stopped"
