@@ -36,8 +36,9 @@ from pytest_legaleval.records import (
 )
 from pytest_legaleval.validation import RecordError, check_legal_eval_row
 from pytest_legaleval.validation.checks import show, usable_id
+from pytest_legaleval.validation.contract import upload_limit_errors
 
-__all__ = ["NAME", "SUFFIXES", "parse_json_line", "scan", "sniff"]
+__all__ = ["NAME", "SUFFIXES", "parse_json_line", "scan", "scan_rows", "sniff"]
 
 NAME = "legal_eval_v1"
 SUFFIXES: tuple[str, ...] = (".jsonl",)
@@ -131,6 +132,16 @@ def scan(path: Path, context: LoadContext) -> FileScan:
         DatasetRejected: the file has no rows, or every row failed validation.
 
     """
+    return scan_rows(path, context, upload_limits=False)
+
+
+def scan_rows(path: Path, context: LoadContext, *, upload_limits: bool) -> FileScan:
+    """:func:`scan`, and with ``upload_limits`` the contract's per-record limits too.
+
+    ``upload_limits`` is the service's reading of uploaded rows
+    (:mod:`.legal_eval_v1_upload`): a row over 256 KB serialized or with metadata over
+    8 KB or 5 levels deep is rejected as the contract rejects such a record.
+    """
     name = display_name(path)
     hasher = hashlib.sha256()
     tally = EntryTally()
@@ -149,6 +160,8 @@ def scan(path: Path, context: LoadContext) -> FileScan:
             row, unreadable = parse_json_line(line)
             if unreadable is None:
                 errors, sha256 = check_legal_eval_row(row, index, where=where, raw=line)
+                if upload_limits:
+                    errors.extend(upload_limit_errors(row, index, where=where))
             else:
                 message = f"line is {unreadable} ({where})"
                 errors, sha256 = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_legaleval.formats import contract_v1, legal_eval_v1
+from pytest_legaleval.formats import contract_v1, legal_eval_v1, legal_eval_v1_upload
 from pytest_legaleval.formats.base import DatasetFormat
 from pytest_legaleval.formats.rag import RAG_QA, RAG_SUMMARIES
 from pytest_legaleval.formats.turing import TURING_FORMATS
@@ -16,6 +16,7 @@ _MODULES: tuple[DatasetFormat, ...] = (
     RAG_QA,
     RAG_SUMMARIES,
     *TURING_FORMATS,
+    legal_eval_v1_upload,  # never detected: the service names it for uploaded rows
 )
 
 REGISTRY: dict[str, DatasetFormat] = {module.NAME: module for module in _MODULES}

@@ -79,9 +79,15 @@ class DataDir:
         return self.uploads / run_id / name
 
     def stored_upload(self, run_id: str) -> tuple[Path, str]:
-        """The run's stored upload and its format (``contract_v1`` or ``legal_eval_v1``)."""
+        """The run's stored upload and the format it is read in.
+
+        ``contract_v1``, or ``legal_eval_v1_upload``: uploaded ``legal_eval_v1`` rows under
+        the contract's per-record limits, as :func:`.validation.check_upload` checked them.
+        """
         rows = self.upload(run_id, "legal_eval_v1")
-        return (rows, "legal_eval_v1") if rows.is_file() else (self.upload(run_id), "contract_v1")
+        if rows.is_file():
+            return rows, "legal_eval_v1_upload"
+        return self.upload(run_id), "contract_v1"
 
     def create(self) -> None:
         """Create every folder, readable by the owner only (uploads hold the datasets)."""

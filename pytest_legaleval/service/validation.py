@@ -47,13 +47,15 @@ def check_upload(path: str, fmt: str = "contract_v1") -> Checked:
 
     ``fmt`` is ``contract_v1`` (a Dataset Contract document) or ``legal_eval_v1`` (JSONL
     rows of any task type, sent as ``application/x-ndjson``): both answer the same §2
-    bodies, with the contract's limit on the number of records.
+    bodies, with the contract's limits on the number of records and on each record.
     """
     from pytest_legaleval.formats import load_dataset
     from pytest_legaleval.validation import MAX_RECORDS
 
+    # Uploaded rows keep the contract's per-record limits (the 256 KB record, metadata).
+    load_as = "legal_eval_v1_upload" if fmt == "legal_eval_v1" else fmt
     try:
-        loaded = load_dataset([path], fmt)
+        loaded = load_dataset([path], load_as)
         if fmt != "contract_v1" and sum(d.total_records for d in loaded.datasets) > MAX_RECORDS:
             raise DatasetRejected(
                 f"records exceeds the maximum count of {MAX_RECORDS:,} per upload",

@@ -53,6 +53,7 @@ __all__ = [
     "check_contract_document",
     "check_contract_record",
     "check_payload_size",
+    "upload_limit_errors",
     "validate_contract_document",
     "validate_contract_record",
 ]
@@ -133,6 +134,41 @@ def check_contract_record(
         return [], canonical.sha256
     record_id = usable_id(rec.get("record_id")) if isinstance(rec, dict) else None
     return issues_to_errors(issues, index, record_id, where), canonical.sha256
+
+
+def upload_limit_errors(row: object, index: int, *, where: str = "") -> list[RecordError]:
+    """The contract's per-record limits on a row that is not a contract record.
+
+    The service holds ``legal_eval_v1`` rows uploaded as JSONL to the limits the contract
+    sets on its own records: the row at most 256 KB serialized (``record_too_large``) and
+    its ``metadata`` at most 8 KB serialized and 5 levels deep (``value_out_of_range``).
+    A pytest run reads such rows without them (long legal documents are common there).
+
+    Args:
+        row: the parsed row.
+        index: its zero-based position among the upload's rows.
+        where: a location such as ``"upload.jsonl line 3"``, appended to every message.
+
+    Returns:
+        The row's errors under those limits; empty when it keeps them.
+
+    """
+    if not isinstance(row, dict):
+        return []  # the row's own validation says what it is
+    issues = _metadata_issues(row.get("metadata"), ("metadata",), MAX_RECORD_METADATA_BYTES)
+    size = canonicalize(row).size
+    if size > MAX_RECORD_BYTES:
+        shown = "an unmeasurable number of" if size == sys.maxsize else f"{size:,}"
+        issues.append(
+            Issue(
+                "record_too_large",
+                (),
+                f"is {shown} bytes serialized, at most {MAX_RECORD_BYTES:,} (256 KB) allowed",
+            )
+        )
+    if not issues:
+        return []
+    return issues_to_errors(issues, index, usable_id(row.get("id")), where)
 
 
 def validate_contract_record(rec: object, index: int, *, where: str = "") -> list[RecordError]:

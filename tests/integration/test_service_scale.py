@@ -101,16 +101,22 @@ def test_every_task_type_goes_through_the_service(
                 row("reference", "q1", "What is consideration?"),
                 row("turns", "t1", "And the deadline?"),
                 {"schema_version": "legal_eval_v1", "id": "bad", "dataset": "mixed",
-                 "task_type": "mcq", "prompt": "No choices"}]  # fmt: skip
+                 "task_type": "mcq", "prompt": "No choices"},
+                # the contract's per-record limits hold for rows too: 256 KB, metadata depth
+                row("reference", "big", "x" * (256 * 1024)),
+                {**row("reference", "deep", "Deep?"),
+                 "metadata": {"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}}]  # fmt: skip
         status, headers, accepted = client.request("POST", "/v1/runs", body=jsonl(rows),
                                                    headers=NDJSON)  # fmt: skip
         assert status == 202, accepted
         assert accepted["status"] == "accepted_with_record_errors"
-        assert accepted["summary"] == {"total_records": 5, "accepted_records": 4,
-                                       "rejected_records": 1}  # fmt: skip
+        assert accepted["summary"] == {"total_records": 7, "accepted_records": 4,
+                                       "rejected_records": 3}  # fmt: skip
         errors = accepted["record_errors"]
         assert {(e["record_id"], e["code"], e["index"]) for e in errors} == {
-            ("bad", "missing_required_field", 4)
+            ("bad", "missing_required_field", 4),
+            ("big", "record_too_large", 5),
+            ("deep", "value_out_of_range", 6),
         }, errors  # the contract's record_errors entries: choices, correct_choice_ids
         assert headers["location"] == f"/v1/runs/{accepted['run_id']}"
         # the contract's own endpoint, unchanged: a JSON document of reference records

@@ -16,6 +16,7 @@ from pytest_legaleval.formats import (
     RejectedRecord,
     load_dataset,
 )
+from pytest_legaleval.formats.detect import detect_format
 from pytest_legaleval.records import Attachment, Choice, Criterion, Message, Record, SourceRef
 from pytest_legaleval.validation import AllRecordsRejected, record_sha256
 
@@ -278,8 +279,37 @@ def test_directory_without_datasets_is_a_config_error(tmp_path: Path) -> None:
 
 def test_formats_registry() -> None:
     assert FORMATS[:4] == ("legal_eval_v1", "contract_v1", "rag_qa", "rag_summaries")
-    assert {name for name in FORMATS[4:]} == {
+    assert FORMATS[-1] == "legal_eval_v1_upload"  # the service's reading; never detected
+    assert {name for name in FORMATS[4:-1]} == {
         f"turing_{kind}"
         for kind in ("benchmark", "answers", "critiques", "debates", "automated_evaluation",
                      "human_evaluation", "judging_task", "metadata")
     }  # fmt: skip
+
+
+def test_uploaded_rows_keep_the_contracts_per_record_limits(tmp_path: Path) -> None:
+    """The service's reading (legal_eval_v1_upload) rejects what the contract rejects in a
+    record; a pytest run (legal_eval_v1) reads the same rows whole."""
+    base = {"schema_version": "legal_eval_v1", "dataset": "d", "task_type": "reference_qa",
+            "reference_answers": ["R."]}  # fmt: skip
+    rows = [
+        {**base, "id": "ok", "prompt": "Q?", "metadata": {"a": {"b": {"c": {"d": {"e": 1}}}}}},
+        {**base, "id": "big", "prompt": "x" * (256 * 1024)},
+        {**base, "id": "deep", "prompt": "Q?",
+         "metadata": {"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}},  # 6 levels, metadata is 1
+        {**base, "id": "fat", "prompt": "Q?", "metadata": {"k": "y" * (8 * 1024)}},
+    ]
+    path = tmp_path / "upload.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    uploaded = load_dataset([path], "legal_eval_v1_upload")
+    codes = {r.record_id: [e.code for e in r.errors] for r in uploaded.rejected}
+    assert codes == {
+        "big": ["record_too_large"],
+        "deep": ["value_out_of_range"],
+        "fat": ["value_out_of_range"],
+    }, codes
+    assert [r.id for r in uploaded.records] == ["ok"]
+    assert uploaded.datasets[0].format == "legal_eval_v1"
+    plain = load_dataset([path], "legal_eval_v1")
+    assert [r.id for r in plain.records] == ["ok", "big", "deep", "fat"]
+    assert detect_format(path) == "legal_eval_v1"  # never detected as the upload variant
