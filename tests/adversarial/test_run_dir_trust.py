@@ -231,6 +231,9 @@ def test_merge_refuses_a_shard_edited_after_sealing(
     assert not (tmp_path / "merged").exists()
 
 
+# A NaN line is read as null with its NonFiniteWarning (older runs stay readable): expected
+# here, hundreds of times, so not shown.
+@pytest.mark.filterwarnings("ignore::pytest_legaleval.errors.NonFiniteWarning")
 @settings(settings.get_profile("adversarial"))
 @given(
     line=st.one_of(
