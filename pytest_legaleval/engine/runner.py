@@ -16,9 +16,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_legaleval.engine.batch import BatchRunner
 from pytest_legaleval.engine.batch_store import BatchState, BatchStore
 from pytest_legaleval.engine.budget import Budget
 from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key, now_timestamp
@@ -40,6 +39,9 @@ from pytest_legaleval.engine.types import (
     RawCompletion,
 )
 from pytest_legaleval.errors import ConfigError, InvalidState
+
+if TYPE_CHECKING:
+    from pytest_legaleval.engine.batch import BatchRunner
 
 __all__ = ["PURPOSES", "Engine"]
 
@@ -121,6 +123,9 @@ class Engine:
                         "legaleval --batch: batches are kept in memory only with a database "
                         "cache; a killed run will not resume them"
                     )
+                # Imported here: it loads aiohttp, which a run of recorded answers never needs.
+                from pytest_legaleval.engine.batch import BatchRunner
+
                 self._batcher = BatchRunner(
                     self.settings,
                     self._batch_store,

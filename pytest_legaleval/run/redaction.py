@@ -181,6 +181,16 @@ _SECRET_KEY_NEEDLES = tuple(f'"{key}":' for key in sorted(SECRET_KEYS))
 """A secret-named key as it appears in JSON text (lower-cased, ``-`` as ``_``)."""
 
 
+def _url_with_parts(text: str) -> bool:
+    """Whether a URL in ``text`` has user info or a query parameter (``@`` or ``=``).
+
+    The endpoint's own URL (quoted in transcripts and errors) sits beside prompts full of
+    ``=``; only a URL holding one of them can carry a credential. A URL that runs on past
+    the end of its string in the joined text only widens the test.
+    """
+    return any("@" in m.group(0) or "=" in m.group(0) for m in URL_PATTERN.finditer(text))
+
+
 def _assigned(lowered: str, keyword: str) -> bool:
     """``keyword`` directly followed (an optional quote, white space) by ``:`` or ``=``."""
     start = lowered.find(keyword)
@@ -351,8 +361,11 @@ class Redactor:
         """Whether redacting ``obj`` would change anything (one regex scan, no copy).
 
         Most lines hold nothing to redact; scanning all their strings joined at once is
-        several times cheaper than rebuilding the value string by string. A hit (even one
-        that a check such as the IBAN checksum later rejects) takes the full path.
+        several times cheaper than rebuilding the value string by string. After a hit in
+        the joined text each string is redacted on its own (short ones from the cache) and
+        compared: a URL without credentials (the endpoint's, quoted in a transcript beside
+        a prompt holding ``=``) or an IBAN whose checksum fails changes nothing, so it no
+        longer sends the whole line down the copying path.
         """
         strings: list[str] = []
         if self._strings(obj, strings):
@@ -360,7 +373,9 @@ class Redactor:
         joined = "\x00".join(strings)
         if not self._always_search and not self._may_match(joined):
             return False
-        return self._pattern.search(joined) is not None
+        if self._pattern.search(joined) is None:
+            return False
+        return any(self.text(value) != value for value in strings)
 
     def clean_json(self, text: str) -> bool:
         """Whether ``text``, a value serialized as JSON, certainly holds nothing to redact.
@@ -396,7 +411,7 @@ class Redactor:
         lowered = text.casefold()  # at least every case-insensitive regex match
         if "bearer " in lowered or "-----begin" in lowered:
             return True
-        if "://" in text and ("@" in text or "=" in text):
+        if "://" in text and ("@" in text or "=" in text) and _url_with_parts(text):
             return True  # URL user info, or a query parameter
         for gate, keywords in _KEYWORD_GATES:
             if gate not in lowered:
