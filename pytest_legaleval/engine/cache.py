@@ -33,7 +33,15 @@ from typing import Any
 from pytest_legaleval.engine.types import GenerationRequest, utc_timestamp
 from pytest_legaleval.errors import ConfigError
 
-__all__ = ["CACHE_KEY_VERSION", "CachedRow", "ResultCache", "cache_key"]
+__all__ = [
+    "CACHE_KEY_VERSION",
+    "WRITE_BATCH",
+    "CachedRow",
+    "ResultCache",
+    "cache_key",
+    "next_writes",
+    "release_writes",
+]
 
 CACHE_KEY_VERSION = "legaleval-cache-v1"
 """Mixed into every key; bump it when the key's meaning changes."""
@@ -241,24 +249,12 @@ class ResultCache:
             conn = None
         try:
             while True:
-                item = self._queue.get()
-                if item is None:
-                    return
-                batch = [item]
-                stop = False
-                while len(batch) < 256:
+                batch, stop = next_writes(self._queue)
+                if batch:
                     try:
-                        nxt = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if nxt is None:
-                        stop = True
-                        break
-                    batch.append(nxt)
-                try:
-                    self._commit(conn, batch)
-                finally:
-                    _release(batch)
+                        self._commit(conn, batch)
+                    finally:
+                        release_writes(batch)
                 if stop:
                     return
         finally:
@@ -360,7 +356,37 @@ def _rollback(conn: sqlite3.Connection) -> None:
         pass  # no transaction was open
 
 
-def _release(batch: Sequence[tuple[CachedRow, Callable[[], None]]]) -> None:
+WRITE_BATCH = 256
+"""Rows a cache writer commits in one transaction at most."""
+
+
+def next_writes(
+    pending: queue.SimpleQueue[_Item],
+) -> tuple[list[tuple[CachedRow, Callable[[], None]]], bool]:
+    """The next rows a cache writer commits, and whether it stops after them.
+
+    Waits for the first row, then takes what is already queued, up to
+    :data:`WRITE_BATCH`. ``None`` in the queue tells the writer to stop: the rows before it
+    are still returned (an empty list when it came first). Shared by the SQLite writer and
+    :mod:`.pgcache`'s.
+    """
+    item = pending.get()
+    if item is None:
+        return [], True
+    batch = [item]
+    while len(batch) < WRITE_BATCH:
+        try:
+            nxt = pending.get_nowait()
+        except queue.Empty:
+            break
+        if nxt is None:
+            return batch, True
+        batch.append(nxt)
+    return batch, False
+
+
+def release_writes(batch: Sequence[tuple[CachedRow, Callable[[], None]]]) -> None:
+    """Run each row's completion callback (after its commit, or its failure)."""
     for _, callback in batch:
         try:
             callback()

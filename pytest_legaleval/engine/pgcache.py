@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from pytest_legaleval.engine.cache import CachedRow
+from pytest_legaleval.engine.cache import CachedRow, next_writes, release_writes
 from pytest_legaleval.errors import ConfigError
 
 __all__ = ["PgResultCache", "is_database_url"]
@@ -155,24 +155,12 @@ class PgResultCache:
         conn: Any = None
         try:
             while True:
-                item = self._queue.get()
-                if item is None:
-                    return
-                batch = [item]
-                stop = False
-                while len(batch) < 256:
+                batch, stop = next_writes(self._queue)
+                if batch:
                     try:
-                        nxt = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if nxt is None:
-                        stop = True
-                        break
-                    batch.append(nxt)
-                try:
-                    conn = self._commit(conn, batch)
-                finally:
-                    _release(batch)
+                        conn = self._commit(conn, batch)
+                    finally:
+                        release_writes(batch)
                 if stop:
                     return
         finally:
@@ -236,11 +224,3 @@ class PgResultCache:
 
 def _line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-
-
-def _release(batch: Sequence[tuple[CachedRow, Callable[[], None]]]) -> None:
-    for _, callback in batch:
-        try:
-            callback()
-        except Exception:  # a callback bug must not kill the writer
-            _log.exception("legaleval cache: completion callback failed")
