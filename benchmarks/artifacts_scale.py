@@ -126,9 +126,9 @@ def _recorder_path(n: int, work: Path) -> tuple[float, float, float]:
 
     Returns (memory retained after writing, in MiB; write seconds; finalize seconds).
     """
-    from pytest_legaleval.metrics.prices import builtin_table
-    from pytest_legaleval.metrics.slices import SliceAccumulator
-    from pytest_legaleval.metrics.summary import MetricsAccumulator
+    from pytest_legaleval.metrics._prices import builtin_table
+    from pytest_legaleval.metrics._slices import SliceAccumulator
+    from pytest_legaleval.metrics._summary import MetricsAccumulator
     from pytest_legaleval.run import artifacts
     from pytest_legaleval.run.directory import RunDirectory
     from pytest_legaleval.run.redaction import Redactor

@@ -41,7 +41,7 @@ from pathlib import Path
 from engine_throughput import ENV, _dataset, _reset, cpu_seconds, load_row, timed_process
 from transport import start_server
 
-from pytest_legaleval.grading.prompts import build_messages
+from pytest_legaleval.grading._prompts import build_messages
 from pytest_legaleval.testing.mock_openai import default_reply, prompt_text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,7 +69,7 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "request building",
         (
-            "pytest_legaleval/grading/prompts",
+            "pytest_legaleval/grading/_prompts",
             "pytest_legaleval/engine/providers",
             "pytest_legaleval/engine/wire",
             "pytest_legaleval/engine/routing",

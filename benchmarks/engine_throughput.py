@@ -29,7 +29,7 @@ from pathlib import Path
 
 from transport import run_raw_aiohttp, start_server
 
-from pytest_legaleval.grading.prompts import build_messages
+from pytest_legaleval.grading._prompts import build_messages
 from pytest_legaleval.records import Choice, Record
 from pytest_legaleval.testing.mock_openai import default_reply, prompt_text
 

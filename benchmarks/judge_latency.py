@@ -17,8 +17,8 @@ import json
 import time
 
 from pytest_legaleval.engine import Engine, EngineSettings
-from pytest_legaleval.grading.panel import JudgePanel
-from pytest_legaleval.grading.policies import PolicyBook
+from pytest_legaleval.grading._panel import JudgePanel
+from pytest_legaleval.grading._policies import PolicyBook
 from pytest_legaleval.records import Criterion, Record
 from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
 

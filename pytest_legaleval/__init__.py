@@ -37,16 +37,16 @@ from pytest_legaleval.records import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers; loaded lazily at run time
-    from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
+    from pytest_legaleval.grading._base import Grade, Grader, GradeRequest
     from pytest_legaleval.pipeline.driver import run_evaluation
     from pytest_legaleval.pipeline.plan import RunPlan
     from pytest_legaleval.pytest.fixtures import Evaluation
 
 _LAZY = {
     "Evaluation": "pytest_legaleval.pytest.fixtures",
-    "Grade": "pytest_legaleval.grading.base",
-    "GradeRequest": "pytest_legaleval.grading.base",
-    "Grader": "pytest_legaleval.grading.base",
+    "Grade": "pytest_legaleval.grading._base",
+    "GradeRequest": "pytest_legaleval.grading._base",
+    "Grader": "pytest_legaleval.grading._base",
     "RunPlan": "pytest_legaleval.pipeline.plan",
     "run_evaluation": "pytest_legaleval.pipeline.driver",
 }

@@ -18,7 +18,7 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     │   ├── datasets.builder: BuildFailed
     │   ├── datasets.review.desk: ReviewRefused    a label the review cannot take (4xx)
     │   ├── importers.convert: ConversionFailed
-    │   ├── metrics.rundir_check: RunDirectoryError   a run directory that cannot be trusted
+    │   ├── metrics._rundir_check: RunDirectoryError   a run directory that cannot be trusted
     │   ├── run.merge: MergeError
     │   └── service.documents: NotUploadable
     ├── ResponsesError(ValueError)                 a --responses file that cannot be read
@@ -46,14 +46,14 @@ The tree (``module: Class(bases)``; a leading ``_`` is private to its module)::
     ├── service.client: ServiceError               an answer `legaleval submit` did not expect
     ├── cli.submit: _Exit                          ends `submit` with an exit code
     ├── util.safe_yaml: _TooLarge                  an alias bomb, before it is built
-    ├── grading.base: _Suspended(RuntimeError)     an inline grader that awaited
+    ├── grading._base: _Suspended(RuntimeError)     an inline grader that awaited
     ├── importers.xlsx_package: _Refused           a DTD inside an XLSX part
     └── testing.mock_openai.hostile_server: _BadRequest   (test tooling, kept in the tree)
 
     LegalEvalWarning(UserWarning)
     ├── NonFiniteWarning                           a NaN/Infinity written as null
     ├── pipeline.responses: ResponsesWarning       rows of a responses file left unused
-    └── grading.policies: PolicyWarning            a record named an unknown policy
+    └── grading._policies: PolicyWarning            a record named an unknown policy
 """
 
 from __future__ import annotations

@@ -45,13 +45,13 @@ def audit_body(
             or a label file that cannot be read at all.
 
     """
-    from pytest_legaleval.metrics.audit import AuditSettings, audit_from_items
-    from pytest_legaleval.metrics.audit_items import collect_items, epoch_reducer, match_labels
-    from pytest_legaleval.metrics.calibration import calibration_view
-    from pytest_legaleval.metrics.human_labels import LabelFile, read_human_labels
-    from pytest_legaleval.metrics.judge_consistency import MAX_FLIP_RATE, consistency_from_lines
-    from pytest_legaleval.metrics.labelled_population import find_sample
-    from pytest_legaleval.metrics.runfiles import iter_jsonl, load_run, run_reducer
+    from pytest_legaleval.metrics._audit import AuditSettings, audit_from_items
+    from pytest_legaleval.metrics._audit_items import collect_items, epoch_reducer, match_labels
+    from pytest_legaleval.metrics._calibration import calibration_view
+    from pytest_legaleval.metrics._human_labels import LabelFile, read_human_labels
+    from pytest_legaleval.metrics._judge_consistency import MAX_FLIP_RATE, consistency_from_lines
+    from pytest_legaleval.metrics._labelled_population import find_sample
+    from pytest_legaleval.metrics._runfiles import iter_jsonl, load_run, run_reducer
 
     run = load_run(run_dir, with_predictions=False)
     predictions = run.path / PREDICTIONS
@@ -87,7 +87,7 @@ def audit_body(
 
 def render_text(body: dict[str, Any]) -> str:
     """The terminal form of :func:`audit_body`'s result."""
-    from pytest_legaleval.metrics.audit_text import (
+    from pytest_legaleval.metrics._audit_text import (
         block_table,
         consistency_lines,
         expert_lines,

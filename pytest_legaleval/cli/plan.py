@@ -1,7 +1,7 @@
 """``legaleval plan``: how small a difference a paired comparison of the planned run can detect.
 
 Reads the dataset (no call is made), clusters its records by ``--cluster-by``, and prints
-the power planner's figures (``metrics.power``): the minimum detectable difference at the
+the power planner's figures (``metrics._power``): the minimum detectable difference at the
 planned records and epochs, the model behind it (measured on ``--baseline`` when given,
 else stated defaults) and a small table of records × epochs.
 """
@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
-from pytest_legaleval.metrics.power import ALPHA_RANGE, POWER_RANGE, TARGET_RANGE
+from pytest_legaleval.metrics._power import ALPHA_RANGE, POWER_RANGE, TARGET_RANGE
 
 __all__ = ["register"]
 
@@ -58,8 +58,8 @@ def _correlation(text: str) -> float:
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from pytest_legaleval.formats import load_dataset
-    from pytest_legaleval.metrics.power import plan, record_fields
-    from pytest_legaleval.metrics.runfiles import load_run
+    from pytest_legaleval.metrics._power import plan, record_fields
+    from pytest_legaleval.metrics._runfiles import load_run
     from pytest_legaleval.pipeline.sources import dataset_paths
 
     try:
@@ -71,7 +71,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if not records:
         raise ConfigError("the dataset has no valid record to plan for")
     if args.cluster_by:
-        from pytest_legaleval.metrics.run_checks import RecordFields
+        from pytest_legaleval.metrics._run_checks import RecordFields
 
         fields = RecordFields(args.cluster_by)
         fields.extend(records)

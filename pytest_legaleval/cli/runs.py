@@ -31,8 +31,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from pytest_legaleval.metrics.compare import comparison
-    from pytest_legaleval.metrics.runfiles import load_run
+    from pytest_legaleval.metrics._compare import comparison
+    from pytest_legaleval.metrics._runfiles import load_run
     from pytest_legaleval.run.compare_render import render
 
     data = comparison(

@@ -223,8 +223,8 @@ def _follow(
 
 
 def _gates(run_dir: Path, texts: list[str]) -> bool:
-    from pytest_legaleval.metrics.gates import default_gates, evaluate_gates, parse_gates
-    from pytest_legaleval.metrics.runfiles import invalid_items, iter_jsonl, load_run, slice_finder
+    from pytest_legaleval.metrics._gates import default_gates, evaluate_gates, parse_gates
+    from pytest_legaleval.metrics._runfiles import invalid_items, iter_jsonl, load_run, slice_finder
 
     run = load_run(run_dir, with_predictions=False)
     gates = parse_gates(texts)
@@ -331,7 +331,7 @@ def _submit(args: argparse.Namespace) -> int:
     if not document.is_file():
         raise ConfigError(f"{args.document}: no such file")
     if args.gate:
-        from pytest_legaleval.metrics.gates import parse_gates
+        from pytest_legaleval.metrics._gates import parse_gates
 
         parse_gates(args.gate)  # a malformed gate fails before anything is uploaded
     client = ServiceClient(args.server, os.environ.get(args.token_env) or None)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.runfiles import iter_jsonl
+from pytest_legaleval.metrics._runfiles import iter_jsonl
 
 __all__ = [
     "automated_evaluation_from_predictions",
@@ -152,7 +152,7 @@ def write_human_evaluations(labels_path: Path, out_dir: Path) -> dict[Path, int]
             written file does not read back as the same labels.
 
     """
-    from pytest_legaleval.metrics.human_labels import read_human_labels
+    from pytest_legaleval.metrics._human_labels import read_human_labels
 
     read = read_human_labels(labels_path)
     if read.errors:

@@ -9,7 +9,7 @@ attempt each, and keeps the first form the endpoint accepts. Only a refusal (HTT
 (timeout, auth, connection) says nothing about capability, so the current form is kept and
 the real calls report their own errors.
 
-Whatever the form, replies are still parsed and validated (see ``grading.judge``): a
+Whatever the form, replies are still parsed and validated (see ``grading._judge``): a
 constrained reply is only more likely to parse, never trusted blindly.
 """
 

@@ -77,7 +77,7 @@ class RunSession:
         self.run_id = run_id
         labels = None
         if plan.settings.human_labels:
-            from pytest_legaleval.metrics.human_labels import read_human_labels
+            from pytest_legaleval.metrics._human_labels import read_human_labels
 
             labels = read_human_labels(plan.settings.human_labels)
         self.recorder = RunRecorder(

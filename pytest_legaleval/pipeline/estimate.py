@@ -8,15 +8,15 @@ How it counts:
 * Generation: one call per item (record × ``--model``) that the run would send, so not
   the items skipped before any call (a judged record without a judge) nor those whose
   attachment files are missing. Input tokens are counted from the prompt the run sends
-  (``grading.prompts.build_messages``) with the engine's estimator
+  (``grading._prompts.build_messages``) with the engine's estimator
   (``engine.ratelimit.estimate_prompt_tokens``: about 4 characters per token); output
   tokens are ``--max-new-tokens`` (else the model's ``models:`` value, else
   ``engine.ratelimit.DEFAULT_OUTPUT_TOKENS``) — a ceiling, most answers are shorter.
-* Judging: per judged item, one call per judge question (``grading.judge.build_tasks``:
+* Judging: per judged item, one call per judge question (``grading._judge.build_tasks``:
   one per rubric criterion, else one) and judge, on an answer as long as the output
   budget (the real answer with ``--responses``); output ``--judge-max-tokens``. Re-asks of
   unparseable replies and the structured-output probes are not counted.
-* Prices: the run's price table (``metrics.prices``); a model without one shows ``?`` and
+* Prices: the run's price table (``metrics._prices``); a model without one shows ``?`` and
   the total is a lower bound. Cache hits cost nothing, so a rerun costs less.
 
 Also the checks of ``--max-cost``: every model called needs a price
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.engine.ratelimit import DEFAULT_OUTPUT_TOKENS, estimate_prompt_tokens
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.prices import PriceTable, load_price_table
+from pytest_legaleval.metrics._prices import PriceTable, load_price_table
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.records import Record
 
@@ -285,8 +285,8 @@ class _Framing:
 
 
 def _judge_prompt_tokens(record: Record, answer: str, plan: RunPlan) -> list[int]:
-    from pytest_legaleval.grading.judge import build_tasks
-    from pytest_legaleval.grading.panel import JUDGE_SYSTEM_PROMPT
+    from pytest_legaleval.grading._judge import build_tasks
+    from pytest_legaleval.grading._panel import JUDGE_SYSTEM_PROMPT
 
     policy = plan.grading.policy(record)
     return [
@@ -366,7 +366,7 @@ def estimate_run(
         ConfigError: an unreadable dataset, price table or impossible selection.
 
     """
-    from pytest_legaleval.grading.prompts import build_messages
+    from pytest_legaleval.grading._prompts import build_messages
 
     s = plan.settings
     table = table if table is not None else run_prices(s)

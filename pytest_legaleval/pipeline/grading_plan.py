@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pytest_legaleval.grading.base import Grader
-from pytest_legaleval.grading.policies import Policy, PolicyBook
-from pytest_legaleval.grading.registry import GraderRegistry, default_registry
+from pytest_legaleval.grading._base import Grader
+from pytest_legaleval.grading._policies import Policy, PolicyBook
+from pytest_legaleval.grading._registry import GraderRegistry, default_registry
 from pytest_legaleval.records import Record
 
 __all__ = ["GradingPlan"]

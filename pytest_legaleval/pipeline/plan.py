@@ -25,8 +25,8 @@ from pytest_legaleval.formats import (
     RejectedRecord,
     load_dataset,
 )
-from pytest_legaleval.grading.policies import PolicyBook
-from pytest_legaleval.grading.registry import GraderRegistry, default_registry
+from pytest_legaleval.grading._policies import PolicyBook
+from pytest_legaleval.grading._registry import GraderRegistry, default_registry
 from pytest_legaleval.pipeline.grading_plan import GradingPlan
 from pytest_legaleval.pipeline.responses import ResponseTable, load_responses
 from pytest_legaleval.pipeline.selection import entry_key, in_shard, select, selected_count
@@ -38,8 +38,8 @@ from pytest_legaleval.run.ids import new_request_id
 # The run directory's pieces and the verdict reader are imported where they are used: an
 # xdist worker (and every unrelated pytest run in the environment) needs none of them.
 if TYPE_CHECKING:
-    from pytest_legaleval.grading.verdicts import VerdictFile
-    from pytest_legaleval.metrics.prices import PriceTable
+    from pytest_legaleval.grading._verdicts import VerdictFile
+    from pytest_legaleval.metrics._prices import PriceTable
     from pytest_legaleval.run.manifest import RunConfig
     from pytest_legaleval.run.recorder import DatasetSource
     from pytest_legaleval.run.redaction import Redactor
@@ -331,13 +331,13 @@ class RunPlan:
         # grader to the plan's own), and the plan's is frozen once built.
         registry = (graders if graders is not None else default_registry()).copy()
         if settings.judgments:
-            from pytest_legaleval.grading.replay import ReplayGrader
+            from pytest_legaleval.grading._replay import ReplayGrader
 
             path = settings.judgments
             replay = ReplayGrader(lambda: plan.read_judgments(), path)
             for task_type in ("reference_qa", "rubric_qa", "criteria"):
                 registry.register(replay, task_type=task_type)
-            from pytest_legaleval.grading.protocols import protocols
+            from pytest_legaleval.grading._protocols import protocols
 
             for protocol in protocols():  # a protocol's own judge would otherwise be asked
                 for grader, kind in protocol.graders():
@@ -379,7 +379,7 @@ class RunPlan:
             ConfigError: the file cannot be read.
 
         """
-        from pytest_legaleval.grading.verdicts import read_verdicts
+        from pytest_legaleval.grading._verdicts import read_verdicts
 
         path = self.settings.judgments
         assert path is not None
@@ -409,7 +409,7 @@ class RunPlan:
         """
         if not record.attachments:
             return []
-        from pytest_legaleval.grading.attachments import missing_attachments
+        from pytest_legaleval.grading._attachments import missing_attachments
 
         return missing_attachments(record, self.settings.attachments_root)
 

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from pytest_legaleval.grading.base import Grade
-from pytest_legaleval.grading.policies import Policy
-from pytest_legaleval.grading.scoring import scoring_rule
+from pytest_legaleval.grading._base import Grade
+from pytest_legaleval.grading._policies import Policy
+from pytest_legaleval.grading._scoring import scoring_rule
 from pytest_legaleval.pipeline.responses import Recorded
 from pytest_legaleval.records import EvalResult, Record
 
@@ -339,7 +339,7 @@ def unfinished_result(
 
 
 def reduce_epochs(results: Sequence[EvalResult], reducer: str) -> EvalResult:
-    """The item's result from its epochs' (``--epochs K``), by ``metrics.epochs``' reducer.
+    """The item's result from its epochs' (``--epochs K``), by ``metrics._epochs``' reducer.
 
     The result of the first epoch whose own verdict is the reduced one stands for the
     item, with the reduced ``outcome``, ``passed`` and ``score`` (the mean score of the
@@ -347,7 +347,7 @@ def reduce_epochs(results: Sequence[EvalResult], reducer: str) -> EvalResult:
     verdict take no part; an item none of whose epochs has one keeps its first epoch's
     error. Readers of ``predictions.jsonl`` reduce its epoch lines the same way.
     """
-    from pytest_legaleval.metrics.epochs import group_items
+    from pytest_legaleval.metrics._epochs import group_items
 
     lines = [result.to_dict() for result in results]
     (item,) = group_items(lines, reducer).values()

@@ -12,7 +12,7 @@ worker) runs them here, whatever the answers' source:
    row is that epoch's ``missing_response``) — and is graded by the record's grader (a
    judge on the engine's loop, ``--judgments`` from recorded verdicts, a programmatic
    grader where the answer arrives);
-4. with K > 1 the epochs are reduced to the item's verdict (``metrics.epochs``).
+4. with K > 1 the epochs are reduced to the item's verdict (``metrics._epochs``).
 
 A live process submits all of its items up front (:meth:`ItemRunner.prefetch`) and each
 item then waits only for its own result (:meth:`ItemRunner.evaluate`). What was sent and
@@ -29,9 +29,9 @@ from concurrent.futures import Future
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pytest_legaleval.grading.base import Grade, GradeRequest, run_inline
-from pytest_legaleval.grading.graders import needs_judge_grade
-from pytest_legaleval.grading.prompts import build_messages, template_version
+from pytest_legaleval.grading._base import Grade, GradeRequest, run_inline
+from pytest_legaleval.grading._graders import needs_judge_grade
+from pytest_legaleval.grading._prompts import build_messages, template_version
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pipeline.results import (
     generation_failed,
@@ -46,7 +46,7 @@ from pytest_legaleval.records import EvalResult, Record
 
 if TYPE_CHECKING:
     from pytest_legaleval.engine import Engine, GenerationRequest, GenerationResult
-    from pytest_legaleval.grading.panel import JudgePanel
+    from pytest_legaleval.grading._panel import JudgePanel
 
 __all__ = ["ItemRunner", "engine_settings"]
 
@@ -100,7 +100,7 @@ def _max_latency(record: Record) -> int | None:
 def _attachment_warnings(record: Record, roots: Sequence[str]) -> list[str]:
     if not record.attachments:
         return []
-    from pytest_legaleval.grading.attachments import record_attachments
+    from pytest_legaleval.grading._attachments import record_attachments
 
     return [w for item in record_attachments(record, roots) for w in item.warnings]
 
@@ -199,7 +199,7 @@ class ItemRunner:
             engine.check_model(judge)
         if s.judge_model:
             # Imported here: a run without a judge never loads the panel and its prompts.
-            from pytest_legaleval.grading.panel import JudgePanel
+            from pytest_legaleval.grading._panel import JudgePanel
 
             self.judges = JudgePanel(
                 engine,
@@ -263,7 +263,7 @@ class ItemRunner:
             )
         if policy.answer_contract == "json" and record.choices:
             from pytest_legaleval.engine.capabilities import structured_params
-            from pytest_legaleval.grading.judge_schemas import mcq_answer_schema
+            from pytest_legaleval.grading._judge_schemas import mcq_answer_schema
 
             mode = self._answer_modes.get(model, "none")
             structured = structured_params(mode, mcq_answer_schema(record), "answer")

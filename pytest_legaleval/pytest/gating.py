@@ -26,15 +26,15 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.baseline import (
+from pytest_legaleval.metrics._baseline import (
     Comparison,
     check_same_scoring,
     compare_runs,
     pair_fields,
 )
-from pytest_legaleval.metrics.gates import Gate, GateResult, default_gates, evaluate_gates
-from pytest_legaleval.metrics.rundir_check import RunDirectoryError, checked_json, verify_run_dir
-from pytest_legaleval.metrics.runfiles import iter_jsonl
+from pytest_legaleval.metrics._gates import Gate, GateResult, default_gates, evaluate_gates
+from pytest_legaleval.metrics._rundir_check import RunDirectoryError, checked_json, verify_run_dir
+from pytest_legaleval.metrics._runfiles import iter_jsonl
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin, terminal_writer
 from pytest_legaleval.pytest.state import RECORDER_KEY
@@ -65,7 +65,7 @@ def load_baseline(path: str, cluster_by: str | None = None) -> Baseline:
     if not root.is_dir():
         raise ConfigError(f"--baseline {path}: no such run directory")
     try:
-        # Checked before trusted (metrics.rundir_check): checksums, then every line.
+        # Checked before trusted (metrics._rundir_check): checksums, then every line.
         verify_run_dir(root)
         manifest = checked_json(root / "run_manifest.json")
         predictions = [

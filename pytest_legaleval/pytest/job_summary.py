@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_legaleval.metrics.runfiles import iter_jsonl
+from pytest_legaleval.metrics._runfiles import iter_jsonl
 from pytest_legaleval.pytest.state import GATES_KEY
 from pytest_legaleval.run.console import benchmark_lines, printable
 from pytest_legaleval.run.markdown import SHOWN_ROWS, job_summary, worst_items

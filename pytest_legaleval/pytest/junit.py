@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.metrics.runfiles import iter_jsonl
+from pytest_legaleval.metrics._runfiles import iter_jsonl
 from pytest_legaleval.run.console import printable
 
 __all__ = ["ANSWER_LIMIT", "TOTAL_LIMIT", "junit_address", "rewrite_junit"]

@@ -1,6 +1,6 @@
 """How an item's result becomes a pytest outcome, and the text pytest shows for it.
 
-Every item is one of the count vocabulary's categories (``metrics/items.py``), and pytest
+Every item is one of the count vocabulary's categories (``metrics/_items.py``), and pytest
 reports each with its own word:
 
 - ``passed`` → PASSED;
@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.metrics.items import item_category
+from pytest_legaleval.metrics._items import item_category
 from pytest_legaleval.records import EvalResult
 from pytest_legaleval.run.reasons import one_line
 

@@ -88,7 +88,7 @@ def check_settings(s: Settings, *, controller: bool = True) -> None:
             "responses or call a model live, not both"
         )
     if controller and s.gate:
-        from pytest_legaleval.metrics.gates import parse_gates
+        from pytest_legaleval.metrics._gates import parse_gates
 
         parse_gates(s.gate)  # a malformed gate is a usage error that shows the grammar
     if not 0 < s.regression_alpha < 1:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
-from pytest_legaleval.metrics.counts import nothing_evaluated
+from pytest_legaleval.metrics._counts import nothing_evaluated
 from pytest_legaleval.pipeline.driver import RunSession, outcome_of
 from pytest_legaleval.pipeline.plan import ItemSpec, RunPlan
 from pytest_legaleval.pytest import tricks
@@ -312,8 +312,8 @@ class RecorderPlugin:
             write(line)
         audit, consistency = summary.get("judge_audit"), summary.get("judge_consistency")
         if audit is not None or consistency:
-            from pytest_legaleval.metrics.audit_text import consistency_lines
-            from pytest_legaleval.metrics.audit_text import summary_lines as audit_lines
+            from pytest_legaleval.metrics._audit_text import consistency_lines
+            from pytest_legaleval.metrics._audit_text import summary_lines as audit_lines
 
             found = audit_lines(audit, consistency) if audit else consistency_lines(consistency)
             for line in found:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError, ResponsesError
-from pytest_legaleval.grading.registry import default_registry
+from pytest_legaleval.grading._registry import default_registry
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pipeline.runner import ItemRunner
 from pytest_legaleval.pipeline.settings import Settings, with_local_urls
@@ -145,7 +145,7 @@ def build_plan(
 
 def _register_gatekeeper(config: pytest.Config, plan: RunPlan) -> None:
     """Gates and the baseline comparison decide the exit status (controller only)."""
-    from pytest_legaleval.metrics.gates import parse_gates
+    from pytest_legaleval.metrics._gates import parse_gates
     from pytest_legaleval.pytest.gating import Gatekeeper, load_baseline
 
     s = plan.settings

@@ -75,8 +75,8 @@ def power_lines(plan: RunPlan) -> list[str]:
         ConfigError: the baseline run cannot be read.
 
     """
-    from pytest_legaleval.metrics.power import plan as power_plan
-    from pytest_legaleval.metrics.power import record_fields
+    from pytest_legaleval.metrics._power import plan as power_plan
+    from pytest_legaleval.metrics._power import record_fields
 
     s = plan.settings
     records = [record_fields(e) for e in plan.dataset.selected if isinstance(e, Record)]
@@ -84,7 +84,7 @@ def power_lines(plan: RunPlan) -> list[str]:
         return []
     rows = baseline_id = None
     if s.baseline:
-        from pytest_legaleval.metrics.runfiles import load_run
+        from pytest_legaleval.metrics._runfiles import load_run
 
         run = load_run(s.baseline)
         rows, baseline_id = (run.predictions or None), run.run_id
@@ -210,9 +210,9 @@ def check_figures(state: RunPlan, warn: Callable[[Warning], None], *, stream: bo
     s = state.settings
     if not s.cluster_by and not s.gate:
         return
-    from pytest_legaleval.metrics.gates import parse_gates
-    from pytest_legaleval.metrics.power import record_fields
-    from pytest_legaleval.metrics.run_checks import RecordFields, check_gate_paths
+    from pytest_legaleval.metrics._gates import parse_gates
+    from pytest_legaleval.metrics._power import record_fields
+    from pytest_legaleval.metrics._run_checks import RecordFields, check_gate_paths
     from pytest_legaleval.pipeline.estimate import plan_entries
     from pytest_legaleval.pipeline.responses import ResponsesWarning
 
@@ -250,7 +250,7 @@ _SHOWN = 5
 
 def _check_judgments(path: str, ids: set[str], warn: Callable[[Warning], None]) -> None:
     """The verdict file's bad lines, and verdicts that match no record: a warning; none: error."""
-    from pytest_legaleval.grading.verdicts import read_verdicts
+    from pytest_legaleval.grading._verdicts import read_verdicts
     from pytest_legaleval.pipeline.responses import ResponsesWarning
 
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.metrics._runfiles import load_run
 from pytest_legaleval.report.budget import MAX_PREVIEW
 from pytest_legaleval.report.compare import render_comparison
 from pytest_legaleval.report.data import PAGE_BYTES

@@ -3,10 +3,10 @@
 With human labels at hand — ``legaleval report RUN_DIR --human-labels FILE``, or the file
 the run itself was given (``run_manifest.json`` ``configuration.human_labels``) when it is
 still there — the audit is computed as ``legaleval audit`` computes it
-(:func:`~pytest_legaleval.metrics.audit_items.collect_items`, :func:`~pytest_legaleval.
-metrics.audit_items.match_labels`, :func:`~pytest_legaleval.metrics.audit.audit_from_items`
+(:func:`~pytest_legaleval.metrics._audit_items.collect_items`, :func:`~pytest_legaleval.
+metrics._audit_items.match_labels`, :func:`~pytest_legaleval.metrics._audit.audit_from_items`
 with the run's bootstrap seed), with the calibration view's confusion tables and
-disagreeing items (:func:`~pytest_legaleval.metrics.calibration.calibration_view`). Without
+disagreeing items (:func:`~pytest_legaleval.metrics._calibration.calibration_view`). Without
 labels, the page shows the run's ``judge_audit`` as written and says what the labels would
 add.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.runfiles import RunData, iter_jsonl, run_reducer, slice_entries
+from pytest_legaleval.metrics._runfiles import RunData, iter_jsonl, run_reducer, slice_entries
 from pytest_legaleval.report.inputs import InputRecords, record_texts
 
 __all__ = [
@@ -120,7 +120,7 @@ def _slice_audits(run: RunData, dimension: str) -> dict[str, Mapping[str, Any]]:
 
 
 def _settings(run: RunData) -> Any:
-    from pytest_legaleval.metrics.audit import AuditSettings
+    from pytest_legaleval.metrics._audit import AuditSettings
 
     defaults = AuditSettings()
     written = (run.summary or {}).get("judge_audit")
@@ -156,10 +156,10 @@ def _differs(written: Mapping[str, Any], computed: Mapping[str, Any]) -> str:
 
 
 def _with_labels(run: RunData, source: LabelsSource) -> AuditView:
-    from pytest_legaleval.metrics.audit import audit_from_items
-    from pytest_legaleval.metrics.audit_items import collect_items, epoch_reducer, match_labels
-    from pytest_legaleval.metrics.calibration import calibration_view
-    from pytest_legaleval.metrics.human_labels import read_human_labels
+    from pytest_legaleval.metrics._audit import audit_from_items
+    from pytest_legaleval.metrics._audit_items import collect_items, epoch_reducer, match_labels
+    from pytest_legaleval.metrics._calibration import calibration_view
+    from pytest_legaleval.metrics._human_labels import read_human_labels
 
     assert source.path is not None
     labels = read_human_labels(source.path)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from pytest_legaleval.metrics.baseline import pair_by_model
-from pytest_legaleval.metrics.counts import counts_of
-from pytest_legaleval.metrics.runfiles import RunData
+from pytest_legaleval.metrics._baseline import pair_by_model
+from pytest_legaleval.metrics._counts import counts_of
+from pytest_legaleval.metrics._runfiles import RunData
 from pytest_legaleval.report.data import ORDER, PAGE_BYTES, ReportData, collect
 from pytest_legaleval.report.items import CAT, DS, M, R
 from pytest_legaleval.report.page import document, e, payload, questions_markup
@@ -59,7 +59,7 @@ def pair_items(a: ReportData, b: ReportData) -> list[list[int]]:
     """``[row in A or -1, row in B or -1, change]`` per item, the changed verdicts first.
 
     Paired by the rule of ``legaleval compare`` and ``--baseline``
-    (:func:`~pytest_legaleval.metrics.baseline.pair_by_model`).
+    (:func:`~pytest_legaleval.metrics._baseline.pair_by_model`).
 
     Raises:
         ConfigError: the runs share no model and one of them has several.

@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.metrics.counts import counts_of, is_item_block
-from pytest_legaleval.metrics.runfiles import (
+from pytest_legaleval.metrics._counts import counts_of, is_item_block
+from pytest_legaleval.metrics._runfiles import (
     RunData,
     invalid_items,
     iter_jsonl,
     run_reducer,
     slice_entries,
 )
-from pytest_legaleval.metrics.slices import SliceAccumulator
-from pytest_legaleval.metrics.stats import BOOTSTRAP_SEED
-from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.metrics._slices import SliceAccumulator
+from pytest_legaleval.metrics._stats import BOOTSTRAP_SEED
+from pytest_legaleval.metrics._summary import MetricsAccumulator
 from pytest_legaleval.report.budget import MAX_PREVIEW, MAX_TITLE, fit_preview, other_cap, title_cap
 from pytest_legaleval.report.inputs import InputRecords, record_texts
 from pytest_legaleval.report.items import CAT, LAT, ORDER, SCORE, URGENT, ItemPass, M, Q, R

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from pytest_legaleval.metrics.epochs import (
+from pytest_legaleval.metrics._epochs import (
     DEFAULT_REDUCER,
     REDUCERS,
     epoch_verdict,
@@ -83,10 +83,10 @@ def epoch_line(row: Mapping[str, Any], category: str, line: int) -> EpochLine:
 
 
 def reduce_epochs(lines: Sequence[EpochLine], reducer: str = DEFAULT_REDUCER) -> EpochVerdict:
-    """The item's verdict over its epochs, as ``metrics.epochs`` reduces them.
+    """The item's verdict over its epochs, as ``metrics._epochs`` reduces them.
 
     The verdict epochs' passes (and, for ``mean``, their scores against the grader's
-    threshold) go to :func:`~pytest_legaleval.metrics.epochs.reduce_verdict`; the score is
+    threshold) go to :func:`~pytest_legaleval.metrics._epochs.reduce_verdict`; the score is
     their mean. The texts shown are those of the first epoch whose own verdict equals the
     reduced one; an item none of whose epochs has a verdict keeps its first epoch's
     category and texts. A single line is its own verdict.

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.engine.batch_store import format_age
-from pytest_legaleval.metrics.counts import Counts, counts_of
-from pytest_legaleval.metrics.runfiles import RunData, slice_entries
+from pytest_legaleval.metrics._counts import Counts, counts_of
+from pytest_legaleval.metrics._runfiles import RunData, slice_entries
 from pytest_legaleval.report.audit import audit_view
 from pytest_legaleval.report.calibration import calibration_section
 from pytest_legaleval.report.data import ORDER, PAGE_BYTES, ReportData, collect

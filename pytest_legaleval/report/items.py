@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER
-from pytest_legaleval.metrics.summary import item_category
+from pytest_legaleval.metrics._epochs import DEFAULT_REDUCER
+from pytest_legaleval.metrics._summary import item_category
 from pytest_legaleval.report.budget import MAX_TITLE, Budget
 from pytest_legaleval.report.epochs import EpochLine, epoch_line, reduce_epochs
 from pytest_legaleval.report.texts import (

@@ -2,9 +2,9 @@
 
 A benchmark run under its official protocol has figures its leaderboard can be compared
 with — computed as the benchmark's own code computes them
-(:mod:`pytest_legaleval.metrics.benchmarks`). The page shows them apart from our pass rate
+(:mod:`pytest_legaleval.metrics._benchmarks`). The page shows them apart from our pass rate
 and names the protocol and its version. Each benchmark's section is its registered
-protocol's (:mod:`pytest_legaleval.grading.protocols`): an intro, tables and headline cards
+protocol's (:mod:`pytest_legaleval.grading._protocols`): an intro, tables and headline cards
 returned as data, which this module escapes and lays out; it names no benchmark. The
 figures are read as written; a run without the block shows nothing of this, and a block
 no registered protocol knows is named with a pointer to the file.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_legaleval.grading.protocols import (
+from pytest_legaleval.grading._protocols import (
     BenchmarkProtocol,
     Cell,
     Row,

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_legaleval.metrics.summary import attachment_warnings
+from pytest_legaleval.metrics._summary import attachment_warnings
 from pytest_legaleval.report.budget import MAX_TITLE, other_cap
 from pytest_legaleval.run.directory import finite_dump
 

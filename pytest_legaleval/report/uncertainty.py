@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
-from pytest_legaleval.metrics.rundir_check import RunDirectoryError
-from pytest_legaleval.metrics.runfiles import iter_jsonl
+from pytest_legaleval.metrics._epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
+from pytest_legaleval.metrics._rundir_check import RunDirectoryError
+from pytest_legaleval.metrics._runfiles import iter_jsonl
 from pytest_legaleval.report.data import ReportData
 from pytest_legaleval.report.fmt import DASH, card, finite, interval, num, pct
 from pytest_legaleval.report.items import DS, M, R

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_legaleval.formats import DatasetInfo, RejectedRecord
-from pytest_legaleval.metrics.summary import failure_type
+from pytest_legaleval.metrics._summary import failure_type
 from pytest_legaleval.records import EvalResult, PredictionLine, Provenance, Record
 from pytest_legaleval.run.names import ARTIFACTS, EXTRA_ARTIFACTS
 

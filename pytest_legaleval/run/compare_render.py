@@ -1,4 +1,4 @@
-"""``legaleval compare``'s output: a comparison (``metrics.compare``) as text, Markdown or JSON.
+"""``legaleval compare``'s output: a comparison (``metrics._compare``) as text, Markdown or JSON.
 
 Text goes through the terminal's sanitizer (``run.console.printable``), Markdown through
 ``run.markdown``'s escaping, so no run id, slice value or record id from a run directory

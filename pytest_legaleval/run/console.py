@@ -5,7 +5,7 @@ before it reaches a terminal (failure texts, ``-rA`` lines, the short summary, w
 the summary table, gate and regression lines, the command line's output).
 
 The table is a compact view of the run and its slices, with intervals. Its columns use the
-count vocabulary of ``metrics/counts.py`` (the metrics files' and the HTML report's):
+count vocabulary of ``metrics/_counts.py`` (the metrics files' and the HTML report's):
 records, items (record × model), passed, failed, errors, skipped, invalid.
 """
 
@@ -16,8 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_legaleval.grading.protocols import protocol_for_benchmark
-from pytest_legaleval.metrics.counts import counts_of
+from pytest_legaleval.grading._protocols import protocol_for_benchmark
+from pytest_legaleval.metrics._counts import counts_of
 
 __all__ = [
     "MAX_ROWS_PER_DIMENSION",
@@ -170,7 +170,7 @@ _BLOCK_KEYS = frozenset(("protocol", "protocol_version", "upstream", "models", "
 def benchmark_lines(benchmarks: Mapping[str, Any]) -> list[str]:
     """The official figures of ``metrics_summary.json``'s ``benchmarks`` block, labelled.
 
-    Each registered protocol (``grading.protocols``) words its own figures; a block of a
+    Each registered protocol (``grading._protocols``) words its own figures; a block of a
     benchmark no protocol knows is named with a pointer to the file.
     """
     lines = []

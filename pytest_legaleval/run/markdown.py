@@ -28,8 +28,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_legaleval.metrics.counts import counts_of
-from pytest_legaleval.metrics.items import item_category
+from pytest_legaleval.metrics._counts import counts_of
+from pytest_legaleval.metrics._items import item_category
 from pytest_legaleval.run.console import printable
 from pytest_legaleval.run.reasons import one_line, reason_line
 

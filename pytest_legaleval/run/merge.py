@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.artifacts import artifacts
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
-from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, group_items
-from pytest_legaleval.metrics.prices import PriceTable, load_price_table
-from pytest_legaleval.metrics.rundir_check import checked_json, verify_run_dir
-from pytest_legaleval.metrics.runfiles import iter_jsonl
-from pytest_legaleval.metrics.stats import (
+from pytest_legaleval.metrics._artifacts import artifacts
+from pytest_legaleval.metrics._epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
+from pytest_legaleval.metrics._epochs import DEFAULT_REDUCER, group_items
+from pytest_legaleval.metrics._prices import PriceTable, load_price_table
+from pytest_legaleval.metrics._rundir_check import checked_json, verify_run_dir
+from pytest_legaleval.metrics._runfiles import iter_jsonl
+from pytest_legaleval.metrics._stats import (
     BOOTSTRAP_CONFIDENCE,
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,

@@ -1,14 +1,14 @@
 """The names of a run directory's files: views of the artifact table, in one light module.
 
 The table itself (name, schema, writer, retention, listing, merge rule) is
-:mod:`pytest_legaleval.metrics.artifacts`; these constants name its built-in rows for the
+:mod:`pytest_legaleval.metrics._artifacts`; these constants name its built-in rows for the
 code that needs a fixed list. Code that must also see registered artifacts calls
-:func:`~pytest_legaleval.metrics.artifacts.artifacts`.
+:func:`~pytest_legaleval.metrics._artifacts.artifacts`.
 """
 
 from __future__ import annotations
 
-from pytest_legaleval.metrics.artifacts import ARTIFACT_TABLE, CHECKSUMS
+from pytest_legaleval.metrics._artifacts import ARTIFACT_TABLE, CHECKSUMS
 
 __all__ = ["ARTIFACTS", "CHECKSUMS", "EXTRA_ARTIFACTS", "KNOWN_ARTIFACTS", "OPTIONAL_ARTIFACTS"]
 

@@ -19,17 +19,21 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
-from pytest_legaleval.metrics.artifacts import FinishedRun
-from pytest_legaleval.metrics.artifacts import artifacts as table
-from pytest_legaleval.metrics.epoch_summary import (
+from pytest_legaleval.metrics._artifacts import FinishedRun
+from pytest_legaleval.metrics._artifacts import artifacts as table
+from pytest_legaleval.metrics._epoch_summary import (
     FLAKY_RECORDS_FILE,
     INCOMPLETE_RECORDS_FILE,
     EpochSummary,
 )
-from pytest_legaleval.metrics.prices import PriceTable
-from pytest_legaleval.metrics.slices import SliceAccumulator
-from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.metrics._prices import PriceTable
+from pytest_legaleval.metrics._slices import SliceAccumulator
+from pytest_legaleval.metrics._stats import (
+    BOOTSTRAP_CONFIDENCE,
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+)
+from pytest_legaleval.metrics._summary import MetricsAccumulator
 from pytest_legaleval.records import EvalResult, PredictionLine, Provenance, Record
 from pytest_legaleval.run import artifacts
 from pytest_legaleval.run.directory import RunDirectory
@@ -50,7 +54,7 @@ from pytest_legaleval.run.tally import (
 )
 
 if TYPE_CHECKING:
-    from pytest_legaleval.metrics.human_labels import LabelFile
+    from pytest_legaleval.metrics._human_labels import LabelFile
 
 __all__ = ["DENOMINATORS", "REGRESSIONS", "DatasetSource", "ResultListener", "RunRecorder"]
 
@@ -383,7 +387,7 @@ class RunRecorder:
         by_slice = {**metrics, **self._tally.slices_block(seed)}
         errors: list[dict[str, Any]] = []
         if self._reads_lines and self.directory is not None:
-            from pytest_legaleval.metrics.runfiles import iter_jsonl
+            from pytest_legaleval.metrics._runfiles import iter_jsonl
 
             self.directory.flush()
             blocks, slice_blocks, errors = line_figures(
@@ -415,8 +419,8 @@ class RunRecorder:
             self.run_error = self.run_error or f"cannot write {REGRESSIONS}: {exc}"
 
     def _write_derived(self, summary: Mapping[str, Any], by_slice: Mapping[str, Any]) -> None:
-        """The registered artifacts computed from the finished run (``metrics.artifacts``)."""
-        from pytest_legaleval.metrics.runfiles import iter_jsonl
+        """The registered artifacts computed from the finished run (``metrics._artifacts``)."""
+        from pytest_legaleval.metrics._runfiles import iter_jsonl
 
         directory = self.directory
         assert directory is not None

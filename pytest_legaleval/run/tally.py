@@ -3,7 +3,7 @@
 One tally for a run being recorded (``run.recorder``) and for a run rebuilt from its shards
 (``run.merge``), so both write the same ``metrics_summary.json`` and
 ``metrics_by_slice.json`` for the same lines. An item counts once, by its reduced line
-(``metrics.epochs``: with ``--epochs K`` its K epoch lines give one verdict); the epoch
+(``metrics._epochs``: with ``--epochs K`` its K epoch lines give one verdict); the epoch
 figures (pass@k, flaky records) and the uncertainty block read every epoch line.
 """
 
@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_legaleval.grading.protocols import protocol_for_policy
-from pytest_legaleval.metrics.epoch_summary import EpochSummary
-from pytest_legaleval.metrics.prices import PriceTable
-from pytest_legaleval.metrics.slices import SliceAccumulator
-from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.grading._protocols import protocol_for_policy
+from pytest_legaleval.metrics._epoch_summary import EpochSummary
+from pytest_legaleval.metrics._prices import PriceTable
+from pytest_legaleval.metrics._slices import SliceAccumulator
+from pytest_legaleval.metrics._summary import MetricsAccumulator
 from pytest_legaleval.records import PredictionLine
 from pytest_legaleval.run.manifest import EvaluatorLog
 
 if TYPE_CHECKING:
-    from pytest_legaleval.metrics.human_labels import LabelFile
+    from pytest_legaleval.metrics._human_labels import LabelFile
 
 __all__ = [
     "HUMAN_LABELS_VALIDATION",
@@ -114,7 +114,7 @@ class RunTally:
 def is_official_policy(policy_id: object) -> bool:
     """Whether ``policy_id`` is a registered protocol's: the run then has a ``benchmarks`` block.
 
-    The registry (``grading.protocols``) is asked, so a protocol registered by a user or a
+    The registry (``grading._protocols``) is asked, so a protocol registered by a user or a
     later benchmark gets its figures without a list to keep up to date here.
     """
     return protocol_for_policy(policy_id) is not None
@@ -143,7 +143,7 @@ def line_figures(
         the label rows left out (``record_errors`` entries).
 
     """
-    from pytest_legaleval.metrics.benchmarks import benchmark_figures
+    from pytest_legaleval.metrics._benchmarks import benchmark_figures
 
     rows = list(lines)
     summary: dict[str, Any] = {}
@@ -153,8 +153,8 @@ def line_figures(
     if benchmarks:
         summary["benchmarks"] = benchmarks
     if labels is not None:
-        from pytest_legaleval.metrics.audit import AuditSettings, judge_audit
-        from pytest_legaleval.metrics.audit_items import epoch_reducer
+        from pytest_legaleval.metrics._audit import AuditSettings, judge_audit
+        from pytest_legaleval.metrics._audit_items import epoch_reducer
 
         audit = judge_audit(
             rows, labels, reducer=epoch_reducer(reducer), settings=AuditSettings(seed=seed)
@@ -164,7 +164,7 @@ def line_figures(
         slices["policy"] = {p: {"judge_audit": b} for p, b in audit.by_policy.items()}
         errors = list(audit.record_errors)
     if consistency:
-        from pytest_legaleval.metrics.judge_consistency import consistency_from_lines
+        from pytest_legaleval.metrics._judge_consistency import consistency_from_lines
 
         summary["judge_consistency"] = consistency_from_lines(rows)
     return summary, slices, errors

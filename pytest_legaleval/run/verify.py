@@ -1,7 +1,7 @@
 """Check a finished run directory: every artifact present, schema-valid and checksummed.
 
 Which files must be there and which schema each follows is the artifact table's
-(``metrics.artifacts``): the contract's files must exist, and every file present that has
+(``metrics._artifacts``): the contract's files must exist, and every file present that has
 a schema is checked against it, line by line for JSONL.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.metrics.artifacts import ARTIFACT_TABLE, artifacts
+from pytest_legaleval.metrics._artifacts import ARTIFACT_TABLE, artifacts
 from pytest_legaleval.run.directory import CHECKSUMS, verify_checksums
 from pytest_legaleval.util import strict_json
 from pytest_legaleval.validation.schemas import schema_validator
@@ -21,7 +21,7 @@ ARTIFACT_SCHEMAS: dict[str, str] = {
     row.name: row.schema for row in ARTIFACT_TABLE if row.schema is not None
 }
 """Built-in artifact file -> the ``schemas/`` stem that describes it (one line, for JSONL);
-a view of ``metrics.artifacts``."""
+a view of ``metrics._artifacts``."""
 
 
 def _documents(path: Path) -> list[tuple[str, Any]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.rundir_check import RunDirectoryError, checked_json
+from pytest_legaleval.metrics._rundir_check import RunDirectoryError, checked_json
 from pytest_legaleval.pipeline.driver import Resume, run_evaluation
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.run.names import CHECKSUMS
@@ -80,7 +80,7 @@ def run_lock(data: DataDir, run_id: str) -> Iterator[None]:
 
 
 def _read_json(path: Path) -> Any:
-    # Through the run-directory reader (metrics.rundir_check): a corrupt manifest or
+    # Through the run-directory reader (metrics._rundir_check): a corrupt manifest or
     # summary is no end to publish (the run then reads as failed), never a crash.
     try:
         return checked_json(path)

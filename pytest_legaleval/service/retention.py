@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pytest_legaleval.metrics.artifacts import ARTIFACT_TABLE, CHECKSUMS, artifacts
+from pytest_legaleval.metrics._artifacts import ARTIFACT_TABLE, CHECKSUMS, artifacts
 from pytest_legaleval.service.config import DataDir, Retention
 from pytest_legaleval.service.database import RunTable
 
@@ -48,7 +48,7 @@ a request, so an older one belongs to an upload that failed)."""
 RETRY_AFTER_ERROR_S = 60.0
 
 RAW_ARTIFACTS = tuple(a.name for a in ARTIFACT_TABLE if a.retention == "raw")
-"""The built-in artifacts of retention class ``raw`` (``metrics.artifacts``)."""
+"""The built-in artifacts of retention class ``raw`` (``metrics._artifacts``)."""
 SUMMARY_ARTIFACTS = (*(a.name for a in ARTIFACT_TABLE if a.retention == "summary"), CHECKSUMS)
 """The built-in artifacts of retention class ``summary``, and ``SHA256SUMS``."""
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.metrics.artifacts import CHECKSUMS, artifacts
+from pytest_legaleval.metrics._artifacts import CHECKSUMS, artifacts
 from pytest_legaleval.run.names import KNOWN_ARTIFACTS
 from pytest_legaleval.run.recorder import DENOMINATORS
 from pytest_legaleval.service.config import Retention

@@ -1,7 +1,7 @@
 """Hypothesis strategies for datasets (valid rows, records, documents, mutations) and replies.
 
 The hostile endpoint replies (``completion_bodies``, ``hostile_bodies``,
-``hostile_responses`` …) live in :mod:`.reply_strategies` and are re-exported here.
+``hostile_responses`` …) live in :mod:`._reply_strategies` and are re-exported here.
 
 Every strategy is public and composable, and draws reprs such as
 ``legal_eval_rows(task_type='mcq')``. Generated text is NFC and free of U+0000 and
@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from hypothesis import strategies as st
 
 from pytest_legaleval.errors import InvalidValue
-from pytest_legaleval.testing.reply_strategies import (
+from pytest_legaleval.testing._reply_strategies import (
     completion_bodies,
     hostile_bodies,
     hostile_reply_text,

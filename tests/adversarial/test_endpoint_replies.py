@@ -20,8 +20,8 @@ from pytest_legaleval.engine import (
     GenerationResult,
     RetryPolicy,
 )
-from pytest_legaleval.grading.panel import JudgePanel
-from pytest_legaleval.grading.policies import PolicyBook
+from pytest_legaleval.grading._panel import JudgePanel
+from pytest_legaleval.grading._policies import PolicyBook
 from pytest_legaleval.records import Record
 from pytest_legaleval.testing.mock_openai import HOSTILE_KINDS, HostileOpenAIServer
 

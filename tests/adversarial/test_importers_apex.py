@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.grading.attachments import missing_attachments, record_attachments
+from pytest_legaleval.grading._attachments import missing_attachments, record_attachments
 from pytest_legaleval.importers.cache import dataset_files, load_dataset, source_folder
 from pytest_legaleval.records import Record
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer

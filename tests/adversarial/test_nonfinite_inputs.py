@@ -20,10 +20,10 @@ import pytest
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats import load_dataset
-from pytest_legaleval.grading.base import GradeRequest, run_inline
-from pytest_legaleval.grading.policies import PolicyBook
-from pytest_legaleval.grading.replay import ReplayGrader
-from pytest_legaleval.grading.verdicts import read_verdicts
+from pytest_legaleval.grading._base import GradeRequest, run_inline
+from pytest_legaleval.grading._policies import PolicyBook
+from pytest_legaleval.grading._replay import ReplayGrader
+from pytest_legaleval.grading._verdicts import read_verdicts
 from pytest_legaleval.records import Criterion, Record
 from pytest_legaleval.util.safe_yaml import load_yaml
 from pytest_legaleval.validation import ERROR_CODES

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.grading.judge import output_schema, parse_reply
+from pytest_legaleval.grading._judge import output_schema, parse_reply
+from pytest_legaleval.grading._panel import JudgeOutcome, judged_grade
+from pytest_legaleval.grading._policies import PolicyBook
 from pytest_legaleval.grading.official.lexam import judge_grade
-from pytest_legaleval.grading.panel import JudgeOutcome, judged_grade
-from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.records import JudgeSummary
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 from pytest_legaleval.testing.mock_openai.rules import prompt_text

@@ -4,7 +4,7 @@ Before: one bad line of a ``--baseline`` (broken UTF-8, deep nesting, a non-obje
 400-digit score, ``epoch: -5``) crashed pytest with an internal error (exit 3) — in the
 last two cases after every model call was paid — and ``report``, ``compare``, ``audit``,
 ``merge`` and ``plan`` with tracebacks; ``merge`` accepted a shard edited after sealing and
-copied planted keys in clear. Now every reader goes through ``metrics.rundir_check``: a
+copied planted keys in clear. Now every reader goes through ``metrics._rundir_check``: a
 usage error (exit 4 under pytest, 2 for ``legaleval``) naming the file, before any call.
 """
 
@@ -255,8 +255,8 @@ def test_merge_refuses_a_shard_edited_after_sealing(
 def test_any_line_is_read_or_refused_never_a_crash(line: bytes) -> None:
     import tempfile
 
-    from pytest_legaleval.metrics.rundir_check import RunDirectoryError
-    from pytest_legaleval.metrics.runfiles import item_rows, load_run
+    from pytest_legaleval.metrics._rundir_check import RunDirectoryError
+    from pytest_legaleval.metrics._runfiles import item_rows, load_run
 
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder)

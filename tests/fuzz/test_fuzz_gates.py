@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.baseline import mcnemar_exact
-from pytest_legaleval.metrics.gates import METRICS, OPERATORS, SLICE_KEYS, parse_gate
+from pytest_legaleval.metrics._baseline import mcnemar_exact
+from pytest_legaleval.metrics._gates import METRICS, OPERATORS, SLICE_KEYS, parse_gate
 
 values = st.text(
     st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp"), blacklist_characters=",="),

@@ -2,9 +2,9 @@
 
 Written by hand, with the figures the metrics code writes: ``metrics_summary.json``'s
 counts, epoch figures and uncertainty come from ``MetricsAccumulator`` and
-``EpochSummary`` over the lines, its ``judge_audit`` from ``metrics.audit.judge_audit`` with
+``EpochSummary`` over the lines, its ``judge_audit`` from ``metrics._audit.judge_audit`` with
 the labels written beside the run; the ``benchmarks`` block is written as
-``metrics.benchmarks.benchmark_figures`` shapes it. The tests read the page against these
+``metrics._benchmarks.benchmark_figures`` shapes it. The tests read the page against these
 files and against their own count of the lines.
 """
 
@@ -14,11 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.metrics.audit import judge_audit
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, EpochSummary
-from pytest_legaleval.metrics.human_labels import read_human_labels
-from pytest_legaleval.metrics.runfiles import item_rows, load_run
-from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.metrics._audit import judge_audit
+from pytest_legaleval.metrics._epoch_summary import FLAKY_RECORDS_FILE, EpochSummary
+from pytest_legaleval.metrics._human_labels import read_human_labels
+from pytest_legaleval.metrics._runfiles import item_rows, load_run
+from pytest_legaleval.metrics._summary import MetricsAccumulator
 
 HOSTILE = "</td></tr></table></script><script>alert(1)</script><!--\"'&"
 MODELS = ("m/alpha", "m/beta")
@@ -207,7 +207,7 @@ def write_figures_run(
     if benchmarks:
         summary["benchmarks"] = benchmarks_block(models if len(models) > 1 else models[:1])
     if labels is not None:
-        from pytest_legaleval.metrics.audit import AuditSettings
+        from pytest_legaleval.metrics._audit import AuditSettings
 
         audit = judge_audit(lines, read_human_labels(labels_path),
                             settings=AuditSettings(seed=7, resamples=300))  # fmt: skip

@@ -2,7 +2,7 @@
 
 The toy (``pass_counts.jsonl``, one line per model with its passed items, derived from the
 finished run's figures) is one function plus one
-:func:`~pytest_legaleval.metrics.artifacts.register_artifact` call. A real session writes it
+:func:`~pytest_legaleval.metrics._artifacts.register_artifact` call. A real session writes it
 into the checksummed run directory; ``verify`` checks it; the service lists it and its
 retention class decides when the sweep deletes it.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.artifacts import (
+from pytest_legaleval.metrics._artifacts import (
     Artifact,
     FinishedRun,
     artifact,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.metrics.prices import load_price_table
+from pytest_legaleval.metrics._prices import load_price_table
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
 from ..processes import wait_until

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_legaleval.metrics.tdist import t_quantile
+from pytest_legaleval.metrics._tdist import t_quantile
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
 from .conftest import mcq_row, read_jsonl, run_dirs, write_jsonl

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_legaleval.metrics.gates import GATE_GRAMMAR
+from pytest_legaleval.metrics._gates import GATE_GRAMMAR
 from pytest_legaleval.validation import schema_validator
 
 from .conftest import EXAMPLES, copy_in, mcq_row, read_jsonl, run_dirs, run_eval, write_jsonl

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.metrics._runfiles import load_run
 from pytest_legaleval.report.data import ORDER, collect
 
 from ..lbr_run import DATA, gz_lines

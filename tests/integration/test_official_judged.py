@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.formats.loader import load_dataset
-from pytest_legaleval.grading.policies import PolicyBook
-from pytest_legaleval.grading.prompts import build_messages
-from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.grading._policies import PolicyBook
+from pytest_legaleval.grading._prompts import build_messages
+from pytest_legaleval.metrics._runfiles import load_run
 from pytest_legaleval.pipeline.sources import dataset_paths
 from pytest_legaleval.records import Record
 from pytest_legaleval.report import render_report

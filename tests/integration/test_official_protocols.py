@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pytest_legaleval.importers import ImportOptions, get_importer
-from pytest_legaleval.metrics.benchmarks import benchmark_figures
-from pytest_legaleval.metrics.gates import evaluate_gates, parse_gates
+from pytest_legaleval.metrics._benchmarks import benchmark_figures
+from pytest_legaleval.metrics._gates import evaluate_gates, parse_gates
 
 from ..extras import needs_import
 from .conftest import DATA, read_jsonl, run_dirs, run_eval, write_jsonl

@@ -16,7 +16,7 @@ from .conftest import mcq_row, read_jsonl, run_dirs, run_eval, write_jsonl
 CONFTEST = """
 import asyncio
 
-from pytest_legaleval.grading.base import Grade
+from pytest_legaleval.grading._base import Grade
 
 
 class AwaitingGrader:
@@ -60,8 +60,8 @@ def test_a_plain_grade_returning_an_awaitable_grades_all_three_records(
 def test_a_plain_grade_returning_a_grade_goes_inline_after_its_first_call() -> None:
     import asyncio
 
-    from pytest_legaleval.grading.base import Grade, run_inline
-    from pytest_legaleval.grading.registry import SyncGraderAdapter
+    from pytest_legaleval.grading._base import Grade, run_inline
+    from pytest_legaleval.grading._registry import SyncGraderAdapter
 
     class Plain:
         name = "plain"

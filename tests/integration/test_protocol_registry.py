@@ -1,7 +1,7 @@
 """A benchmark is one object: a toy protocol registered from this file reaches every layer.
 
 The toy protocol (``toy_official``, benchmark ``toybench``) is one class plus one
-:func:`~pytest_legaleval.grading.protocols.register` call. A real session under it shows
+:func:`~pytest_legaleval.grading._protocols.register` call. A real session under it shows
 its figures in ``metrics_summary.json``, its line in the terminal, a gate on its figure,
 and its section and card in the HTML report — with no other module naming it.
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.grading.base import Grade, GradeRequest
-from pytest_legaleval.grading.protocols import (
+from pytest_legaleval.grading._base import Grade, GradeRequest
+from pytest_legaleval.grading._protocols import (
     BenchmarkProtocol,
     Card,
     Cell,
@@ -28,7 +28,7 @@ from pytest_legaleval.grading.protocols import (
     register,
     unregister,
 )
-from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.metrics._runfiles import load_run
 from pytest_legaleval.records import Record
 from pytest_legaleval.report import render_report
 

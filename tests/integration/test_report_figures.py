@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_legaleval.cli.audit import audit_body
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
+from pytest_legaleval.metrics._epoch_summary import FLAKY_RECORDS_FILE
 from pytest_legaleval.report import write_report
 
 from .conftest import EXAMPLES, read_jsonl

@@ -13,7 +13,7 @@ pytest.importorskip("fastapi", reason="legaleval review needs the [serve] extra"
 pytest.importorskip("hypercorn", reason="legaleval review needs the [serve] extra")
 
 from pytest_legaleval.formats.turing import read_turing_file
-from pytest_legaleval.metrics.human_labels import read_human_labels
+from pytest_legaleval.metrics._human_labels import read_human_labels
 
 from ..review_run import JUDGE_MARK, RUN_ID, write_run
 from .review_server import ReviewServer

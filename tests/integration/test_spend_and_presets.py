@@ -11,8 +11,8 @@ import pytest
 
 from pytest_legaleval.engine.presets import PRESETS, base_url_variable
 from pytest_legaleval.formats import load_dataset
-from pytest_legaleval.metrics.power import plan as power_plan
-from pytest_legaleval.metrics.power import record_fields
+from pytest_legaleval.metrics._power import plan as power_plan
+from pytest_legaleval.metrics._power import record_fields
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 
 from .conftest import mcq_row, read_jsonl, run_dirs, write_jsonl

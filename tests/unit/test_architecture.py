@@ -79,7 +79,7 @@ def test_importing_the_pure_packages_loads_no_pytest() -> None:
         "import sys\n"
         + "".join(f"import pytest_legaleval.{name}\n" for name in PURE)
         + "import pytest_legaleval.pipeline.driver, pytest_legaleval.run.recorder\n"
-        + "import pytest_legaleval.grading.registry, pytest_legaleval.pipeline.plan\n"
+        + "import pytest_legaleval.grading._registry, pytest_legaleval.pipeline.plan\n"
         + "print(sorted(m for m in sys.modules if m in ('pytest', '_pytest')))\n"
     )
     out = subprocess.run(
@@ -109,7 +109,7 @@ def test_the_package_face_exports_the_public_names_lazily_and_without_pytest() -
     )
     # ... every public name resolves, the heavy ones from their own modules ...
     assert out[1] == "[]"
-    assert out[2] == "pytest_legaleval.grading.base pytest_legaleval.pipeline.driver"
+    assert out[2] == "pytest_legaleval.grading._base pytest_legaleval.pipeline.driver"
     # ... and none of it needs pytest ...
     assert out[3] == "False False"
     # ... but the evaluation fixture's type, a value of a pytest session, named last.
@@ -146,7 +146,7 @@ def test_the_layers_contract_catches_an_arrow_pointing_up(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Our own contracts, on a package of the same layout whose metrics import run (the
-    # cycle metrics/compare.py had) through a lazy import inside a function.
+    # cycle metrics/_compare.py had) through a lazy import inside a function.
     text = PYPROJECT.read_text(encoding="utf-8")
     start = text.index("\n[tool.importlinter]\n")
     end = text.index("\n[tool.", start + 1)

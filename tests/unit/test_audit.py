@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.audit import AuditSettings, audit_block, judge_audit
-from pytest_legaleval.metrics.audit_items import (
+from pytest_legaleval.metrics._audit import AuditSettings, audit_block, judge_audit
+from pytest_legaleval.metrics._audit_items import (
     collect_items,
     epoch_reducer,
     match_labels,
 )
-from pytest_legaleval.metrics.calibration import calibration_view
-from pytest_legaleval.metrics.human_labels import labels_from_rows
+from pytest_legaleval.metrics._calibration import calibration_view
+from pytest_legaleval.metrics._human_labels import labels_from_rows
 
 from ..extras import needs_stats
 from .audit_lines import line
@@ -311,10 +311,10 @@ def test_the_calibration_view_lists_tables_and_disagreements() -> None:
 
 
 def test_a_kappa_gate_reads_the_audit_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The gate metrics the lead adds to metrics/gates.py (see AUDIT_GATE_METRICS) find the
+    """The gate metrics the lead adds to metrics/_gates.py (see AUDIT_GATE_METRICS) find the
     figures where the summary block puts them; a poor judge fails the gate."""
-    from pytest_legaleval.metrics import gates
-    from pytest_legaleval.metrics.audit import AUDIT_GATE_METRICS
+    from pytest_legaleval.metrics import _gates as gates
+    from pytest_legaleval.metrics._audit import AUDIT_GATE_METRICS
 
     for spec in AUDIT_GATE_METRICS:
         monkeypatch.setitem(gates.METRICS, spec["name"], gates.MetricSpec(**spec))
@@ -332,7 +332,7 @@ def test_a_kappa_gate_reads_the_audit_block(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_the_terminal_summary_sets_judge_humans_and_ppi_side_by_side() -> None:
-    from pytest_legaleval.metrics.audit_text import summary_lines
+    from pytest_legaleval.metrics._audit_text import summary_lines
 
     lines, rows = _run(2, items=60)
     block = judge_audit(lines, labels_from_rows(rows), settings=FAST).summary_block()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.metrics.rater_agreement import (
+from pytest_legaleval.metrics._rater_agreement import (
     Confusion,
     alpha_interval,
     confusion_of,

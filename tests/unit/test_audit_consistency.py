@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pytest_legaleval.metrics.judge_consistency import (
+from pytest_legaleval.metrics._judge_consistency import (
     ITEM,
     consistency_from_lines,
     effective_judges,

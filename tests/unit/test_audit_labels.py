@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.audit_items import collect_items, match_labels
-from pytest_legaleval.metrics.human_labels import labels_from_rows, read_human_labels
+from pytest_legaleval.metrics._audit_items import collect_items, match_labels
+from pytest_legaleval.metrics._human_labels import labels_from_rows, read_human_labels
 from pytest_legaleval.validation import ERROR_CODES, MAX_RECORD_BYTES, schema_validator
 
 from .audit_lines import line

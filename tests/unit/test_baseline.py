@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.metrics.baseline import binomial_cdf, compare_runs, mcnemar_exact
+from pytest_legaleval.metrics._baseline import binomial_cdf, compare_runs, mcnemar_exact
 
 
 def row(record_id: str, passed: bool | None, score: float | None = None, **extra: Any) -> dict:
@@ -179,7 +179,7 @@ def test_mean_score_regression_by_paired_bootstrap() -> None:
 
 def test_runs_scored_under_other_rules_are_not_paired() -> None:
     from pytest_legaleval.errors import ConfigError
-    from pytest_legaleval.metrics.baseline import check_same_scoring, rubric_scorings
+    from pytest_legaleval.metrics._baseline import check_same_scoring, rubric_scorings
 
     old = [{"grader": "judge:rubric", "record_id": "r"}, {"grader": "mcq", "record_id": "m"}]
     new = [{"grader": "judge:rubric", "record_id": "r", "scoring": "minmax"}]

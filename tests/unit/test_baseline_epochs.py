@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.metrics.baseline import compare_runs, pair_fields
+from pytest_legaleval.metrics._baseline import compare_runs, pair_fields
 
 from .test_metrics_clustered import cr2_direct
 

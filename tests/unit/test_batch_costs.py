@@ -16,8 +16,8 @@ import pytest
 from pytest_legaleval.engine.batch_store import format_age
 from pytest_legaleval.engine.openai_reply import parse_completion
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.prices import Price, PriceTable, batch_factor, load_price_table
-from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.metrics._prices import Price, PriceTable, batch_factor, load_price_table
+from pytest_legaleval.metrics._summary import MetricsAccumulator
 from pytest_legaleval.run.batch_text import batch_lines
 
 

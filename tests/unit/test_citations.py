@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_legaleval.grading.citations import check_citations, cited_markers, curated_targets
+from pytest_legaleval.grading._citations import check_citations, cited_markers, curated_targets
 
 CONTEXTS = ["[1] a", "[2] b", "[3] c"]
 

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_legaleval.cli import main
 from pytest_legaleval.formats import load_dataset
-from pytest_legaleval.metrics.power import plan, record_fields
+from pytest_legaleval.metrics._power import plan, record_fields
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MCQ = str(EXAMPLES / "legal_mcq.jsonl")

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.compare import comparison
-from pytest_legaleval.metrics.gates import block_from_rows
-from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.metrics._compare import comparison
+from pytest_legaleval.metrics._gates import block_from_rows
+from pytest_legaleval.metrics._runfiles import load_run
 from pytest_legaleval.run.compare_render import LIST_LIMIT, render
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from pytest_legaleval.cli import main
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.compare import comparison
-from pytest_legaleval.metrics.runfiles import (
+from pytest_legaleval.metrics._compare import comparison
+from pytest_legaleval.metrics._runfiles import (
     item_rows,
     load_run,
     run_cluster_by,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_legaleval.metrics.gates import metric_value
-from pytest_legaleval.metrics.slices import SliceAccumulator
-from pytest_legaleval.metrics.summary import MetricsAccumulator
+from pytest_legaleval.metrics._gates import metric_value
+from pytest_legaleval.metrics._slices import SliceAccumulator
+from pytest_legaleval.metrics._summary import MetricsAccumulator
 from pytest_legaleval.run.console import MAX_WARNING_LINES, summary_lines
 
 from .test_metrics_summary import result

@@ -168,7 +168,7 @@ def test_the_general_errors_are_also_the_builtins_they_replace() -> None:
         (InvalidState, RuntimeError),
     ):
         assert issubclass(cls, LegalEvalError) and issubclass(cls, builtin)
-    from pytest_legaleval.metrics.paired import normal_quantile
+    from pytest_legaleval.metrics._paired import normal_quantile
 
     with pytest.raises(ValueError, match="level must be in") as caught:  # old excepts work
         normal_quantile(1.5)

@@ -11,12 +11,12 @@ import pytest
 from pytest_legaleval.engine import GenerationResult
 from pytest_legaleval.engine.ratelimit import DEFAULT_OUTPUT_TOKENS, estimate_prompt_tokens
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.grading.judge import build_tasks
-from pytest_legaleval.grading.panel import JUDGE_SYSTEM_PROMPT
-from pytest_legaleval.grading.policies import PolicyBook
-from pytest_legaleval.grading.prompts import build_messages
-from pytest_legaleval.metrics.items import failure_type
-from pytest_legaleval.metrics.prices import Price, PriceTable
+from pytest_legaleval.grading._judge import build_tasks
+from pytest_legaleval.grading._panel import JUDGE_SYSTEM_PROMPT
+from pytest_legaleval.grading._policies import PolicyBook
+from pytest_legaleval.grading._prompts import build_messages
+from pytest_legaleval.metrics._items import failure_type
+from pytest_legaleval.metrics._prices import Price, PriceTable
 from pytest_legaleval.pipeline.estimate import (
     CallEstimate,
     CostEstimate,
@@ -212,8 +212,8 @@ def test_the_estimate_counts_each_prompt_exactly_without_building_each() -> None
     """Framing is built once per policy and record shape, and gives every prompt's count."""
     from pytest_legaleval.engine.ratelimit import estimate_prompt_tokens
     from pytest_legaleval.formats import load_dataset
-    from pytest_legaleval.grading.policies import PolicyBook
-    from pytest_legaleval.grading.prompts import build_messages
+    from pytest_legaleval.grading._policies import PolicyBook
+    from pytest_legaleval.grading._prompts import build_messages
     from pytest_legaleval.pipeline.estimate import _Framing
 
     from ..lbr_run import records as lbr_records

@@ -7,14 +7,14 @@ import random
 
 import pytest
 
-from pytest_legaleval.metrics.audit_items import ItemFacts, ItemVerdict, RunItems, Verdict
-from pytest_legaleval.metrics.expert_agreement import (
+from pytest_legaleval.metrics._audit_items import ItemFacts, ItemVerdict, RunItems, Verdict
+from pytest_legaleval.metrics._expert_agreement import (
     NO_SHARED,
     expert_agreement,
     fleiss_kappa,
     krippendorff_alpha_nominal,
 )
-from pytest_legaleval.metrics.human_labels import HumanLabel, LabelFile
+from pytest_legaleval.metrics._human_labels import HumanLabel, LabelFile
 
 from ..extras import needs_stats
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.gate_paths import describe_path, parse_path, resolve_path
-from pytest_legaleval.metrics.gates import default_gates, evaluate_gates, parse_gate
+from pytest_legaleval.metrics._gate_paths import describe_path, parse_path, resolve_path
+from pytest_legaleval.metrics._gates import default_gates, evaluate_gates, parse_gate
 
 from .test_metrics_benchmarks import lb_line
 

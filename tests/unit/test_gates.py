@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.gates import (
+from pytest_legaleval.metrics._gates import (
     GATE_GRAMMAR,
     METRICS,
     block_from_rows,
@@ -16,9 +16,9 @@ from pytest_legaleval.metrics.gates import (
     parse_gate,
     parse_gates,
 )
-from pytest_legaleval.metrics.prices import Price, PriceTable
-from pytest_legaleval.metrics.runfiles import slice_finder
-from pytest_legaleval.metrics.stats import wilson_interval
+from pytest_legaleval.metrics._prices import Price, PriceTable
+from pytest_legaleval.metrics._runfiles import slice_finder
+from pytest_legaleval.metrics._stats import wilson_interval
 
 
 def row(

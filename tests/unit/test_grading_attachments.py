@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_legaleval.grading.attachments import (
+from pytest_legaleval.grading._attachments import (
     MAX_ATTACHMENT_CHARS,
     missing_attachments,
     read_attachment,
     record_attachments,
 )
-from pytest_legaleval.grading.prompts import build_messages
+from pytest_legaleval.grading._prompts import build_messages
 from pytest_legaleval.records import Attachment, Record, SourceRef
 
 CANARY = "canary-4f1c9e2a-not-for-the-model"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_legaleval.grading.judge import (
+from pytest_legaleval.grading._judge import (
     build_tasks,
     criteria_ratings,
     criteria_score,
@@ -20,8 +20,8 @@ from pytest_legaleval.grading.judge import (
     rubric_score,
     semantic_problem,
 )
-from pytest_legaleval.grading.lexical import best_exact_match, best_token_f1, token_f1
-from pytest_legaleval.grading.policies import PolicyBook, parse_policy
+from pytest_legaleval.grading._lexical import best_exact_match, best_token_f1, token_f1
+from pytest_legaleval.grading._policies import PolicyBook, parse_policy
 from pytest_legaleval.records import Choice, Criterion, Message, Record
 
 from .. import lbr_run

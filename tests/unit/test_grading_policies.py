@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.grading.policies import PolicyBook, PolicyWarning
-from pytest_legaleval.grading.prompts import build_messages, render, template_version
+from pytest_legaleval.grading._policies import PolicyBook, PolicyWarning
+from pytest_legaleval.grading._prompts import build_messages, render, template_version
 from pytest_legaleval.records import Attachment, Choice, Criterion, Message, Record, SourceRef
 
 from .. import lbr_run

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pytest_legaleval.grading.scoring import (
+from pytest_legaleval.grading._scoring import (
     SCORINGS,
     clipped_score,
     minmax_score,

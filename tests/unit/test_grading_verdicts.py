@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.grading.policies import PolicyBook, parse_policy
-from pytest_legaleval.grading.scoring import clipped_score, minmax_score
-from pytest_legaleval.grading.verdicts import (
+from pytest_legaleval.grading._policies import PolicyBook, parse_policy
+from pytest_legaleval.grading._scoring import clipped_score, minmax_score
+from pytest_legaleval.grading._verdicts import (
     RecordedVerdict,
     VerdictFile,
     read_verdicts,

@@ -10,12 +10,12 @@ import pytest
 
 from pytest_legaleval.cli import main
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.grading.base import Grade, GradeRequest
+from pytest_legaleval.grading._base import Grade, GradeRequest
+from pytest_legaleval.grading._registry import GraderRegistry, default_registry
 from pytest_legaleval.grading.official.graders import (
     LegalbenchOfficialGrader,
     LexamMcqOfficialGrader,
 )
-from pytest_legaleval.grading.registry import GraderRegistry, default_registry
 from pytest_legaleval.importers import ImportOptions, resolve_import, run_import
 from pytest_legaleval.importers.protocols import PROTOCOLS, resolve_protocol
 from pytest_legaleval.records import Record
@@ -83,7 +83,7 @@ def test_unknown_or_misplaced_protocols_are_usage_errors(
 
 
 def test_every_protocol_names_a_policy_that_exists() -> None:
-    from pytest_legaleval.grading.policies import PolicyBook
+    from pytest_legaleval.grading._policies import PolicyBook
     from pytest_legaleval.importers.lexam import _POLICIES
 
     book = PolicyBook()

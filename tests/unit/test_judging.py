@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.engine import Engine, EngineSettings, RetryPolicy
-from pytest_legaleval.grading.panel import JudgeOutcome, JudgePanel, judged_grade
-from pytest_legaleval.grading.policies import PolicyBook
+from pytest_legaleval.grading._panel import JudgeOutcome, JudgePanel, judged_grade
+from pytest_legaleval.grading._policies import PolicyBook
 from pytest_legaleval.records import Criterion, Record
 from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_legaleval.metrics.audit import judge_audit
-from pytest_legaleval.metrics.audit_items import collect_items, match_labels
-from pytest_legaleval.metrics.audit_text import expert_lines
-from pytest_legaleval.metrics.human_labels import labels_from_rows
-from pytest_legaleval.metrics.labelled_population import find_sample, population_check
+from pytest_legaleval.metrics._audit import judge_audit
+from pytest_legaleval.metrics._audit_items import collect_items, match_labels
+from pytest_legaleval.metrics._audit_text import expert_lines
+from pytest_legaleval.metrics._human_labels import labels_from_rows
+from pytest_legaleval.metrics._labelled_population import find_sample, population_check
 from pytest_legaleval.report.audit import AuditView
 from pytest_legaleval.report.calibration import calibration_section
 
@@ -43,7 +43,7 @@ def test_ppi_is_refused_for_a_population_the_labels_were_not_drawn_from(tmp_path
         (_sample(run, keys[:3], 54), RUN_ID, "not in the drawn sample"),
     ):
         assert text in str(population_check(sample, run_id, items, matched)[1])
-    from pytest_legaleval.metrics.audit import audit_from_items
+    from pytest_legaleval.metrics._audit import audit_from_items
 
     refused = audit_from_items(
         items, matched, labels=labels, sample=_sample(run, keys[:3], 54), run_id=RUN_ID
@@ -95,7 +95,7 @@ def test_terminal_and_report_show_judge_and_experts_side_by_side() -> None:
 def test_a_run_audited_with_review_labels_states_their_population(tmp_path: Path) -> None:
     # What a pytest run given --human-labels <review folder>/labels computes (judge_audit).
     from pytest_legaleval.datasets.review import ReviewDesk, open_sample, review_folder
-    from pytest_legaleval.metrics.human_labels import read_human_labels
+    from pytest_legaleval.metrics._human_labels import read_human_labels
 
     run = write_run(tmp_path)
     folder = review_folder(run)

@@ -120,9 +120,9 @@ def test_cells_are_cut() -> None:
 
 def test_compare_markdown_escapes_every_string_from_the_runs(tmp_path: Path) -> None:
     """``legaleval compare --format markdown``: the PR comment holds no markup from data."""
-    from pytest_legaleval.metrics.compare import comparison
-    from pytest_legaleval.metrics.gates import METRICS
-    from pytest_legaleval.metrics.runfiles import load_run
+    from pytest_legaleval.metrics._compare import comparison
+    from pytest_legaleval.metrics._gates import METRICS
+    from pytest_legaleval.metrics._runfiles import load_run
     from pytest_legaleval.run.compare_render import render
 
     from .test_compare import row, write_run

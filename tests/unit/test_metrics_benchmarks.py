@@ -1,4 +1,4 @@
-"""``metrics.benchmarks``: the official figures of a run, from its prediction lines."""
+"""``metrics._benchmarks``: the official figures of a run, from its prediction lines."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.grading.base import GradeRequest, run_inline
+from pytest_legaleval.grading._base import GradeRequest, run_inline
+from pytest_legaleval.grading._policies import PolicyBook
 from pytest_legaleval.grading.official.graders import LegalbenchOfficialGrader
 from pytest_legaleval.grading.official.legalbench import evaluate, item_verdict
 from pytest_legaleval.grading.official.numeric import numpy_mean
-from pytest_legaleval.grading.policies import PolicyBook
-from pytest_legaleval.metrics.benchmarks import benchmark_figures
+from pytest_legaleval.metrics._benchmarks import benchmark_figures
 from pytest_legaleval.records import Choice, Record
 
 POLICY = PolicyBook().get("legalbench_official")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_legaleval.metrics.clustered import (
+from pytest_legaleval.metrics._clustered import (
     METHOD,
     cluster_key,
     cluster_value,
@@ -19,7 +19,7 @@ from pytest_legaleval.metrics.clustered import (
     clustered_uncertainty,
     slim_cluster_field,
 )
-from pytest_legaleval.metrics.cr2 import bell_mccaffrey_df
+from pytest_legaleval.metrics._cr2 import bell_mccaffrey_df
 
 
 def cr2_direct(x: Sequence[float], labels: Sequence[object]) -> tuple[float, float]:

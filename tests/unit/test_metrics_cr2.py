@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.cr2 import (
+from pytest_legaleval.metrics._cr2 import (
     bell_mccaffrey_df,
     cluster_error,
     cr2_from_totals,
 )
-from pytest_legaleval.metrics.paired import paired_difference
-from pytest_legaleval.metrics.tdist import (
+from pytest_legaleval.metrics._paired import paired_difference
+from pytest_legaleval.metrics._tdist import (
     regularized_beta,
     t_cdf,
     t_quantile,

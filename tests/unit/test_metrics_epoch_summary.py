@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.cr2 import bell_mccaffrey_df
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, EpochSummary
-from pytest_legaleval.metrics.epochs import flaky_line
-from pytest_legaleval.metrics.tdist import t_quantile
+from pytest_legaleval.metrics._cr2 import bell_mccaffrey_df
+from pytest_legaleval.metrics._epoch_summary import FLAKY_RECORDS_FILE, EpochSummary
+from pytest_legaleval.metrics._epochs import flaky_line
+from pytest_legaleval.metrics._tdist import t_quantile
 
 from .test_metrics_clustered import cr2_direct
 from .test_metrics_epochs import brute_pass_at_k, brute_pass_hat_k

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.epochs import (
+from pytest_legaleval.metrics._epochs import (
     REDUCERS,
     epoch_figures,
     epoch_of,

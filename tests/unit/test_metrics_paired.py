@@ -8,14 +8,14 @@ import math
 
 import pytest
 
-from pytest_legaleval.metrics.cr2 import bell_mccaffrey_df
-from pytest_legaleval.metrics.paired import (
+from pytest_legaleval.metrics._cr2 import bell_mccaffrey_df
+from pytest_legaleval.metrics._paired import (
     cluster_bootstrap,
     normal_quantile,
     paired_difference,
 )
-from pytest_legaleval.metrics.stats import quantile
-from pytest_legaleval.metrics.tdist import t_quantile, t_two_sided_p
+from pytest_legaleval.metrics._stats import quantile
+from pytest_legaleval.metrics._tdist import t_quantile, t_two_sided_p
 
 from .test_metrics_clustered import cr2_direct
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.clustered import clustered_uncertainty
-from pytest_legaleval.metrics.cr2 import bell_mccaffrey_df
-from pytest_legaleval.metrics.power import (
+from pytest_legaleval.metrics._clustered import clustered_uncertainty
+from pytest_legaleval.metrics._cr2 import bell_mccaffrey_df
+from pytest_legaleval.metrics._power import (
     DEFAULT_ICC,
     VarianceModel,
     cluster_sizes,

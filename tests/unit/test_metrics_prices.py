@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.prices import Price, builtin_table, load_price_table
+from pytest_legaleval.metrics._prices import Price, builtin_table, load_price_table
 
 
 def test_builtin_table_is_dated_and_priced_per_million_tokens() -> None:

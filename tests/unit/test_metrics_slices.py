@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_legaleval.metrics.slices import MISSING, SliceAccumulator, metadata_value
+from pytest_legaleval.metrics._slices import MISSING, SliceAccumulator, metadata_value
 
 from .test_metrics_summary import result
 
@@ -63,7 +63,7 @@ def test_slices_count_records_once_and_items_per_model() -> None:
 
 def test_record_counts_are_exact_in_sparse_and_dense_slices() -> None:
     """A slice keeps few records in a dict and many in a byte per record: same counts."""
-    from pytest_legaleval.metrics.summary import MetricsAccumulator
+    from pytest_legaleval.metrics._summary import MetricsAccumulator
 
     summary = MetricsAccumulator()
     acc = SliceAccumulator(index=summary.records.index)

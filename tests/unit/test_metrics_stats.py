@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_legaleval.metrics import stats
-from pytest_legaleval.metrics.stats import (
+from pytest_legaleval.metrics import _stats as stats
+from pytest_legaleval.metrics._stats import (
     BinomialSampler,
     binomial_variate,
     bootstrap_mean_interval,

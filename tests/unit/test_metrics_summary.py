@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.metrics.prices import Price, PriceTable
-from pytest_legaleval.metrics.summary import MetricsAccumulator, failure_type, item_category
+from pytest_legaleval.metrics._prices import Price, PriceTable
+from pytest_legaleval.metrics._summary import MetricsAccumulator, failure_type, item_category
 
 
 def result(
@@ -303,7 +303,7 @@ def test_per_criterion_rates_for_rubrics() -> None:
 
 
 def test_criterion_ids_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_legaleval.metrics import summary
+    from pytest_legaleval.metrics import _summary as summary
 
     monkeypatch.setattr(summary, "MAX_CRITERIA", 3)
     acc = MetricsAccumulator()

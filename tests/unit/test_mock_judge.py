@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.engine.capabilities import structured_params
-from pytest_legaleval.grading.judge import build_tasks, parse_reply, semantic_problem
+from pytest_legaleval.grading._judge import build_tasks, parse_reply, semantic_problem
+from pytest_legaleval.grading._panel import JUDGE_SYSTEM_PROMPT
+from pytest_legaleval.grading._policies import PolicyBook
 from pytest_legaleval.grading.official import lexam
 from pytest_legaleval.grading.official.lexam_prompts import JUDGE_SYSTEM
-from pytest_legaleval.grading.panel import JUDGE_SYSTEM_PROMPT
-from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.records import Criterion, Record
 from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer, default_reply
 from pytest_legaleval.testing.mock_openai.judge import judge_reply

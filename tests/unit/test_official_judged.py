@@ -20,7 +20,7 @@ from pytest_legaleval.grading.official import apex as ax
 from pytest_legaleval.grading.official import prbench as pr
 from pytest_legaleval.importers.base import ImportOptions
 from pytest_legaleval.importers.registry import get_importer
-from pytest_legaleval.metrics.benchmarks import benchmark_figures
+from pytest_legaleval.metrics._benchmarks import benchmark_figures
 
 DATA = Path(__file__).parents[1] / "data"
 APEX = json.loads((DATA / "official" / "apex_expected.json").read_text("utf-8"))

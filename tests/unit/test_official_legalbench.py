@@ -23,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_legaleval.formats import load_dataset
-from pytest_legaleval.grading.base import GradeRequest, run_inline
+from pytest_legaleval.grading._base import GradeRequest, run_inline
+from pytest_legaleval.grading._policies import PolicyBook
 from pytest_legaleval.grading.official import legalbench as lb
 from pytest_legaleval.grading.official.graders import LegalbenchOfficialGrader
 from pytest_legaleval.grading.official.legalbench_tasks import (
@@ -34,9 +35,8 @@ from pytest_legaleval.grading.official.legalbench_tasks import (
 )
 from pytest_legaleval.grading.official.numeric import numpy_mean
 from pytest_legaleval.grading.official.porter import porter_stem
-from pytest_legaleval.grading.policies import PolicyBook
 from pytest_legaleval.importers import ImportOptions, run_import
-from pytest_legaleval.metrics.benchmarks import benchmark_figures
+from pytest_legaleval.metrics._benchmarks import benchmark_figures
 from pytest_legaleval.records import Record
 
 from ..extras import import_or_skip

@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.engine import Engine, EngineSettings, RetryPolicy
-from pytest_legaleval.grading.base import Grade, GradeRequest, run_inline
-from pytest_legaleval.grading.graders import JudgeGrader
+from pytest_legaleval.grading._base import Grade, GradeRequest, run_inline
+from pytest_legaleval.grading._graders import JudgeGrader
+from pytest_legaleval.grading._panel import JudgePanel
+from pytest_legaleval.grading._policies import PolicyBook
+from pytest_legaleval.grading._registry import default_registry
 from pytest_legaleval.grading.official import lexam as lx
 from pytest_legaleval.grading.official import lexam_prompts as prompts
 from pytest_legaleval.grading.official.graders import LexamMcqOfficialGrader
-from pytest_legaleval.grading.panel import JudgePanel
-from pytest_legaleval.grading.policies import PolicyBook
-from pytest_legaleval.grading.registry import default_registry
 from pytest_legaleval.importers import ImportOptions, run_import
-from pytest_legaleval.metrics.benchmarks import benchmark_figures
+from pytest_legaleval.metrics._benchmarks import benchmark_figures
 from pytest_legaleval.records import Choice, Record
 from pytest_legaleval.testing.mock_openai import MockConfig, MockOpenAIServer
 

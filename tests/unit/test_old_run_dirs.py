@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from pytest_legaleval.cli import main
-from pytest_legaleval.grading.verdicts import read_verdicts
-from pytest_legaleval.metrics.baseline import compare_runs, pair_fields
-from pytest_legaleval.metrics.compare import comparison
-from pytest_legaleval.metrics.runfiles import iter_jsonl, load_run
+from pytest_legaleval.grading._verdicts import read_verdicts
+from pytest_legaleval.metrics._baseline import compare_runs, pair_fields
+from pytest_legaleval.metrics._compare import comparison
+from pytest_legaleval.metrics._runfiles import iter_jsonl, load_run
 from pytest_legaleval.pytest.gating import load_baseline
 from pytest_legaleval.run.merge import MergeError, load_shard, merge_runs
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_legaleval.metrics.ppi import (
+from pytest_legaleval.metrics._ppi import (
     classical_mean,
     labels_needed,
     ppi_half_width,
@@ -194,7 +194,7 @@ def test_the_interval_is_not_clipped_to_zero_one(ref: Any) -> None:
 def test_a_rate_outside_zero_one_is_reported_as_computed_with_its_interval_clipped() -> None:
     # a judge that passes every labelled item the humans failed (λ fixed at 1 for the
     # example): PPI++ subtracts the whole bias and lands below 0
-    from pytest_legaleval.metrics.ppi import ppi_mean
+    from pytest_legaleval.metrics._ppi import ppi_mean
 
     found = ppi_mean([0.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0], [0.0] * 20 + [1.0], lam=1.0)
     assert found.estimate < 0 and found.low < 0

@@ -16,7 +16,7 @@ from pytest_legaleval.engine import Engine, EngineSettings, GenerationParams, Ge
 from pytest_legaleval.engine.presets import PRESETS, base_url_variable, param_rule
 from pytest_legaleval.engine.routing import BUILTIN_PROVIDERS, check_models, key_env_vars
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.prices import Price, PriceTable
+from pytest_legaleval.metrics._prices import Price, PriceTable
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.testing.mock_openai import MockOpenAIServer
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.metrics._runfiles import load_run
 from pytest_legaleval.report import render_report, write_report
 from pytest_legaleval.report.budget import (
     MAX_PREVIEW,
@@ -151,7 +151,7 @@ def test_an_old_run_directory_reads_with_the_new_counts() -> None:
 
 
 def test_a_summary_that_disagrees_with_the_items_is_said(tmp_path: Path) -> None:
-    from pytest_legaleval.metrics.gates import block_from_rows
+    from pytest_legaleval.metrics._gates import block_from_rows
 
     rows = [_line(i) for i in range(4)]
     summary = block_from_rows(rows[:3])  # one line more in predictions.jsonl than counted

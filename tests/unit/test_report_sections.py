@@ -20,8 +20,8 @@ import pytest
 from pytest_legaleval.cli import main
 from pytest_legaleval.cli.audit import audit_body
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
-from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.metrics._epoch_summary import FLAKY_RECORDS_FILE
+from pytest_legaleval.metrics._runfiles import load_run
 from pytest_legaleval.report import render_report, write_report
 from pytest_legaleval.report.audit import find_labels
 from pytest_legaleval.report.uncertainty import MAX_EPOCHS, epochs_of, which_interval
@@ -320,7 +320,7 @@ def test_bad_lines_of_the_flaky_file_are_left_out_and_said(tmp_path: Path) -> No
 
 def test_a_line_of_the_flaky_file_that_is_no_object_refuses_the_run(tmp_path: Path) -> None:
     # Issue 41: every line of a run directory is checked before it is trusted.
-    from pytest_legaleval.metrics.rundir_check import RunDirectoryError
+    from pytest_legaleval.metrics._rundir_check import RunDirectoryError
 
     run = write_figures_run(tmp_path, labels=None)
     path = run / FLAKY_RECORDS_FILE

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_legaleval.cli import main
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.runfiles import load_run
+from pytest_legaleval.metrics._runfiles import load_run
 from pytest_legaleval.report import render_comparison, render_report, write_comparison
 from pytest_legaleval.report.compare import CHANGES, pair_items
 from pytest_legaleval.report.data import ORDER, PAGE_BYTES, ReportData, collect
@@ -144,9 +144,9 @@ _EPOCH_CASES = [
 def test_the_epoch_verdict_is_the_metrics_reducers(
     epochs: list[tuple[str, float | None]], reducer: str
 ) -> None:
-    """Against ``metrics.epochs.group_items`` over the whole lines: same verdict and line."""
-    from pytest_legaleval.metrics.epochs import group_items
-    from pytest_legaleval.metrics.summary import item_category
+    """Against ``metrics._epochs.group_items`` over the whole lines: same verdict and line."""
+    from pytest_legaleval.metrics._epochs import group_items
+    from pytest_legaleval.metrics._summary import item_category
 
     rows = []
     for n, (outcome, score) in enumerate(epochs):

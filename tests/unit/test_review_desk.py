@@ -17,8 +17,8 @@ from pytest_legaleval.datasets.review import (
     size_for_half_width,
 )
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.human_labels import read_human_labels
-from pytest_legaleval.metrics.ppi import labels_needed
+from pytest_legaleval.metrics._human_labels import read_human_labels
+from pytest_legaleval.metrics._ppi import labels_needed
 
 from ..review_run import JUDGE_MARK, MODELS, RUN_ID, predictions, write_run
 

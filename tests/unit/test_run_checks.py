@@ -1,13 +1,13 @@
-"""The checks made before any call (metrics.run_checks) and the "nothing evaluated" rule."""
+"""The checks made before any call (metrics._run_checks) and the "nothing evaluated" rule."""
 
 from __future__ import annotations
 
 import pytest
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.counts import nothing_evaluated
-from pytest_legaleval.metrics.gates import parse_gates
-from pytest_legaleval.metrics.run_checks import RecordFields, check_gate_paths
+from pytest_legaleval.metrics._counts import nothing_evaluated
+from pytest_legaleval.metrics._gates import parse_gates
+from pytest_legaleval.metrics._run_checks import RecordFields, check_gate_paths
 
 RECORDS = [
     {"dataset": "lexam", "task_type": "mcq", "tags": ["tax"], "metadata": {"exam": "E1"}},

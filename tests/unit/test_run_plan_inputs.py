@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pytest_legaleval.errors import InvalidState
-from pytest_legaleval.grading.graders import McqGrader
-from pytest_legaleval.grading.registry import default_registry
+from pytest_legaleval.grading._graders import McqGrader
+from pytest_legaleval.grading._registry import default_registry
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pipeline.settings import Settings
 from pytest_legaleval.records import Record, SourceRef

@@ -12,8 +12,8 @@ import yaml
 
 from pytest_legaleval.datasets.config import load_dataset_config
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.grading.policies import load_policy_file
-from pytest_legaleval.metrics.prices import load_price_table
+from pytest_legaleval.grading._policies import load_policy_file
+from pytest_legaleval.metrics._prices import load_price_table
 from pytest_legaleval.util import safe_yaml
 from pytest_legaleval.util.safe_yaml import load_yaml
 

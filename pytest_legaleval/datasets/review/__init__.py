@@ -4,7 +4,7 @@
 :mod:`.items` builds the blind view of an item (the question, the answer, the rubric —
 nothing of the judge); :mod:`.desk` serves a rater their next item and appends their
 labels in the ``--human-labels`` format. The web page and its routes live in
-``service.review``; the audit's expert–expert agreement in ``metrics.expert_agreement``.
+``service.review``; the audit's expert–expert agreement in ``metrics._expert_agreement``.
 Imports nothing above the ``datasets`` layer (no FastAPI, no pytest).
 """
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, LegalEvalError
-from pytest_legaleval.metrics.runfiles import iter_jsonl, load_run
+from pytest_legaleval.metrics._runfiles import iter_jsonl, load_run
 from pytest_legaleval.util.paths import PathRefused, confined_path
 
 __all__ = ["ItemSource", "item_view"]
@@ -130,7 +130,7 @@ class ItemSource:
         cached = self._attachments.get((record_id, name))
         if cached is not None:
             return cached
-        from pytest_legaleval.grading.attachments import read_attachment
+        from pytest_legaleval.grading._attachments import read_attachment
 
         found: dict[str, str] = {"title": title, "text": "", "note": ""}
         for base in self.dataset_folders or [self.run_dir.parent.parent]:

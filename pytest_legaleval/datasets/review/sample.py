@@ -4,7 +4,7 @@ The audit's estimates are unbiased only if the labelled items are a random sampl
 items they speak for, so the sample is drawn by the tool, not picked by hand:
 
 * the **population** is every judge-graded item of the run with a verdict (as the audit
-  counts them, :func:`~pytest_legaleval.metrics.audit_items.collect_items`);
+  counts them, :func:`~pytest_legaleval.metrics._audit_items.collect_items`);
 * it is cut into **strata** (by default the item's ``model`` and ``policy_id``; any
   top-level prediction fields with ``strata``) and each stratum gets its share of the
   sample by largest remainders (proportional allocation: the sample is self-weighting, so
@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.audit_items import collect_items, epoch_reducer
-from pytest_legaleval.metrics.ppi import labels_needed
-from pytest_legaleval.metrics.runfiles import iter_jsonl, load_run, run_reducer
+from pytest_legaleval.metrics._audit_items import collect_items, epoch_reducer
+from pytest_legaleval.metrics._ppi import labels_needed
+from pytest_legaleval.metrics._runfiles import iter_jsonl, load_run, run_reducer
 
 __all__ = [
     "DEFAULT_STRATA",
@@ -133,7 +133,7 @@ def _allocate(sizes: Mapping[str, int], total: int) -> dict[str, int]:
 def size_for_half_width(half_width: float, population: int) -> int:
     """Labels whose interval of the human pass rate is at most ``half_width`` each side.
 
-    The labels-alone planning count of :func:`~pytest_legaleval.metrics.ppi.labels_needed`
+    The labels-alone planning count of :func:`~pytest_legaleval.metrics._ppi.labels_needed`
     (p = 0.5, no credit for the judge: the judge's correlation is what the labels will
     measure), capped at the population.
     """

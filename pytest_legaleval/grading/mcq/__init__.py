@@ -59,7 +59,7 @@ time (possessive decoration, atomic and capped id lists), so 50,000 replies grad
 Layout: ``_patterns`` (regex pieces and the patterns of one id set), ``_matching`` (reading
 an id list and its guards), ``_explicit`` and ``_formatting`` (the rules), ``_extract`` (the
 driver), ``_grade`` (the grade). The package never imports pytest; it is imported on the
-first MCQ grade (``grading.graders``), so its patterns compile then, not when the plugin loads.
+first MCQ grade (``grading._graders``), so its patterns compile then, not when the plugin loads.
 """
 
 from __future__ import annotations

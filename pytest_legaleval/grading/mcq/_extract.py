@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_legaleval.grading._text import REASONING_TAG_RE, split_reasoning
 from pytest_legaleval.grading.mcq._explicit import _EXPLICIT_RULES
 from pytest_legaleval.grading.mcq._formatting import _FORMAT_RULES
 from pytest_legaleval.grading.mcq._matching import _Context, _Hit, _is_roman_statement
@@ -18,7 +19,6 @@ from pytest_legaleval.grading.mcq._patterns import (
     _Patterns,
     _patterns,
 )
-from pytest_legaleval.grading.text import REASONING_TAG_RE, split_reasoning
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,11 @@ The official protocols, computed exactly as the upstream evaluation code compute
 - :mod:`.graders` — the graders the built-in registry gives those protocols' records.
 - :mod:`.legalbench_protocol`, :mod:`.lexam_protocol`, :mod:`.prbench_protocol`,
   :mod:`.apex_protocol` (with :mod:`.judged_figures`) — each benchmark as one object on
-  the protocol registry (:mod:`pytest_legaleval.grading.protocols`): its id and version,
+  the protocol registry (:mod:`pytest_legaleval.grading._protocols`): its id and version,
   graders, the figures of ``benchmarks.<name>``, its terminal line, report tables and cards.
 
 Each module cites the upstream commit it follows. The per-task and headline figures of a
-run are :func:`pytest_legaleval.metrics.benchmarks.benchmark_figures`, which iterates over
+run are :func:`pytest_legaleval.metrics._benchmarks.benchmark_figures`, which iterates over
 the registry. Pure (but for the
 judge's calls through the engine): never imports pytest, the pipeline or the run directory.
 """

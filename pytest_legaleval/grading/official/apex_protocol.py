@@ -19,6 +19,17 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_legaleval.grading._protocols import (
+    BenchmarkProtocol,
+    Card,
+    Cell,
+    Row,
+    Table,
+    Upstream,
+    count,
+    figure,
+    register,
+)
 from pytest_legaleval.grading.official import apex as ax
 from pytest_legaleval.grading.official.judged import ApexOfficialGrader
 from pytest_legaleval.grading.official.judged_figures import (
@@ -31,20 +42,9 @@ from pytest_legaleval.grading.official.judged_figures import (
     mapping,
     number,
 )
-from pytest_legaleval.grading.protocols import (
-    BenchmarkProtocol,
-    Card,
-    Cell,
-    Row,
-    Table,
-    Upstream,
-    count,
-    figure,
-    register,
-)
 
 if TYPE_CHECKING:
-    from pytest_legaleval.grading.base import Grader
+    from pytest_legaleval.grading._base import Grader
 
 __all__ = ["PROTOCOL", "ApexProtocol"]
 

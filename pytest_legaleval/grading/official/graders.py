@@ -12,7 +12,7 @@
   built-in judge grader calls for a policy whose ``judge.reference_format`` is ``lexam``.
 
 Each grade carries ``details.official``: what the official per-task figure needs of the
-item (``metrics.benchmarks`` computes the figures from it), with the protocol's name and
+item (``metrics._benchmarks`` computes the figures from it), with the protocol's name and
 version. An item passes when its official score reaches the policy's threshold.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_legaleval.grading.base import Grade, GradeRequest
+from pytest_legaleval.grading._base import Grade, GradeRequest
 from pytest_legaleval.grading.official import legalbench as lb
 from pytest_legaleval.grading.official import lexam as lx
 from pytest_legaleval.grading.official.legalbench_tasks import metric_of

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_legaleval.engine import Attempt, GenerationParams, GenerationRequest
-from pytest_legaleval.grading.base import Grade, GradeRequest
+from pytest_legaleval.grading._base import Grade, GradeRequest
 from pytest_legaleval.grading.official import apex as ax
 from pytest_legaleval.grading.official import prbench as pr
 from pytest_legaleval.records import JudgeSummary, JudgeVerdict, Outcome, Record
@@ -335,7 +335,7 @@ async def _judge_all(
 
 
 def _no_judge(request: GradeRequest, grader: str) -> Grade:
-    from pytest_legaleval.grading.graders import needs_judge_grade
+    from pytest_legaleval.grading._graders import needs_judge_grade
 
     return dataclasses.replace(needs_judge_grade(request.record), grader=grader)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_legaleval.grading.protocols import Cell
+from pytest_legaleval.grading._protocols import Cell
 from pytest_legaleval.records import Record
 
 __all__ = [

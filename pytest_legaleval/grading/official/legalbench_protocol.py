@@ -18,15 +18,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_legaleval.grading.official import legalbench as lb
-from pytest_legaleval.grading.official.graders import (
-    LegalbenchOfficialGrader,
-    legalbench_gold,
-    legalbench_task,
-)
-from pytest_legaleval.grading.official.legalbench_tasks import CATEGORIES, category_of, metric_of
-from pytest_legaleval.grading.official.numeric import numpy_mean
-from pytest_legaleval.grading.protocols import (
+from pytest_legaleval.grading._protocols import (
     DASH,
     BenchmarkProtocol,
     Card,
@@ -38,10 +30,18 @@ from pytest_legaleval.grading.protocols import (
     figure,
     register,
 )
+from pytest_legaleval.grading.official import legalbench as lb
+from pytest_legaleval.grading.official.graders import (
+    LegalbenchOfficialGrader,
+    legalbench_gold,
+    legalbench_task,
+)
+from pytest_legaleval.grading.official.legalbench_tasks import CATEGORIES, category_of, metric_of
+from pytest_legaleval.grading.official.numeric import numpy_mean
 from pytest_legaleval.records import Record
 
 if TYPE_CHECKING:
-    from pytest_legaleval.grading.base import Grader
+    from pytest_legaleval.grading._base import Grader
 
 __all__ = ["MAX_TASK_ROWS", "PROTOCOL", "LegalbenchProtocol"]
 

@@ -9,7 +9,7 @@ panel's temperature and at least LEXam's 4,096 output tokens. The reply is grade
 Two figures come out of the same replies and are never mixed:
 
 - ``details.official.score``: LEXam's grade (the mean over the judges), where an
-  unusable reply counts 0 as LEXam counts it; ``metrics.benchmarks`` averages it × 100.
+  unusable reply counts 0 as LEXam counts it; ``metrics._benchmarks`` averages it × 100.
 - our grade: the mean of the judges' values, passing at the policy's threshold; an
   unusable reply makes the item a ``judge_error`` with the raw reply kept (DESIGN §7). A
   failed or cancelled judge call leaves both without a value (LEXam retries until it has
@@ -29,7 +29,7 @@ from typing import Any
 
 from pytest_legaleval.engine import Attempt, GenerationParams, GenerationRequest, GenerationResult
 from pytest_legaleval.errors import InvalidValue
-from pytest_legaleval.grading.base import Grade, GradeRequest
+from pytest_legaleval.grading._base import Grade, GradeRequest
 from pytest_legaleval.grading.official import lexam as lx
 from pytest_legaleval.grading.official.lexam_prompts import JUDGE_PROMPT, JUDGE_SYSTEM, question_of
 from pytest_legaleval.records import JudgeSummary, JudgeVerdict

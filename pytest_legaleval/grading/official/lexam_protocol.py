@@ -16,10 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_legaleval.grading.official import lexam as lx
-from pytest_legaleval.grading.official.graders import LexamMcqOfficialGrader
-from pytest_legaleval.grading.official.numeric import numpy_mean
-from pytest_legaleval.grading.protocols import (
+from pytest_legaleval.grading._protocols import (
     DASH,
     BenchmarkProtocol,
     Card,
@@ -32,10 +29,13 @@ from pytest_legaleval.grading.protocols import (
     figure,
     register,
 )
+from pytest_legaleval.grading.official import lexam as lx
+from pytest_legaleval.grading.official.graders import LexamMcqOfficialGrader
+from pytest_legaleval.grading.official.numeric import numpy_mean
 from pytest_legaleval.records import Record
 
 if TYPE_CHECKING:
-    from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
+    from pytest_legaleval.grading._base import Grade, Grader, GradeRequest
 
 __all__ = ["PROTOCOL", "LexamProtocol"]
 
