@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import PREDICTIONS
 from pytest_legaleval.metrics.runfiles import RunData, iter_jsonl, run_reducer, slice_entries
 from pytest_legaleval.report.inputs import InputRecords, record_texts
 
@@ -163,9 +164,7 @@ def _with_labels(run: RunData, source: LabelsSource) -> AuditView:
 
     assert source.path is not None
     labels = read_human_labels(source.path)
-    items = collect_items(
-        iter_jsonl(run.path / "predictions.jsonl"), epoch_reducer(run_reducer(run))
-    )
+    items = collect_items(iter_jsonl(run.path / PREDICTIONS), epoch_reducer(run_reducer(run)))
     matched = match_labels(labels, items)
     audit = audit_from_items(
         items, matched, _settings(run), labels=labels, sample=labels.sample, run_id=run.run_id

@@ -15,6 +15,13 @@ from html import escape
 from importlib.resources import files
 from typing import Any
 
+from pytest_legaleval.metrics.artifacts import (
+    FAILURES,
+    INPUT_DATASET,
+    PREDICTIONS,
+    RECORD_VALIDATION,
+    TRANSCRIPTS,
+)
 from pytest_legaleval.report.data import ORDER, ReportData
 from pytest_legaleval.report.texts import script_json
 
@@ -31,13 +38,15 @@ _CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
     "img-src data:; base-uri 'none'; form-action 'none'"
 )
-FILES = {
-    "predictions": "predictions.jsonl",
-    "failures": "failures.jsonl",
-    "validation": "record_validation.jsonl",
-    "inputs": "input_dataset.json",
-    "transcripts": "transcripts.jsonl",
+_FILES = {
+    "predictions": PREDICTIONS,
+    "failures": FAILURES,
+    "validation": RECORD_VALIDATION,
+    "inputs": INPUT_DATASET,
+    "transcripts": TRANSCRIPTS,
 }
+"""The artifact table's files the item view names (``view.js``: "predictions.jsonl line 7"),
+by the role the script knows them by."""
 
 
 def asset(name: str) -> str:
@@ -67,7 +76,7 @@ def payload(data: ReportData, prefix: str = "") -> dict[str, Any]:
         "threshold": data.threshold,
         "reducer": data.reducer,
         "columns": {"latency": data.has_latency, "warnings": data.has_warnings},
-        "files": FILES,
+        "files": _FILES,
         "notes": data.notes,
         "transcripts": {
             "present": data.has_transcripts,
