@@ -38,7 +38,14 @@ from pytest_legaleval.report.fmt import card as _card
 from pytest_legaleval.report.fmt import num as _num
 from pytest_legaleval.report.fmt import pct as _pct
 from pytest_legaleval.report.official import official_cards, official_section
-from pytest_legaleval.report.page import KEYS_HELP, LABELS, document, payload, questions_markup
+from pytest_legaleval.report.page import (
+    KEYS_HELP,
+    LABELS,
+    document,
+    payload,
+    questions_markup,
+    run_files,
+)
 from pytest_legaleval.report.page import e as _e
 from pytest_legaleval.report.svg import bar_chart, bins_for
 from pytest_legaleval.report.uncertainty import (
@@ -398,7 +405,7 @@ def render_report(run: RunData, human_labels: str | Path | None = None) -> str:
         f"<dt>models</dt><dd>{_e(', '.join(data.models))}</dd>"
         f"<dt>created</dt><dd>{_e(manifest.get('created_at'))}</dd>"
         f"<dt>completed</dt><dd>{_e(manifest.get('completed_at'))}</dd>"
-        f"<dt>run directory</dt><dd><code>{_e(run.path)}</code></dd></dl>"
+        f"<dt>run directory</dt><dd><code>{_e(run.path)}</code></dd>{run_files(run.path)}</dl>"
     )
     charts = _charts(data)
     links = [

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.metrics.artifacts import (
@@ -21,11 +22,12 @@ from pytest_legaleval.metrics.artifacts import (
     PREDICTIONS,
     RECORD_VALIDATION,
     TRANSCRIPTS,
+    artifacts,
 )
 from pytest_legaleval.report.data import ORDER, ReportData
 from pytest_legaleval.report.texts import script_json
 
-__all__ = ["KEYS_HELP", "LABELS", "document", "e", "payload", "questions_markup"]
+__all__ = ["KEYS_HELP", "LABELS", "document", "e", "payload", "questions_markup", "run_files"]
 
 LABELS = {"failed": "failed", "error": "errors", "invalid": "invalid", "passed": "passed",
           "skipped": "skipped"}  # fmt: skip
@@ -84,6 +86,17 @@ def payload(data: ReportData, prefix: str = "") -> dict[str, Any]:
         },
         "prefix": prefix,
     }
+
+
+def run_files(run_path: Path) -> str:
+    """The run directory's files, as the artifact table names and describes them.
+
+    Every row of the table (registered ones too) that the directory holds, in the table's
+    order, each with its description as a tooltip; ``SHA256SUMS`` is not an artifact.
+    """
+    present = [row for row in artifacts() if (run_path / row.name).is_file()]
+    shown = ", ".join(f'<code title="{e(row.description)}">{e(row.name)}</code>' for row in present)
+    return f'<dt>files</dt><dd id="run-files">{shown or "none"}</dd>'
 
 
 def questions_markup(data: ReportData, element_id: str = "questions") -> str:

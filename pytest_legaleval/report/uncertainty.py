@@ -21,6 +21,7 @@ from pytest_legaleval.metrics.artifacts import (
     FAILURES,
     FLAKY_RECORDS,
     INCOMPLETE_RECORDS,
+    METRICS_SUMMARY,
     PREDICTIONS,
 )
 from pytest_legaleval.metrics.rundir_check import RunDirectoryError
@@ -121,7 +122,7 @@ def uncertainty_card(
     shown = pct(value if value is not None else block.get("mean"))
     return card(
         label, shown, metric, note,
-        "metrics_summary.json's uncertainty: x̄ ± t × the CR2 standard error over units, "
+        f"{METRICS_SUMMARY}'s uncertainty: x̄ ± t × the CR2 standard error over units, "
         "at Bell–McCaffrey degrees of freedom, clustered by --cluster-by (or by record when "
         "several models answered), clipped to [0, 1]",
     )  # fmt: skip
@@ -247,7 +248,7 @@ def uncertainty_section(
     parts = []
     if has_interval:
         parts.append(
-            '<p class="hint">The run\'s own interval (metrics_summary.json '
+            f'<p class="hint">The run\'s own interval ({METRICS_SUMMARY} '
             "<code>uncertainty</code>) is x̄ ± t × se over units — each unit's mean pass over "
             "its epochs — with the CR2 standard error (Bell &amp; McCaffrey 2002) and the t "
             "at Bell–McCaffrey degrees of freedom, clustered when the run was given "
