@@ -3,13 +3,16 @@
 The toy (``pass_counts.jsonl``, one line per model with its passed items, derived from the
 finished run's figures) is one function plus one
 :func:`~pytest_legaleval.metrics.artifacts.register_artifact` call. A real session writes it
-into the checksummed run directory; ``verify`` checks it; the service lists it and its
-retention class decides when the sweep deletes it.
+into the checksummed run directory; ``verify`` and the readers' run-directory check check it
+(an edit after sealing is refused); the HTML report lists it with the run's other files; the
+service lists it and its retention class decides when the sweep deletes it.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,12 +21,15 @@ import pytest
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.artifacts import (
+    CHECKSUMS,
     Artifact,
     FinishedRun,
     artifact,
     register_artifact,
     unregister_artifact,
 )
+from pytest_legaleval.metrics.rundir_check import RunDirectoryError, verify_run_dir
+from pytest_legaleval.report import write_report
 from pytest_legaleval.run.directory import verify_checksums
 from pytest_legaleval.run.verify import check_run_directory
 from pytest_legaleval.service.retention import raw_artifacts, summary_artifacts
@@ -80,6 +86,29 @@ def test_a_registered_artifact_is_written_verified_listed_and_kept_by_its_class(
     assert "pass_counts.jsonl" in downloadable()
     assert "pass_counts.jsonl" in summary_artifacts()
     assert "pass_counts.jsonl" not in raw_artifacts()
+    # the report lists the run directory's files from the table: every one, the toy's too
+    page = write_report(run, pytester.path / "report.html").read_text(encoding="utf-8")
+    (listed,) = re.findall(r'<dd id="run-files">(.*?)</dd>', page)
+    names = re.findall(r'<code title="([^"]*)">([^<]*)</code>', listed)
+    assert sorted(name for _, name in names) == sorted(
+        p.name for p in run.iterdir() if p.name != CHECKSUMS
+    )
+    assert ("passed items per model (a test&#x27;s)", "pass_counts.jsonl") in names
+    # the readers' check (baseline, report, merge) knows it as it knows the built-ins
+    assert verify_run_dir(run) is True
+    copy = pytester.path / "copy"
+    shutil.copytree(run, copy)
+    for path in copy.iterdir():
+        path.chmod(0o644)
+    sums = (copy / CHECKSUMS).read_text(encoding="utf-8").splitlines(keepends=True)
+    (copy / CHECKSUMS).write_text("".join(x for x in sums if "pass_counts" not in x))
+    with pytest.raises(RunDirectoryError, match=r"pass_counts\.jsonl: not listed in SHA256SUMS"):
+        verify_run_dir(copy)  # a file the sealed run never listed
+    (copy / CHECKSUMS).unlink()
+    with (copy / "pass_counts.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write("{not json\n")
+    with pytest.raises(RunDirectoryError, match=r"pass_counts\.jsonl:2: "):
+        verify_run_dir(copy)  # unsealed: every line is checked
 
 
 def test_the_table_refuses_a_clash_and_a_derived_json(toy: Artifact) -> None:
