@@ -4,7 +4,8 @@ The shards must share datasets (by content hash), models and configuration, must
 overlap, and must together cover every item of the dataset. The merged directory is a run
 like any other: the same artifacts (same schemas; with epochs, an item's epoch lines stay
 together), its metrics recomputed from the items with the run's own tally
-(``run.tally``) and seed, so they equal those of an unsharded run.
+(``run.tally``) and seed, so they equal those of an unsharded run. A registered artifact
+is combined by its row's merge rule (:mod:`~pytest_legaleval.run.merge_registered`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pytest_legaleval.metrics.artifacts import (
     RECORD_VALIDATION,
     RUN_MANIFEST,
     TRANSCRIPTS,
+    FinishedRun,
     artifacts,
 )
 from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, group_items
@@ -41,6 +43,7 @@ from pytest_legaleval.metrics.stats import (
 from pytest_legaleval.records import PredictionLine
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import EvaluatorLog, utc_now
+from pytest_legaleval.run.merge_registered import merge_registered
 from pytest_legaleval.run.redaction import PII_KINDS, Redactor
 from pytest_legaleval.run.tally import RunTally
 
@@ -336,7 +339,14 @@ def merge_runs(
             **tally.summary_block(seed),
         }
         directory.write_json(METRICS_SUMMARY, summary)
-        directory.write_json(METRICS_BY_SLICE, {**head, **tally.slices_block(seed)})
+        by_slice = {**head, **tally.slices_block(seed)}
+        directory.write_json(METRICS_BY_SLICE, by_slice)
+        merged = Path(directory.path) / PREDICTIONS
+        finished = FinishedRun(merged_id, summary, by_slice, lambda: iter_jsonl(merged))
+        try:
+            merge_registered(directory, [s.path for s in shards], finished)
+        except ConfigError as exc:
+            raise MergeError(str(exc)) from None
         directory.write_json(
             RUN_MANIFEST, _manifest(shards, merged_id, summary, tally.evaluators, now)
         )

@@ -5,7 +5,9 @@ finished run's figures) is one function plus one
 :func:`~pytest_legaleval.metrics.artifacts.register_artifact` call. A real session writes it
 into the checksummed run directory; ``verify`` and the readers' run-directory check check it
 (an edit after sealing is refused); the HTML report lists it with the run's other files; the
-service lists it and its retention class decides when the sweep deletes it.
+service lists it and its retention class decides when the sweep deletes it; ``merge``
+combines the shards' copies by its row's rule (``recompute``, and ``concat`` for a second
+toy).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from pytest_legaleval.cli import main
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.artifacts import (
     CHECKSUMS,
@@ -47,7 +50,17 @@ def _pass_counts(run: FinishedRun) -> Iterable[Mapping[str, Any]]:
 
 TOY = Artifact(
     "pass_counts.jsonl", "passed items per model (a test's)", None, "finalize", "optional",
-    "summary", listed=True, derive=_pass_counts,
+    "summary", listed=True, merge="recompute", derive=_pass_counts,
+)  # fmt: skip
+
+
+def _line_count(run: FinishedRun) -> Iterable[Mapping[str, Any]]:
+    return [{"run_id": run.run_id, "lines": sum(1 for _ in run.predictions())}]
+
+
+SHARD_TOY = Artifact(
+    "line_counts.jsonl", "prediction lines per shard (a test's)", None, "finalize",
+    "optional", "raw", merge="concat", derive=_line_count,
 )  # fmt: skip
 
 
@@ -119,3 +132,39 @@ def test_the_table_refuses_a_clash_and_a_derived_json(toy: Artifact) -> None:
     with pytest.raises(ConfigError, match=r"derived artifact is a \.jsonl"):
         register_artifact(Artifact("x.json", "", None, "finalize", "optional", "raw",
                                    derive=_pass_counts))  # fmt: skip
+
+
+def test_merge_combines_registered_artifacts_by_their_rows_rule(
+    pytester: pytest.Pytester, suite: Path, toy: Artifact
+) -> None:
+    register_artifact(SHARD_TOY)
+    try:
+        rows = [mcq_row(f"q{n}", correct="B") for n in range(5)]
+        data = write_jsonl(pytester.path / "mcq.jsonl", rows)
+        responses = write_jsonl(
+            pytester.path / "responses.jsonl",
+            [{"record_id": f"q{n}", "response": "B" if n % 2 else "C"} for n in range(5)],
+        )
+        shards = []
+        for k in (1, 2):
+            run_eval(pytester, data, responses, "--shard", f"{k}/2", "--run-id", f"s{k}")
+            shards.append(pytester.path / "runs" / f"s{k}")
+        out = pytester.path / "merged" / "run_merged"
+        assert main(["merge", *map(str, shards), "--out", str(out)]) == 0
+    finally:
+        unregister_artifact(SHARD_TOY.name)
+    predictions = read_jsonl(out / "predictions.jsonl")
+    (model,) = {line["model"] for line in predictions}
+    # recompute: from the merged run's lines, not a shard's
+    passed = sum(1 for line in predictions if line["passed"])
+    assert passed == 2
+    assert read_jsonl(out / "pass_counts.jsonl") == [
+        {"run_id": "run_merged", "model": model, "passed": passed}
+    ]
+    # concat: each shard's line, shard after shard, under the merged run's id
+    per_shard = [len(read_jsonl(shard / "predictions.jsonl")) for shard in shards]
+    assert sum(per_shard) == 5 and all(per_shard)
+    assert read_jsonl(out / "line_counts.jsonl") == [
+        {"run_id": "run_merged", "lines": n} for n in per_shard
+    ]
+    assert verify_checksums(out) == [] and verify_run_dir(out) is True
