@@ -23,8 +23,9 @@ only; ``input_dataset.json``, as large as the dataset, is hashed but left to the
 streaming reader. The checksums are not signed: they catch an edit after sealing, not a
 forger who rewrites ``SHA256SUMS`` too.
 
-Self-contained (it imports only the errors): the run layer's artifact table can drive it
-later, and every reader of run directories goes through it (``metrics._runfiles``).
+The artifact table (:mod:`~pytest_legaleval.metrics._artifacts`, registered rows included)
+says which files are known, and every reader of run directories goes through it
+(``metrics._runfiles``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pytest_legaleval.errors import ConfigError, NonFiniteWarning
+from pytest_legaleval.metrics._artifacts import CHECKSUMS, INPUT_DATASET, PREDICTIONS, artifacts
 
 __all__ = [
     "CHECKSUMS",
@@ -50,7 +52,6 @@ __all__ = [
     "verify_run_dir",
 ]
 
-CHECKSUMS: Final = "SHA256SUMS"
 MAX_DEPTH: Final = 64
 """Deepest nesting accepted in a line (our own lines are a handful of levels deep)."""
 MAX_NUMBER: Final = 2.0**63
@@ -58,20 +59,10 @@ MAX_NUMBER: Final = 2.0**63
 MAX_LINE_BYTES: Final = 256 * 1024 * 1024
 """Longest line read (a reply is bounded far below this by ``engine.bounded``)."""
 
-_KNOWN: Final = frozenset(
-    {
-        "run_manifest.json", "input_dataset.json", "record_validation.jsonl",
-        "predictions.jsonl", "attempt_logs.jsonl", "metrics_summary.json",
-        "metrics_by_slice.json", "failures.jsonl", "transcripts.jsonl",
-        "flaky_records.jsonl", "regressions.jsonl", "human_labels_validation.jsonl",
-    }
-)  # fmt: skip
-"""Artifacts a sealed run must list in ``SHA256SUMS`` when they are present."""
-
-_STREAMED: Final = frozenset({"input_dataset.json"})
+_STREAMED: Final = frozenset({INPUT_DATASET})
 """JSON files as large as the dataset: hashed here, read by their streaming reader
 (``report``), which tolerates a cut record, and never parsed whole."""
-_TYPED: Final = frozenset({"predictions.jsonl"})
+_TYPED: Final = frozenset({PREDICTIONS})
 _STRING_FIELDS: Final = ("record_id", "item_id", "run_id", "dataset", "model", "outcome")
 _NUMBER_FIELDS: Final = ("score", "input_tokens", "output_tokens", "latency_ms", "cost_usd")
 
@@ -129,7 +120,9 @@ def verify_run_dir(root: str | Path) -> bool:
     sums_path = base / CHECKSUMS
     sealed = sums_path.is_file()
     listed = _read_sums(sums_path) if sealed else {}
-    for name in sorted(_KNOWN):
+    # Every row of the table, registered ones too: a sealed run must list each one present.
+    known = {row.name for row in artifacts()}
+    for name in sorted(known):
         target = base / name
         if not target.is_file():
             continue
@@ -155,7 +148,7 @@ def verify_run_dir(root: str | Path) -> bool:
             )
     for name, expected in listed.items():
         target = base / name
-        if name not in _KNOWN and target.is_file() and _sha256(target) != expected:
+        if name not in known and target.is_file() and _sha256(target) != expected:
             raise RunDirectoryError(
                 f"{target}: does not match {CHECKSUMS} (changed after the run was sealed); "
                 "refusing to read the run"
