@@ -38,10 +38,10 @@ def pytest_legaleval_register_graders(registry: GraderRegistry, config: pytest.C
     """Add or replace graders before any item is graded.
 
     Called once in every process that grades (a single process, each xdist worker), with
-    the run's :class:`~pytest_legaleval.grading._registry.GraderRegistry`: call
+    the run's :class:`~pytest_legaleval.grading.GraderRegistry`: call
     ``registry.register(grader, task_type=...)`` to replace the grader of a task type, or
     ``registry.register(grader, policy_id=...)`` to grade the records of one policy with
-    your own. A grader follows the :class:`~pytest_legaleval.grading._base.Grader`
+    your own. A grader follows the :class:`~pytest_legaleval.grading.Grader`
     protocol; one whose ``needs_judge`` is true gets the judge panel in its request.
     """
 

@@ -1,7 +1,7 @@
 """The registered artifacts of a merged run, each combined by its row's merge rule.
 
 ``legaleval merge`` writes the built-in files itself (:mod:`~pytest_legaleval.run.merge`);
-an artifact added with :func:`~pytest_legaleval.metrics._artifacts.register_artifact` gets
+an artifact added with :func:`~pytest_legaleval.metrics.register_artifact` gets
 what its row's ``merge`` says:
 
 * ``recompute`` — a derived row (``derive``) computed again from the merged run, as the

@@ -2,7 +2,7 @@
 
 The toy (``pass_counts.jsonl``, one line per model with its passed items, derived from the
 finished run's figures) is one function plus one
-:func:`~pytest_legaleval.metrics._artifacts.register_artifact` call. A real session writes it
+:func:`~pytest_legaleval.metrics.register_artifact` call. A real session writes it
 into the checksummed run directory; ``verify`` and the readers' run-directory check check it
 (an edit after sealing is refused); the HTML report lists it with the run's other files; the
 service lists it and its retention class decides when the sweep deletes it; ``merge``

@@ -1,7 +1,7 @@
 """A benchmark is one object: a toy protocol registered from this file reaches every layer.
 
 The toy protocol (``toy_official``, benchmark ``toybench``) is one class plus one
-:func:`~pytest_legaleval.grading._protocols.register` call. A real session under it shows
+:func:`~pytest_legaleval.grading.register_protocol` call. A real session under it shows
 its figures in ``metrics_summary.json``, its line in the terminal, a gate on its figure,
 and its section and card in the HTML report — with no other module naming it.
 """

@@ -19,7 +19,7 @@ The official protocols, computed exactly as the upstream evaluation code compute
   graders, the figures of ``benchmarks.<name>``, its terminal line, report tables and cards.
 
 Each module cites the upstream commit it follows. The per-task and headline figures of a
-run are :func:`pytest_legaleval.metrics._benchmarks.benchmark_figures`, which iterates over
+run are :func:`pytest_legaleval.metrics.benchmark_figures`, which iterates over
 the registry. Pure (but for the
 judge's calls through the engine): never imports pytest, the pipeline or the run directory.
 """
@@ -41,6 +41,6 @@ PROTOCOL_MODULES: tuple[str, ...] = (
 )
 """The built-in protocols' modules, in the order the summary, terminal and report show them.
 
-Each calls :func:`pytest_legaleval.grading._protocols.register` when imported; the registry
+Each calls :func:`pytest_legaleval.grading.register_protocol` when imported; the registry
 imports them on its first use. A new built-in protocol is one module here plus its name.
 """
