@@ -50,7 +50,7 @@ class RecorderPlugin:
         self.run_id = run_id
         self.session = RunSession(plan, run_id, listeners=[self._call_result_hook])
         self.recorder = self.session.recorder
-        self.pending: dict[str, Carried] = {}
+        self._pending: dict[str, Carried] = {}
         """Single process: the results of reports not logged yet, by node id."""
         self.invalid: list[dict[str, Any]] = []
         """The invalid records' items (for the gates' ``invalid_rate``)."""
@@ -65,6 +65,10 @@ class RecorderPlugin:
         """Node id → (pytest outcome, why) of items that never reached their evaluation."""
         self._collected: list[str] | None = None
         """A single process's collection (node ids); an xdist controller asks its scheduler."""
+
+    def hold(self, nodeid: str, found: Carried) -> None:
+        """Keep an item's result until its report is logged (single process only)."""
+        self._pending[nodeid] = found
 
     @property
     def directory(self) -> RunDirectory | None:
@@ -138,7 +142,7 @@ class RecorderPlugin:
         if self.directory is None:
             return
         self._record_unfinished(cancel=interrupted and self.run_error is None)
-        self.recorder.batches = self.config.stash.get(BATCH_STATS_KEY, None)
+        self.recorder.note_batches(self.config.stash.get(BATCH_STATS_KEY, None))
         self.session.finish(interrupted)
 
     def _record_arrived(self) -> None:
@@ -168,7 +172,7 @@ class RecorderPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._ensure_open()
-        found = carried(self.pending, report) if report.when != "teardown" else None
+        found = carried(self._pending, report) if report.when != "teardown" else None
         if found is None and report.failed:
             self.other_failures += 1  # a failure that is no record's verdict
         if self.directory is None:
