@@ -120,4 +120,3 @@ def test_the_recorders_public_state_is_read_only() -> None:
     # A property without a setter refuses assignment at run time as well.
     with pytest.raises(AttributeError):
         setattr(object.__new__(RunRecorder), "status", "passed")  # noqa: B010
-
