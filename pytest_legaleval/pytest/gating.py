@@ -34,10 +34,11 @@ from pytest_legaleval.metrics.baseline import (
 )
 from pytest_legaleval.metrics.gates import Gate, GateResult, default_gates, evaluate_gates
 from pytest_legaleval.metrics.rundir_check import RunDirectoryError, checked_json, verify_run_dir
-from pytest_legaleval.metrics.runfiles import iter_jsonl
+from pytest_legaleval.metrics.runfiles import prediction_lines
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin, terminal_writer
 from pytest_legaleval.pytest.state import RECORDER_KEY
+from pytest_legaleval.records import PredictionLine
 from pytest_legaleval.run.recorder import REGRESSIONS
 
 __all__ = ["REGRESSIONS_FILE", "SHOWN_REGRESSIONS", "Baseline", "Gatekeeper", "load_baseline"]
@@ -53,7 +54,7 @@ class Baseline:
 
     run_id: str
     path: Path
-    predictions: list[dict[str, Any]]
+    predictions: list[PredictionLine]
 
 
 def load_baseline(path: str, cluster_by: str | None = None) -> Baseline:
@@ -69,7 +70,7 @@ def load_baseline(path: str, cluster_by: str | None = None) -> Baseline:
         verify_run_dir(root)
         manifest = checked_json(root / "run_manifest.json")
         predictions = [
-            pair_fields(row, cluster_by) for row in iter_jsonl(root / "predictions.jsonl")
+            pair_fields(row, cluster_by) for row in prediction_lines(root / "predictions.jsonl")
         ]
     except RunDirectoryError as exc:
         raise ConfigError(f"--baseline {path}: {exc}") from None
@@ -84,13 +85,13 @@ def load_baseline(path: str, cluster_by: str | None = None) -> Baseline:
 
 
 class _Lines:
-    """A JSONL file that can be iterated more than once, one line at a time."""
+    """A ``predictions.jsonl`` that can be iterated more than once, one typed line at a time."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter_jsonl(self.path)
+    def __iter__(self) -> Iterator[PredictionLine]:
+        return prediction_lines(self.path)
 
 
 class Gatekeeper:
@@ -149,7 +150,9 @@ class Gatekeeper:
         )
         if self.baseline is not None:
             settings = self.state.settings
-            current = [pair_fields(row, settings.cluster_by) for row in iter_jsonl(predictions)]
+            current = [
+                pair_fields(row, settings.cluster_by) for row in prediction_lines(predictions)
+            ]
             if not settings.allow_scoring_mismatch:
                 try:
                     check_same_scoring(self.baseline.predictions, current)

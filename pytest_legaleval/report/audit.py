@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.runfiles import RunData, iter_jsonl, run_reducer, slice_entries
+from pytest_legaleval.metrics.runfiles import RunData, prediction_lines, run_reducer, slice_entries
 from pytest_legaleval.report.inputs import InputRecords, record_texts
 
 __all__ = [
@@ -164,7 +164,7 @@ def _with_labels(run: RunData, source: LabelsSource) -> AuditView:
     assert source.path is not None
     labels = read_human_labels(source.path)
     items = collect_items(
-        iter_jsonl(run.path / "predictions.jsonl"), epoch_reducer(run_reducer(run))
+        prediction_lines(run.path / "predictions.jsonl"), epoch_reducer(run_reducer(run))
     )
     matched = match_labels(labels, items)
     audit = audit_from_items(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics.artifacts import artifacts
@@ -20,7 +20,7 @@ from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLET
 from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, group_items
 from pytest_legaleval.metrics.prices import PriceTable, load_price_table
 from pytest_legaleval.metrics.rundir_check import checked_json, verify_run_dir
-from pytest_legaleval.metrics.runfiles import iter_jsonl
+from pytest_legaleval.metrics.runfiles import iter_jsonl, prediction_lines
 from pytest_legaleval.metrics.stats import (
     BOOTSTRAP_CONFIDENCE,
     BOOTSTRAP_RESAMPLES,
@@ -64,7 +64,7 @@ class Shard:
         self.summary: dict[str, Any] = self._json("metrics_summary.json") or {}
         self.input_dataset: dict[str, Any] | None = self._json("input_dataset.json")
         self.validation = list(iter_jsonl(path / "record_validation.jsonl"))
-        self.predictions = list(iter_jsonl(path / "predictions.jsonl"))
+        self.predictions = list(prediction_lines(path / "predictions.jsonl"))
         self.attempts = list(iter_jsonl(path / "attempt_logs.jsonl"))
         self.failures = list(iter_jsonl(path / "failures.jsonl"))
         transcripts = path / TRANSCRIPTS  # runs written before transcripts have none
@@ -166,9 +166,9 @@ def _listing(keys: Sequence[Key]) -> str:
 
 def _collect(
     shards: Sequence[Shard],
-) -> tuple[dict[Key, list[dict[str, Any]]], dict[Key, dict[str, Any]]]:
+) -> tuple[dict[Key, list[PredictionLine]], dict[Key, dict[str, Any]]]:
     """Each item's lines (one per epoch) and each invalid item's failure line."""
-    predictions: dict[Key, list[dict[str, Any]]] = {}
+    predictions: dict[Key, list[PredictionLine]] = {}
     invalid: dict[Key, dict[str, Any]] = {}
     owner: dict[Key, str] = {}
     overlaps: list[Key] = []
@@ -220,7 +220,7 @@ def _status(shards: Sequence[Shard], failed_records: int) -> str:
     return "completed_with_failures" if failed_records else "completed"
 
 
-def _sorted(rows: Sequence[dict[str, Any]], order: Mapping[Key, int], key_of: Any) -> list[Any]:
+def _sorted(rows: Sequence[Mapping[str, Any]], order: Mapping[Key, int], key_of: Any) -> list[Any]:
     return sorted(rows, key=lambda row: order.get(key_of(row), len(order)))
 
 
@@ -268,15 +268,11 @@ def merge_runs(
             record = ("invalid", dataset, key[1])  # one record for all its models
             tally.add_invalid(record, dataset=dataset, model=key[2])
             continue
-        # The shards' lines, as their writer typed them (older versions lack keys: total=False).
+        # The shards' lines, checked and typed as read (older versions lack keys: total=False).
         for row in rows:
-            tally.add_epoch(
-                cast(PredictionLine, row),
-                tags=row.get("tags") or (),
-                metadata=row.get("metadata") or {},
-            )
+            tally.add_epoch(row, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
         (item,) = group_items(rows, reducer).values()
-        reduced = cast(PredictionLine, item.line())
+        reduced = item.line()
         tally.add_item(
             reduced, tags=reduced.get("tags") or (), metadata=reduced.get("metadata") or {}
         )

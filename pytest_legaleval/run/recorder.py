@@ -444,11 +444,11 @@ class RunRecorder:
         by_slice = {**metrics, **self._tally.slices_block(seed)}
         errors: list[dict[str, Any]] = []
         if self._reads_lines and self._directory is not None:
-            from pytest_legaleval.metrics.runfiles import iter_jsonl
+            from pytest_legaleval.metrics.runfiles import prediction_lines
 
             self._directory.flush()
             blocks, slice_blocks, errors = line_figures(
-                iter_jsonl(Path(self._directory.path) / "predictions.jsonl"),
+                prediction_lines(Path(self._directory.path) / "predictions.jsonl"),
                 labels=self._labels,
                 reducer=self._config.epoch_reducer,
                 consistency=self._config.judge_epochs > 1 or len(self._config.judge_models) > 1,
@@ -477,12 +477,14 @@ class RunRecorder:
 
     def _write_derived(self, summary: Mapping[str, Any], by_slice: Mapping[str, Any]) -> None:
         """The registered artifacts computed from the finished run (``metrics.artifacts``)."""
-        from pytest_legaleval.metrics.runfiles import iter_jsonl
+        from pytest_legaleval.metrics.runfiles import prediction_lines
 
         directory = self._directory
         assert directory is not None
         predictions = Path(directory.path) / "predictions.jsonl"
-        finished = FinishedRun(self._run_id, summary, by_slice, lambda: iter_jsonl(predictions))
+        finished = FinishedRun(
+            self._run_id, summary, by_slice, lambda: prediction_lines(predictions)
+        )
         for row in table():
             if row.derive is None:
                 continue

@@ -125,7 +125,7 @@ HUMAN_LABELS_VALIDATION = "human_labels_validation.jsonl"
 
 
 def line_figures(
-    lines: Iterable[Mapping[str, Any]],
+    lines: Iterable[PredictionLine],
     *,
     labels: LabelFile | None,
     reducer: str,
