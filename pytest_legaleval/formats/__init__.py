@@ -2,8 +2,7 @@
 
 One module per format (:mod:`.legal_eval_v1`, :mod:`.contract_v1`), listed in
 :mod:`.registry`; nothing downstream knows which format a record came from.
-:mod:`.lexam_prompts` holds the texts of LEXam's official prompts, which both its importer
-and its protocol need. A ``SOURCE:PATH`` argument (a benchmark's upstream files) is
+A ``SOURCE:PATH`` argument (a benchmark's upstream files) is
 resolved to its imported file by ``importers.cache`` before it reaches this package.
 """
 

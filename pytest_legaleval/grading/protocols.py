@@ -33,7 +33,7 @@ How to write one (a toy example: ``tests/unit/test_protocol_registry.py``):
    a JSON-ready dict, with ``not_scored``); optionally ``terminal_line``,
    ``report_tables``, ``cards``, ``report_intro`` and ``graders``.
 3. Register it: :func:`register` (built-ins are registered on first use of the registry,
-   from :data:`BUILTIN_MODULES`; a user's from a conftest or plugin).
+   from ``grading/official/``'s ``PROTOCOL_MODULES``; a user's from a conftest or plugin).
 
 Importers and protocols (siblings in DESIGN §11, so neither imports the other): an importer
 only *names* the protocol — it writes ``metadata.policy_id = protocol.id`` and keeps the
@@ -42,7 +42,7 @@ fields the protocol reads (``metadata.task``, ``split``, ``course``, gold answer
 (``importers.protocols.PROTOCOLS``, names only); a protocol whose ``source`` is set must be
 one of that source's choices (a unit test checks the two agree). Prompt texts that both an
 importer and a grader need (LEXam's answering prompts, which its judge reads back) live
-below both, in ``formats.benchmark_prompts``, and the protocol's module re-exports them.
+below both, in :mod:`pytest_legaleval.protocols`, and the protocol's module re-exports them.
 Anything that needs the protocol and the records at once runs in the layers above, through
 this registry.
 """
@@ -64,8 +64,8 @@ if TYPE_CHECKING:
     from pytest_legaleval.grading.base import Grade, Grader, GradeRequest
 
 __all__ = [
-    "BUILTIN_MODULES",
     "DASH",
+    "OFFICIAL_PACKAGE",
     "BenchmarkProtocol",
     "Card",
     "Cell",
@@ -85,13 +85,8 @@ __all__ = [
     "unregister",
 ]
 
-BUILTIN_MODULES: tuple[str, ...] = (
-    "pytest_legaleval.grading.official.legalbench_protocol",
-    "pytest_legaleval.grading.official.lexam_protocol",
-    "pytest_legaleval.grading.official.prbench_protocol",
-    "pytest_legaleval.grading.official.apex_protocol",
-)
-"""Modules whose import registers the built-in protocols (each calls :func:`register`)."""
+OFFICIAL_PACKAGE = "pytest_legaleval.grading.official"
+"""The package of the built-in protocols; its ``PROTOCOL_MODULES`` lists their modules."""
 
 DASH = "–"
 """What a table shows for a figure that is not a finite number."""
@@ -295,8 +290,9 @@ def _load_builtins() -> None:
     if _LOADED:
         return
     _LOADED = True  # set first: each module calls register(), which comes back here
-    for module in BUILTIN_MODULES:
-        importlib.import_module(module)
+    official = importlib.import_module(OFFICIAL_PACKAGE)
+    for module in official.PROTOCOL_MODULES:
+        importlib.import_module(f"{OFFICIAL_PACKAGE}.{module}")
 
 
 def _same_class(a: BenchmarkProtocol, b: BenchmarkProtocol) -> bool:

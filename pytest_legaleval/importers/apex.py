@@ -28,7 +28,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.formats.judged_benchmarks import apex_generation_prompt
 from pytest_legaleval.importers.base import (
     Importer,
     ImportOptions,
@@ -40,6 +39,7 @@ from pytest_legaleval.importers.base import (
 )
 from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.readers import read_table
+from pytest_legaleval.protocols.apex import apex_generation_prompt
 
 __all__ = ["IMPORTER", "attachments", "record", "rubric"]
 

@@ -31,8 +31,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_legaleval import protocols
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.formats import LoadResult, judged_benchmarks, lexam_prompts
+from pytest_legaleval.formats import LoadResult
 from pytest_legaleval.formats import dataset_files as formats_dataset_files
 from pytest_legaleval.formats import load_dataset as formats_load_dataset
 from pytest_legaleval.importers.base import ImportOptions
@@ -92,9 +93,9 @@ def cache_key(
         digest.update(os.path.realpath(root).encode("utf-8", "surrogatepass") + b"\0")
     for code in sorted(Path(__file__).parent.glob("*.py")):
         _digest_file(digest, code)
-    # The official protocols' prompts the importers write (a changed text: a new import).
-    _digest_file(digest, Path(lexam_prompts.__file__))
-    _digest_file(digest, Path(judged_benchmarks.__file__))
+    # The protocols' texts the importers write (a changed text: a new import).
+    for text in sorted(Path(protocols.__file__).parent.glob("*.py")):
+        _digest_file(digest, text)
     for path in inputs:
         try:
             name = path.resolve().relative_to(root.resolve()).as_posix()

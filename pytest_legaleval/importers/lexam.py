@@ -22,7 +22,7 @@ export with the same columns imports alike. Choice ids past ``Z`` are ``CHOICE_2
 
 Protocols (``importers.protocols``): ``lexam_official`` (the default) writes LEXam's own
 answering prompt with the course and, for MCQs, the choices listed ``A. text`` (up to 26)
-or ``1. text`` (more) — ``formats.lexam_prompts`` — under policy
+or ``1. text`` (more) — ``protocols.lexam`` — under policy
 ``lexam_official``; ``lexam`` keeps the bare question under our policy ``lexam``; ``lbr``
 keeps it under ``lexam_mcq_v1`` / ``lexam_oq_v1`` (as the Legal Benchmark Runner runs
 LEXam). ``metadata.course`` is the natural cluster of a LEXam question (one course's exam).
@@ -35,7 +35,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.formats.lexam_prompts import mcq_prompt, open_prompt
 from pytest_legaleval.importers.base import (
     Importer,
     ImportOptions,
@@ -51,6 +50,7 @@ from pytest_legaleval.importers.base import (
 from pytest_legaleval.importers.limits import UnreadRow
 from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.readers import READABLE_SUFFIXES, read_table
+from pytest_legaleval.protocols.lexam import mcq_prompt, open_prompt
 
 __all__ = ["IMPORTER", "mcq_record", "open_record"]
 

@@ -47,7 +47,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.formats.judged_benchmarks import prbench_weight
 from pytest_legaleval.importers.base import (
     Importer,
     ImportOptions,
@@ -59,6 +58,7 @@ from pytest_legaleval.importers.base import (
 )
 from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.readers import read_table
+from pytest_legaleval.protocols.prbench import prbench_weight
 
 __all__ = ["IMPORTER", "conversation", "official_conversation", "rubric", "splits_of"]
 

@@ -158,9 +158,10 @@ metric  := {metrics}
            (a key with dots or colons in brackets: models["ollama/llama3:8b"])
 op      := >= | > | <= | < | ==
 number  := a decimal such as 0.8, or a percentage such as 80% (rates: 0..1 or 0%..100%)
-examples: pass_rate>=0.8   dataset=lexam:pass_rate_ci_low>=0.6
+examples: pass_rate>=0.8   dataset=contracts:pass_rate_ci_low>=0.6
           model=openai/gpt-4.1-mini:mean_score>0.5   error_rate<=0.01
-          benchmarks.legalbench.score>=0.6   judge_audit.cohen_kappa>=0.6""".format(
+          benchmarks.NAME.score>=0.6 (a benchmark protocol's figures)
+          judge_audit.cohen_kappa>=0.6""".format(
     metrics=" | ".join(METRICS)
 )
 

@@ -177,6 +177,6 @@ def name_token(text: str) -> str:
     if len(value) > _MAX_NAME or not _NAME_TOKEN_RE.fullmatch(value):
         raise InvalidValue(
             "expects a name of letters, digits, '_', '.' or '-' (such as "
-            f"legalbench_official), got {text!r}"
+            f"contract_review_v1), got {text!r}"
         )
     return value

@@ -123,8 +123,8 @@ class Settings:
     protocol: str | None = option(
         flag="--protocol", metavar="NAME", convert=name_token,
         help="Protocol (prompts, policy and grading) of a benchmark imported with --dataset "
-        "legalbench:PATH or lexam:PATH, e.g. one of our policies instead of the benchmark's "
-        "official protocol (the default).",
+        "SOURCE:PATH, e.g. one of our policies instead of the benchmark's official protocol "
+        "(the default; `legaleval import --help` lists each source's protocols).",
     )
     responses: str | None = option(
         flag="--responses", metavar="PATH", path=True,

@@ -31,7 +31,7 @@ needs_import_linter = pytest.mark.skipif(
 )
 PYTEST_ALLOWED = ("plugin.py", "pytest/", "testing/")
 PURE = (
-    "records", "errors", "util", "formats", "importers", "validation", "engine", "grading",
+    "records", "errors", "util", "protocols", "formats", "importers", "validation", "engine", "grading",
     "pipeline", "run", "metrics", "report", "service", "cli", "datasets",
 )  # fmt: skip
 

@@ -31,4 +31,16 @@ from pytest_legaleval.grading.official.graders import (
     LexamMcqOfficialGrader,
 )
 
-__all__ = ["LegalbenchOfficialGrader", "LexamMcqOfficialGrader"]
+__all__ = ["PROTOCOL_MODULES", "LegalbenchOfficialGrader", "LexamMcqOfficialGrader"]
+
+PROTOCOL_MODULES: tuple[str, ...] = (
+    "legalbench_protocol",
+    "lexam_protocol",
+    "prbench_protocol",
+    "apex_protocol",
+)
+"""The built-in protocols' modules, in the order the summary, terminal and report show them.
+
+Each calls :func:`pytest_legaleval.grading.protocols.register` when imported; the registry
+imports them on its first use. A new built-in protocol is one module here plus its name.
+"""

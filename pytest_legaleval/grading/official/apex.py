@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_legaleval.errors import LegalEvalError
-from pytest_legaleval.formats.judged_benchmarks import (
+from pytest_legaleval.protocols.apex import (
     APEX_FILES_HEADER as FILES_HEADER,
 )
-from pytest_legaleval.formats.judged_benchmarks import (
+from pytest_legaleval.protocols.apex import (
     APEX_RESPONSE_GENERATION_PROMPT as RESPONSE_GENERATION_PROMPT,
 )
-from pytest_legaleval.formats.judged_benchmarks import (
+from pytest_legaleval.protocols.apex import (
     apex_generation_prompt as generation_prompt,
 )
 

@@ -1,6 +1,6 @@
 """LEXam's prompts, verbatim, as the ``lexam_official`` protocol sends them.
 
-The texts live one layer down, in :mod:`pytest_legaleval.formats.lexam_prompts`, because
+The texts live one layer down, in :mod:`pytest_legaleval.protocols.lexam`, because
 two siblings need them: the LEXam importer writes the answering prompts into the records,
 and the protocol's judge reads the bare question back out of them (DESIGN §11: importers
 and grading never import each other). This module is the protocol's face over them.
@@ -8,7 +8,7 @@ and grading never import each other). This module is the protocol's face over th
 
 from __future__ import annotations
 
-from pytest_legaleval.formats.lexam_prompts import (
+from pytest_legaleval.protocols.lexam import (
     JUDGE_PROMPT,
     JUDGE_SYSTEM,
     LETTERS,

@@ -40,8 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_legaleval.errors import LegalEvalError
-from pytest_legaleval.formats.judged_benchmarks import prbench_weight
 from pytest_legaleval.grading.official.numeric import numpy_mean, pairwise_sum
+from pytest_legaleval.protocols.prbench import prbench_weight
 
 __all__ = [
     "GRADER_TEMPLATE",

@@ -1,25 +1,20 @@
 # ruff: noqa: E501
-"""Benchmark texts an importer writes and a grader reads: PRBench's and APEX's.
+"""APEX's response-generation prompt: its importer writes it, its protocol re-exports it.
 
-Below both the importers and the grading layer (siblings that never import each other):
-APEX's response-generation prompt (Mercor-Intelligence/apex-evals at commit
-fc4ca761d291486fca905adb2c4ebd0dfad0caa5, ``apex-evals-v1-extended/prompt/
-response_generation_prompt.txt``, byte for byte) and how its script fills it, and
-PRBench's rule for a criterion's weight (scaleapi/PRBench at commit
-070abdf5d72d07885058cd36da9e9531c45ba535, ``criteria.py``). ``grading.official.apex`` and
-``grading.official.prbench`` re-export them.
+The text of Mercor-Intelligence/apex-evals at commit
+fc4ca761d291486fca905adb2c4ebd0dfad0caa5 (``apex-evals-v1-extended/prompt/
+response_generation_prompt.txt``), byte for byte, and how its script fills it.
+``grading.official.apex`` re-exports them.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 __all__ = [
     "APEX_FILES_HEADER",
     "APEX_RESPONSE_GENERATION_PROMPT",
     "apex_generation_prompt",
-    "prbench_weight",
 ]
 
 APEX_FILES_HEADER = "==== Attached files content: ===="
@@ -60,21 +55,3 @@ def apex_generation_prompt(domain: str, prompt: str, files: Sequence[tuple[str, 
     if parsed.strip():
         return f"{text}\n\n{APEX_FILES_HEADER}\n\n{parsed}"
     return text
-
-
-def prbench_weight(annotations: Mapping[str, object]) -> tuple[str, float | None]:
-    """``Criterion.find_weight``: the key ``weight_class`` names and the number there.
-
-    Returns:
-        (the key, its value) — the value ``None`` when there is no ``weight_class`` (the
-        key is then ``""``) or no finite number under the key.
-
-    """
-    weight_class = annotations.get("weight_class")
-    if not isinstance(weight_class, str):
-        return "", None
-    key = weight_class.replace(" ", "_") + "_weight"
-    value = annotations.get(key)
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        return key, None
-    return key, value
