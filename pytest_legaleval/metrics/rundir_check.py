@@ -251,10 +251,11 @@ def _check_fields(row: Mapping[str, Any], where: str) -> None:
     Two readings older runs rely on are kept: a boolean counts as 0/1 where a number is
     expected, and ``passed`` may be written 0 or 1.
     """
-    for name, (kinds, element) in _FIELDS.items():
-        if name not in row:
+    for name, value in row.items():
+        spec = _FIELDS.get(name)
+        if spec is None:
             continue
-        value = row[name]
+        kinds, element = spec
         if name == "passed":
             if value is not None and value not in (True, False):
                 raise RunDirectoryError(f"{where}: passed must be true, false or null")
