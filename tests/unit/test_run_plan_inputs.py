@@ -115,6 +115,16 @@ def test_the_plan_and_its_dataset_plan_refuse_every_change(tmp_path: Path) -> No
     source = plan.dataset.source()
     assert source.selected_records == 20 and len(list(source.entries)) == 20
 
+    # The pre-computed answers the plan holds are read-only views too.
+    table = plan.responses
+    assert table is not None
+    key = next(iter(table.responses))
+    with pytest.raises(TypeError):
+        table.responses[key] = "changed"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        table.recorded[key] = None  # type: ignore[index]
+    assert table.get(*key) != "changed"
+
 
 def test_a_rejected_dataset_stays_rejected(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"  # every row invalid: the whole dataset is rejected
