@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import PREDICTIONS
 
 __all__ = ["audit_body", "register", "render_text"]
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE = 0, 1, 2
-PREDICTIONS = "predictions.jsonl"
 
 
 def audit_body(

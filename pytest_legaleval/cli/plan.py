@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
+from pytest_legaleval.metrics.artifacts import PREDICTIONS
 from pytest_legaleval.metrics.power import ALPHA_RANGE, POWER_RANGE, TARGET_RANGE
 
 __all__ = ["register"]
@@ -87,7 +88,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         run = load_run(args.baseline)
         baseline_rows, baseline_id = run.predictions, run.run_id
         if not baseline_rows:
-            raise ConfigError(f"--baseline {args.baseline}: the run has no predictions.jsonl lines")
+            raise ConfigError(f"--baseline {args.baseline}: the run has no {PREDICTIONS} lines")
     try:
         result = plan(
             records,

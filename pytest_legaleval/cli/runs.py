@@ -9,6 +9,7 @@ from typing import Any
 
 from pytest_legaleval.cli.exit_codes import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import RUN_MANIFEST
 
 __all__ = ["register"]
 
@@ -86,9 +87,9 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         print("legaleval merge: error: give the shards' RUN_DIRs or --prefix", file=sys.stderr)
         return EXIT_USAGE
     for path in args.run_dirs:  # a path that is no run: a usage error, not a misfit
-        if not (Path(path) / "run_manifest.json").is_file():
+        if not (Path(path) / RUN_MANIFEST).is_file():
             print(
-                f"legaleval merge: error: {path}: not a run directory (no run_manifest.json)",
+                f"legaleval merge: error: {path}: not a run directory (no {RUN_MANIFEST})",
                 file=sys.stderr,
             )
             return EXIT_USAGE

@@ -31,6 +31,12 @@ from typing import Any
 
 from pytest_legaleval.cli import exit_codes
 from pytest_legaleval.errors import ConfigError, DatasetRejected, LegalEvalError
+from pytest_legaleval.metrics.artifacts import (
+    METRICS_BY_SLICE,
+    METRICS_SUMMARY,
+    PREDICTIONS,
+    RECORD_VALIDATION,
+)
 from pytest_legaleval.service.client import (
     ServiceClient,
     ServiceError,
@@ -191,7 +197,7 @@ def _accepted(run_id: str, body: dict[str, Any]) -> None:
         shown = f"{error.get('path')}: {error.get('code')}: {error.get('message')}"
         print(f"  {printable(shown, 500)}", file=sys.stderr)
     if len(errors) > _SHOWN_ERRORS:
-        print(f"  … {len(errors) - _SHOWN_ERRORS} more in record_validation.jsonl", file=sys.stderr)
+        print(f"  … {len(errors) - _SHOWN_ERRORS} more in {RECORD_VALIDATION}", file=sys.stderr)
 
 
 def _follow(
@@ -237,7 +243,7 @@ def _gates(run_dir: Path, texts: list[str]) -> bool:
 
     class Rows:
         def __iter__(self) -> Iterator[PredictionLine]:
-            return prediction_lines(run_dir / "predictions.jsonl")
+            return prediction_lines(run_dir / PREDICTIONS)
 
     predicted = {row.get("item_id") for row in Rows()}
     results = evaluate_gates(
@@ -255,10 +261,10 @@ def _gates(run_dir: Path, texts: list[str]) -> bool:
 def _report(run: dict[str, Any], run_dir: Path | None) -> None:
     from pytest_legaleval.run.console import summary_lines
 
-    if run_dir is not None and (run_dir / "metrics_summary.json").is_file():
+    if run_dir is not None and (run_dir / METRICS_SUMMARY).is_file():
         try:
-            summary = json.loads((run_dir / "metrics_summary.json").read_text(encoding="utf-8"))
-            by_slice_path = run_dir / "metrics_by_slice.json"
+            summary = json.loads((run_dir / METRICS_SUMMARY).read_text(encoding="utf-8"))
+            by_slice_path = run_dir / METRICS_BY_SLICE
             by_slice = (
                 json.loads(by_slice_path.read_text(encoding="utf-8"))
                 if by_slice_path.is_file()

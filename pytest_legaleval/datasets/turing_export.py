@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import PREDICTIONS
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 
 __all__ = [
@@ -35,8 +36,6 @@ __all__ = [
     "automated_evaluation_from_run",
     "write_human_evaluations",
 ]
-
-PREDICTIONS = "predictions.jsonl"
 
 
 def _decision_id(row: Mapping[str, Any], repeated: bool) -> str:

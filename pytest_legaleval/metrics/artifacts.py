@@ -8,6 +8,11 @@ writer of a run directory), ``merge``, ``verify``, the service's retention sweep
 listing, the HTML report and the run-file reader all read this table; the constants of
 ``run.names`` are views of it.
 
+Every file name is spelled once, here: the upper-case constants (:data:`PREDICTIONS`,
+:data:`METRICS_SUMMARY`, ...) are the built-in rows' names, and the code that opens, writes,
+links or lists a run-directory file uses them or the table, never a literal of its own (a
+test scans the package for one).
+
 Adding an artifact is one module plus one :func:`register_artifact` call. A row with a
 ``derive`` function is *derived*: the recorder writes it at the end of the run from the
 finished figures (:class:`FinishedRun`), in the same checksummed, read-only directory.
@@ -28,7 +33,20 @@ from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "ARTIFACT_TABLE",
+    "ATTEMPT_LOGS",
     "CHECKSUMS",
+    "FAILURES",
+    "FLAKY_RECORDS",
+    "HUMAN_LABELS_VALIDATION",
+    "INCOMPLETE_RECORDS",
+    "INPUT_DATASET",
+    "METRICS_BY_SLICE",
+    "METRICS_SUMMARY",
+    "PREDICTIONS",
+    "RECORD_VALIDATION",
+    "REGRESSIONS",
+    "RUN_MANIFEST",
+    "TRANSCRIPTS",
     "Artifact",
     "FinishedRun",
     "Merge",
@@ -54,6 +72,22 @@ order, computed again from the merged lines, or not carried over."""
 
 CHECKSUMS = "SHA256SUMS"
 """Written last, in ``sha256sum`` format (``<hex>  <name>``), over every artifact."""
+
+# The built-in rows' names, one constant each, so that a misspelt name fails at import (or in
+# mypy) rather than as a missing file at run time.
+RUN_MANIFEST = "run_manifest.json"
+INPUT_DATASET = "input_dataset.json"
+RECORD_VALIDATION = "record_validation.jsonl"
+PREDICTIONS = "predictions.jsonl"
+ATTEMPT_LOGS = "attempt_logs.jsonl"
+METRICS_SUMMARY = "metrics_summary.json"
+METRICS_BY_SLICE = "metrics_by_slice.json"
+FAILURES = "failures.jsonl"
+TRANSCRIPTS = "transcripts.jsonl"
+FLAKY_RECORDS = "flaky_records.jsonl"
+INCOMPLETE_RECORDS = "incomplete_records.jsonl"
+REGRESSIONS = "regressions.jsonl"
+HUMAN_LABELS_VALIDATION = "human_labels_validation.jsonl"
 
 
 @dataclass(frozen=True)
@@ -111,32 +145,32 @@ class Artifact:
 
 
 ARTIFACT_TABLE: tuple[Artifact, ...] = (
-    Artifact("run_manifest.json", "the run's identity, settings, states and counts",
+    Artifact(RUN_MANIFEST, "the run's identity, settings, states and counts",
              "run_manifest", "finalize", "contract", "summary", merge="recompute"),
-    Artifact("input_dataset.json", "the accepted records (or their files' hashes)",
+    Artifact(INPUT_DATASET, "the accepted records (or their files' hashes)",
              "input_dataset", "open", "contract", "raw", merge="first"),
-    Artifact("record_validation.jsonl", "one line per input entry: accepted or why not",
+    Artifact(RECORD_VALIDATION, "one line per input entry: accepted or why not",
              "record_validation", "open", "contract", "raw", merge="first"),
-    Artifact("predictions.jsonl", "one line per item (and epoch): the verdict",
+    Artifact(PREDICTIONS, "one line per item (and epoch): the verdict",
              "prediction", "record", "contract", "raw", merge="concat"),
-    Artifact("attempt_logs.jsonl", "one line per call to a model",
+    Artifact(ATTEMPT_LOGS, "one line per call to a model",
              "attempt_log", "record", "contract", "raw", merge="concat"),
-    Artifact("metrics_summary.json", "the run's figures", "metrics_summary", "finalize",
+    Artifact(METRICS_SUMMARY, "the run's figures", "metrics_summary", "finalize",
              "contract", "summary", merge="recompute"),
-    Artifact("metrics_by_slice.json", "the figures per slice", "metrics_by_slice",
+    Artifact(METRICS_BY_SLICE, "the figures per slice", "metrics_by_slice",
              "finalize", "contract", "summary", merge="recompute"),
-    Artifact("failures.jsonl", "one line per item without a pass", "failure", "record",
+    Artifact(FAILURES, "one line per item without a pass", "failure", "record",
              "contract", "raw", merge="concat"),
-    Artifact("transcripts.jsonl", "what each item sent and got back", None, "record",
+    Artifact(TRANSCRIPTS, "what each item sent and got back", None, "record",
              "always", "raw", merge="concat"),
-    Artifact("flaky_records.jsonl", "records whose epochs disagree (--epochs K > 1)", None,
+    Artifact(FLAKY_RECORDS, "records whose epochs disagree (--epochs K > 1)", None,
              "finalize", "optional", "raw", merge="recompute"),
-    Artifact("incomplete_records.jsonl",
+    Artifact(INCOMPLETE_RECORDS,
              "items without a verdict in some epoch, left out of pass@k (--epochs K > 1)",
              None, "finalize", "optional", "raw", merge="recompute"),
-    Artifact("regressions.jsonl", "items worse than in the --baseline run", "regression",
+    Artifact(REGRESSIONS, "items worse than in the --baseline run", "regression",
              "gates", "optional", "raw"),
-    Artifact("human_labels_validation.jsonl", "--human-labels rows left out, and why", None,
+    Artifact(HUMAN_LABELS_VALIDATION, "--human-labels rows left out, and why", None,
              "finalize", "optional", "raw"),
 )  # fmt: skip
 """The built-in artifacts, in the order the service lists them."""

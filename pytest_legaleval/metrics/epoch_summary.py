@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import FLAKY_RECORDS, INCOMPLETE_RECORDS
 from pytest_legaleval.metrics.clustered import (
     Uncertainty,
     cluster_key,
@@ -35,12 +36,7 @@ from pytest_legaleval.metrics.epochs import (
 from pytest_legaleval.metrics.lines import SlimKey, slim_line
 from pytest_legaleval.records import PredictionLine
 
-__all__ = ["FLAKY_RECORDS_FILE", "INCOMPLETE_RECORDS_FILE", "EpochSummary"]
-
-FLAKY_RECORDS_FILE = "flaky_records.jsonl"
-"""The artifact that lists the flaky items (one :func:`~.epochs.flaky_line` each)."""
-INCOMPLETE_RECORDS_FILE = "incomplete_records.jsonl"
-"""The artifact that lists the items without a verdict in every epoch (left out of pass@k)."""
+__all__ = ["EpochSummary"]
 
 _KEPT: tuple[SlimKey, ...] = (
     "record_id", "dataset", "model", "epoch", "outcome", "passed", "score", "reason",
@@ -165,14 +161,13 @@ class EpochSummary:
                 f"epochs: {figures.epochs} (reducer {self.reducer}); pass@1 {_f(at['1'])}, "
                 f"pass@{k} {_f(at[k])}, pass^{k} {_f(hat[k])} over the "
                 f"{figures.pass_at_k_records} items with a verdict in every epoch; flaky "
-                f"records {len(figures.flaky)}"
-                + (f" ({FLAKY_RECORDS_FILE})" if figures.flaky else "")
+                f"records {len(figures.flaky)}" + (f" ({FLAKY_RECORDS})" if figures.flaky else "")
             )
             if figures.incomplete:
                 lines.append(
                     f"incomplete: {len(figures.incomplete)} items lack a verdict in some epoch "
                     f"({figures.errored_epochs} of {figures.epoch_lines} epoch lines errored; "
-                    f"listed in {INCOMPLETE_RECORDS_FILE}, left out of pass@k)"
+                    f"listed in {INCOMPLETE_RECORDS}, left out of pass@k)"
                 )
         found = self.uncertainty()
         if found is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import METRICS_SUMMARY
 from pytest_legaleval.metrics.counts import with_item_fields
 from pytest_legaleval.metrics.gate_paths import parse_path, path_value
 from pytest_legaleval.metrics.prices import PriceTable
@@ -154,7 +155,7 @@ gate    := [slice ":"] metric op number
 slice   := key "=" value ("," key "=" value)*
 key     := dataset | model | task_type | policy | tag | metadata.NAME
 metric  := {metrics}
-         | PATH, the dotted path of a number in metrics_summary.json
+         | PATH, the dotted path of a number in {summary}
            (a key with dots or colons in brackets: models["ollama/llama3:8b"])
 op      := >= | > | <= | < | ==
 number  := a decimal such as 0.8, or a percentage such as 80% (rates: 0..1 or 0%..100%)
@@ -162,7 +163,7 @@ examples: pass_rate>=0.8   dataset=contracts:pass_rate_ci_low>=0.6
           model=openai/gpt-4.1-mini:mean_score>0.5   error_rate<=0.01
           benchmarks.NAME.score>=0.6 (a benchmark protocol's figures)
           judge_audit.cohen_kappa>=0.6""".format(
-    metrics=" | ".join(METRICS)
+    metrics=" | ".join(METRICS), summary=METRICS_SUMMARY
 )
 
 _EXPR_RE = re.compile(

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import METRICS_SUMMARY
 from pytest_legaleval.metrics.clustered import cluster_value
 from pytest_legaleval.metrics.gate_paths import parse_path
 from pytest_legaleval.metrics.gates import METRICS, Gate
@@ -178,7 +179,7 @@ def check_gate_paths(gates: Sequence[Gate]) -> None:
         near = difflib.get_close_matches(first, sorted(fields), n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(near)}? " if near else ""
         raise ConfigError(
-            f"--gate {gate.text!r}: metrics_summary.json has no field {first!r}; {hint}"
+            f"--gate {gate.text!r}: {METRICS_SUMMARY} has no field {first!r}; {hint}"
             f"gate metrics: {', '.join(sorted(METRICS))}; blocks: "
             f"{', '.join(sorted(SUMMARY_FIELDS))}"
         )

@@ -25,8 +25,8 @@ only; ``input_dataset.json``, as large as the dataset, is hashed but left to the
 streaming reader. The checksums are not signed: they catch an edit after sealing, not a
 forger who rewrites ``SHA256SUMS`` too.
 
-Self-contained (it imports only the errors and the line's type): the run layer's artifact
-table can drive it later, and every reader of run directories goes through it
+The artifact table (:mod:`~pytest_legaleval.metrics.artifacts`, registered rows included)
+says which files are known, and every reader of run directories goes through it
 (``metrics.runfiles``).
 """
 
@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Final, Union, cast, get_args, get_origin, get_type_hints
 
 from pytest_legaleval.errors import ConfigError, NonFiniteWarning
+from pytest_legaleval.metrics.artifacts import CHECKSUMS, INPUT_DATASET, PREDICTIONS, artifacts
 from pytest_legaleval.records import PredictionLine
 
 __all__ = [
@@ -57,7 +58,6 @@ __all__ = [
     "verify_run_dir",
 ]
 
-CHECKSUMS: Final = "SHA256SUMS"
 MAX_DEPTH: Final = 64
 """Deepest nesting accepted in a line (our own lines are a handful of levels deep)."""
 MAX_NUMBER: Final = 2.0**63
@@ -65,20 +65,10 @@ MAX_NUMBER: Final = 2.0**63
 MAX_LINE_BYTES: Final = 256 * 1024 * 1024
 """Longest line read (a reply is bounded far below this by ``engine.bounded``)."""
 
-_KNOWN: Final = frozenset(
-    {
-        "run_manifest.json", "input_dataset.json", "record_validation.jsonl",
-        "predictions.jsonl", "attempt_logs.jsonl", "metrics_summary.json",
-        "metrics_by_slice.json", "failures.jsonl", "transcripts.jsonl",
-        "flaky_records.jsonl", "regressions.jsonl", "human_labels_validation.jsonl",
-    }
-)  # fmt: skip
-"""Artifacts a sealed run must list in ``SHA256SUMS`` when they are present."""
-
-_STREAMED: Final = frozenset({"input_dataset.json"})
+_STREAMED: Final = frozenset({INPUT_DATASET})
 """JSON files as large as the dataset: hashed here, read by their streaming reader
 (``report``), which tolerates a cut record, and never parsed whole."""
-_TYPED: Final = frozenset({"predictions.jsonl"})
+_TYPED: Final = frozenset({PREDICTIONS})
 _EXTRA_NUMBERS: Final = ("cost_usd",)
 """Numbers some readers sum that ``PredictionLine`` does not declare (older lines)."""
 
@@ -136,7 +126,9 @@ def verify_run_dir(root: str | Path) -> bool:
     sums_path = base / CHECKSUMS
     sealed = sums_path.is_file()
     listed = _read_sums(sums_path) if sealed else {}
-    for name in sorted(_KNOWN):
+    # Every row of the table, registered ones too: a sealed run must list each one present.
+    known = {row.name for row in artifacts()}
+    for name in sorted(known):
         target = base / name
         if not target.is_file():
             continue
@@ -162,7 +154,7 @@ def verify_run_dir(root: str | Path) -> bool:
             )
     for name, expected in listed.items():
         target = base / name
-        if name not in _KNOWN and target.is_file() and _sha256(target) != expected:
+        if name not in known and target.is_file() and _sha256(target) != expected:
             raise RunDirectoryError(
                 f"{target}: does not match {CHECKSUMS} (changed after the run was sealed); "
                 "refusing to read the run"

@@ -17,12 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.epochs import (
-    DEFAULT_REDUCER,
-    REDUCERS,
-    epoch_of,
-    reduce_rows,
+from pytest_legaleval.metrics.artifacts import (
+    FAILURES,
+    METRICS_BY_SLICE,
+    METRICS_SUMMARY,
+    PREDICTIONS,
+    RECORD_VALIDATION,
+    RUN_MANIFEST,
 )
+from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, REDUCERS, epoch_of, reduce_rows
 from pytest_legaleval.metrics.rundir_check import (
     checked_json,
     checked_lines,
@@ -89,21 +92,21 @@ def load_run(path: str | Path, *, with_predictions: bool = True) -> RunData:
     """
     root = Path(path)
     verify_run_dir(root)
-    manifest = _read_json(root / "run_manifest.json")
+    manifest = _read_json(root / RUN_MANIFEST)
     if not isinstance(manifest, dict):
         raise ConfigError(
-            f"{root}: not a run directory (no run_manifest.json); pass the directory of one "
+            f"{root}: not a run directory (no {RUN_MANIFEST}); pass the directory of one "
             "run, e.g. legaleval-runs/run_01J…"
         )
-    summary = _read_json(root / "metrics_summary.json")
+    summary = _read_json(root / METRICS_SUMMARY)
     return RunData(
         path=root,
         manifest=manifest,
         summary=summary if isinstance(summary, dict) else None,
-        slices=_read_json(root / "metrics_by_slice.json"),
-        predictions=list(prediction_lines(root / "predictions.jsonl")) if with_predictions else [],
-        validation=list(iter_jsonl(root / "record_validation.jsonl")),
-        failures=list(iter_jsonl(root / "failures.jsonl")),
+        slices=_read_json(root / METRICS_BY_SLICE),
+        predictions=list(prediction_lines(root / PREDICTIONS)) if with_predictions else [],
+        validation=list(iter_jsonl(root / RECORD_VALIDATION)),
+        failures=list(iter_jsonl(root / FAILURES)),
     )
 
 

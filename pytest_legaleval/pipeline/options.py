@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_legaleval.engine.types import EngineSettings
+from pytest_legaleval.metrics.artifacts import METRICS_BY_SLICE, PREDICTIONS
 from pytest_legaleval.pipeline.converters import (
     Shard,
     boolean,
@@ -132,7 +133,7 @@ class Settings:
     )
     judgments: str | None = option(
         flag="--judgments", metavar="PATH", path=True,
-        help="Recorded judge verdicts (LBR's judgments.jsonl or a run's predictions.jsonl): "
+        help=f"Recorded judge verdicts (LBR's judgments.jsonl or a run's {PREDICTIONS}): "
         "judged records are graded from them under their policy, without calling a judge.",
     )
     model: tuple[str, ...] = option(
@@ -315,7 +316,7 @@ class Settings:
     )
     slice_by: tuple[str, ...] = option(
         flag="--slice-by", metavar="metadata.KEY", default=(), multiple=True,
-        help="Extra slice dimension for metrics_by_slice.json, e.g. metadata.jurisdiction "
+        help=f"Extra slice dimension for {METRICS_BY_SLICE}, e.g. metadata.jurisdiction "
         "(repeatable).",
     )
     cluster_by: str | None = option(

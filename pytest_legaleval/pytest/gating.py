@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import PREDICTIONS, REGRESSIONS, RUN_MANIFEST
 from pytest_legaleval.metrics.baseline import (
     Comparison,
     check_same_scoring,
@@ -39,11 +40,9 @@ from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin, terminal_writer
 from pytest_legaleval.pytest.state import RECORDER_KEY
 from pytest_legaleval.records import PredictionLine
-from pytest_legaleval.run.recorder import REGRESSIONS
 
-__all__ = ["REGRESSIONS_FILE", "SHOWN_REGRESSIONS", "Baseline", "Gatekeeper", "load_baseline"]
+__all__ = ["SHOWN_REGRESSIONS", "Baseline", "Gatekeeper", "load_baseline"]
 
-REGRESSIONS_FILE = REGRESSIONS
 SHOWN_REGRESSIONS = 20
 """Regressed records named in the terminal; ``regressions.jsonl`` has all of them."""
 
@@ -68,19 +67,17 @@ def load_baseline(path: str, cluster_by: str | None = None) -> Baseline:
     try:
         # Checked before trusted (metrics.rundir_check): checksums, then every line.
         verify_run_dir(root)
-        manifest = checked_json(root / "run_manifest.json")
-        predictions = [
-            pair_fields(row, cluster_by) for row in prediction_lines(root / "predictions.jsonl")
-        ]
+        manifest = checked_json(root / RUN_MANIFEST)
+        predictions = [pair_fields(row, cluster_by) for row in prediction_lines(root / PREDICTIONS)]
     except RunDirectoryError as exc:
         raise ConfigError(f"--baseline {path}: {exc}") from None
     if not isinstance(manifest, dict):
         raise ConfigError(
-            f"--baseline {path}: not a run directory (no readable run_manifest.json); pass "
+            f"--baseline {path}: not a run directory (no readable {RUN_MANIFEST}); pass "
             "the directory of one run, e.g. legaleval-runs/run_01J…"
         )
     if not predictions:
-        raise ConfigError(f"--baseline {path}: the run has no predictions.jsonl lines")
+        raise ConfigError(f"--baseline {path}: the run has no {PREDICTIONS} lines")
     return Baseline(str(manifest.get("run_id") or root.name), root, predictions)
 
 
@@ -123,7 +120,7 @@ class Gatekeeper:
         self.run_path = Path(directory.path)
         # JSONL lines reach the file within 0.2 s (run.directory): all of them before reading.
         directory.flush()
-        predictions = self.run_path / "predictions.jsonl"
+        predictions = self.run_path / PREDICTIONS
         # The recorder's figures as they stand: the values gated on are the ones
         # metrics_summary.json and metrics_by_slice.json are about to hold (the official
         # benchmarks and the judge audit included).
@@ -264,9 +261,9 @@ class Gatekeeper:
             now = change.current or {}
             write(f"  regressed {dataset}/{record_id} [{model}]: {now.get('reason')}")
         if len(regressed) > SHOWN_REGRESSIONS:
-            write(f"  … {len(regressed) - SHOWN_REGRESSIONS} more in {REGRESSIONS_FILE}")
+            write(f"  … {len(regressed) - SHOWN_REGRESSIONS} more in {REGRESSIONS}")
         if self.run_path is not None:
-            write(f"regressions: {self.run_path / REGRESSIONS_FILE}")
+            write(f"regressions: {self.run_path / REGRESSIONS}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Every gate with its value and interval, the baseline verdict, regressed records."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_legaleval.metrics.artifacts import FAILURES, PREDICTIONS
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.pytest.state import GATES_KEY
 from pytest_legaleval.run.console import benchmark_lines, printable
@@ -33,8 +34,8 @@ SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
 
 
 def _rows(run: Path) -> Iterator[dict[str, Any]]:
-    yield from iter_jsonl(run / "predictions.jsonl")
-    for row in iter_jsonl(run / "failures.jsonl"):
+    yield from iter_jsonl(run / PREDICTIONS)
+    for row in iter_jsonl(run / FAILURES):
         if row.get("failure_type") == "invalid_record":
             yield row
 

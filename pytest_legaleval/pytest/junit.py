@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.metrics.artifacts import FAILURES, PREDICTIONS
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.run.console import printable
 
@@ -66,8 +67,8 @@ def _classname(row: Mapping[str, Any], prefix: str | None) -> str:
 
 
 def _rows(run: Path) -> Iterator[dict[str, Any]]:
-    yield from iter_jsonl(run / "predictions.jsonl")
-    for row in iter_jsonl(run / "failures.jsonl"):
+    yield from iter_jsonl(run / PREDICTIONS)
+    for row in iter_jsonl(run / FAILURES):
         if row.get("failure_type") == "invalid_record":
             yield row
 
@@ -84,11 +85,11 @@ class _Answers:
         if not isinstance(answer, str):
             return
         if self.left <= 0:
-            text = "(the answer is in predictions.jsonl: this JUnit file's answer budget is spent)"
+            text = f"(the answer is in {PREDICTIONS}: this JUnit file's answer budget is spent)"
         else:
             text = printable(answer, multiline=True, limit=ANSWER_LIMIT)
             if len(answer) > ANSWER_LIMIT:
-                text += f" ({len(answer) - ANSWER_LIMIT} more characters in predictions.jsonl)"
+                text += f" ({len(answer) - ANSWER_LIMIT} more characters in {PREDICTIONS})"
             self.left -= len(text)
         self.parts.setdefault(id(case), []).append((row.get("epoch"), text))
 

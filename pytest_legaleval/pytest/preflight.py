@@ -21,6 +21,7 @@ import pytest
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.formats import FORMATS
+from pytest_legaleval.metrics.artifacts import PREDICTIONS
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pipeline.settings import Settings
 
@@ -75,7 +76,7 @@ def check_settings(s: Settings, *, controller: bool = True) -> None:
         if not s.responses:
             raise ConfigError(
                 "--judgments needs --responses FILE: the recorded verdicts grade the answers "
-                "they were given on (a run's predictions.jsonl can be both)"
+                f"they were given on (a run's {PREDICTIONS} can be both)"
             )
         if s.judge_model:
             raise ConfigError(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import METRICS_SUMMARY, PREDICTIONS, RUN_MANIFEST
 from pytest_legaleval.metrics.runfiles import RunData, prediction_lines, run_reducer, slice_entries
 from pytest_legaleval.report.inputs import InputRecords, record_texts
 
@@ -36,7 +37,7 @@ MAX_DISAGREEMENTS = 200
 TITLE_CHARS = 160
 """A criterion's title is cut to this many characters in the calibration view."""
 _OPTION = "given to this report (--human-labels)"
-_RUN = "the run's own --human-labels (run_manifest.json), read again"
+_RUN = f"the run's own --human-labels ({RUN_MANIFEST}), read again"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +151,7 @@ def _differs(written: Mapping[str, Any], computed: Mapping[str, Any]) -> str:
     said = ", ".join(f"{k} {written.get(k) if k != 'ppi_pass_rate' else _ppi(written)}"
                      for k in changed)  # fmt: skip
     return (
-        f"metrics_summary.json's judge_audit differs ({said}): it was computed with the labels "
+        f"{METRICS_SUMMARY}'s judge_audit differs ({said}): it was computed with the labels "
         "the run was given; this section is computed against the labels named above"
     )
 
@@ -164,7 +165,7 @@ def _with_labels(run: RunData, source: LabelsSource) -> AuditView:
     assert source.path is not None
     labels = read_human_labels(source.path)
     items = collect_items(
-        prediction_lines(run.path / "predictions.jsonl"), epoch_reducer(run_reducer(run))
+        prediction_lines(run.path / PREDICTIONS), epoch_reducer(run_reducer(run))
     )
     matched = match_labels(labels, items)
     audit = audit_from_items(
@@ -217,7 +218,7 @@ def audit_view(run: RunData, explicit: str | Path | None = None) -> AuditView | 
     )
     view.notes.append(
         source.note
-        or "the run's human labels are not named in run_manifest.json: pass --human-labels "
+        or f"the run's human labels are not named in {RUN_MANIFEST}: pass --human-labels "
         "FILE to legaleval report for the confusion tables per policy and criterion and "
         "the disagreeing items"
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_legaleval.metrics.artifacts import METRICS_SUMMARY
 from pytest_legaleval.report.audit import MAX_DISAGREEMENTS, AuditView
 from pytest_legaleval.report.fmt import DASH, finite, interval, num, pct
 from pytest_legaleval.report.page import e
@@ -267,7 +268,7 @@ def _labels_line(view: AuditView) -> str:
     where = (
         f"Human labels: <code>{e(source.path)}</code>, {e(source.origin)}"
         if source.path is not None
-        else "Figures as metrics_summary.json has them"
+        else f"Figures as {METRICS_SUMMARY} has them"
     )
     return f'<p class="hint" id="labels-source">{where}.{f" Labels: {said}." if said else ""}</p>'
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.metrics.artifacts import PREDICTIONS, TRANSCRIPTS
 from pytest_legaleval.metrics.counts import counts_of, is_item_block
 from pytest_legaleval.metrics.runfiles import (
     RunData,
@@ -33,7 +34,6 @@ from pytest_legaleval.report.inputs import InputRecords, record_texts
 from pytest_legaleval.report.items import CAT, LAT, ORDER, SCORE, URGENT, ItemPass, M, Q, R
 from pytest_legaleval.report.questions import record_markup, record_structure
 from pytest_legaleval.report.texts import NO_TEXTS, Tables, cut, cut_texts, item_texts, script_json
-from pytest_legaleval.report.transcripts import FILE as TRANSCRIPTS
 from pytest_legaleval.report.transcripts import TranscriptIndex
 
 __all__ = ["MAX_PREVIEW", "ORDER", "PAGE_BYTES", "ReportData", "collect"]
@@ -116,7 +116,7 @@ def _slices_of(
     dims = (run.slices or {}).get("dimensions") if isinstance(run.slices, Mapping) else None
     keys = [d for d in dims or () if isinstance(d, str) and d.startswith("metadata.")]
     acc = SliceAccumulator(keys)  # its own record numbers: a third pass, after the summary
-    for number, row in enumerate(prediction_lines(run.path / "predictions.jsonl"), 1):
+    for number, row in enumerate(prediction_lines(run.path / PREDICTIONS), 1):
         at = first.shown.get(number)
         if at is not None:
             line = first.verdict_line(at, row)
@@ -187,7 +187,7 @@ def collect(run: RunData, page_bytes: int = PAGE_BYTES, prefix: str = "") -> Rep
     never shows two counts. ``prefix`` starts the ids of the records' elements (two runs
     share one page).
     """
-    path = run.path / "predictions.jsonl"
+    path = run.path / PREDICTIONS
     first = ItemPass(reducer=run_reducer(run))
     for model in run.manifest.get("models") or []:
         first.tables.models(model)

@@ -21,6 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.engine.batch_store import format_age
+from pytest_legaleval.metrics.artifacts import (
+    FAILURES,
+    INPUT_DATASET,
+    METRICS_BY_SLICE,
+    METRICS_SUMMARY,
+    PREDICTIONS,
+    TRANSCRIPTS,
+)
 from pytest_legaleval.metrics.counts import Counts, counts_of
 from pytest_legaleval.metrics.runfiles import RunData, slice_entries
 from pytest_legaleval.report.audit import audit_view
@@ -30,7 +38,14 @@ from pytest_legaleval.report.fmt import card as _card
 from pytest_legaleval.report.fmt import num as _num
 from pytest_legaleval.report.fmt import pct as _pct
 from pytest_legaleval.report.official import official_cards, official_section
-from pytest_legaleval.report.page import KEYS_HELP, LABELS, document, payload, questions_markup
+from pytest_legaleval.report.page import (
+    KEYS_HELP,
+    LABELS,
+    document,
+    payload,
+    questions_markup,
+    run_files,
+)
 from pytest_legaleval.report.page import e as _e
 from pytest_legaleval.report.svg import bar_chart, bins_for
 from pytest_legaleval.report.uncertainty import (
@@ -161,8 +176,8 @@ def _mismatch(data: ReportData, run: RunData) -> str:
         return ""
     said = ", ".join(f"{f} {getattr(written, f)}" for f in differ)
     return (
-        f'<p class="warning" id="count-mismatch">metrics_summary.json says {_e(said)}; this page '
-        "counts the items of predictions.jsonl and failures.jsonl.</p>"
+        f'<p class="warning" id="count-mismatch">{METRICS_SUMMARY} says {_e(said)}; this page '
+        f"counts the items of {PREDICTIONS} and {FAILURES}.</p>"
     )
 
 
@@ -248,7 +263,7 @@ def _items(data: ReportData, run: RunData, flaky: list[int] | None = None) -> st
     )
     options = "".join(f'<option value="{c}">{LABELS[c]}</option>' for c in ORDER)
     models = "".join(f'<option value="{i}">{_e(m)}</option>' for i, m in enumerate(data.models))
-    where = run.path / "predictions.jsonl"
+    where = run.path / PREDICTIONS
     return (
         f'<section id="items"><h2>items ({len(data.rows):,})</h2>'
         '<p class="hint">Failures and errors first, then the rest; click a column to sort, '
@@ -256,8 +271,8 @@ def _items(data: ReportData, run: RunData, flaky: list[int] | None = None) -> st
         "judge's reasons per criterion, response, transcript). "
         f"Texts are previews (up to {data.preview:,} characters for failures and errors, "
         f"{data.preview // 4:,} for the rest); the full texts are in the run directory "
-        f'(<code id="predictions-path">{_e(where)}</code> and its input_dataset.json and '
-        "transcripts.jsonl), at the line each item names.</p>"
+        f'(<code id="predictions-path">{_e(where)}</code> and its {INPUT_DATASET} and '
+        f"{TRANSCRIPTS}), at the line each item names.</p>"
         f'<p class="hint" id="keys-help">{_e(KEYS_HELP)}</p>{_notes(data)}'
         '<div class="filters"><label>filter <input id="record-filter" type="search" '
         'placeholder="record id, dataset, model or reason"></label> '
@@ -318,7 +333,7 @@ def _slice_table(data: ReportData) -> str:
     if not body:
         return '<p class="empty">no slices</p>'
     more = (
-        f'<p class="hint">{hidden:,} more slice values are in metrics_by_slice.json.</p>'
+        f'<p class="hint">{hidden:,} more slice values are in {METRICS_BY_SLICE}.</p>'
         if hidden
         else ""
     )
@@ -390,7 +405,7 @@ def render_report(run: RunData, human_labels: str | Path | None = None) -> str:
         f"<dt>models</dt><dd>{_e(', '.join(data.models))}</dd>"
         f"<dt>created</dt><dd>{_e(manifest.get('created_at'))}</dd>"
         f"<dt>completed</dt><dd>{_e(manifest.get('completed_at'))}</dd>"
-        f"<dt>run directory</dt><dd><code>{_e(run.path)}</code></dd></dl>"
+        f"<dt>run directory</dt><dd><code>{_e(run.path)}</code></dd>{run_files(run.path)}</dl>"
     )
     charts = _charts(data)
     links = [

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_legaleval.errors import InvalidValue, LegalEvalError
+from pytest_legaleval.metrics.artifacts import INPUT_DATASET
 from pytest_legaleval.report.texts import text
 
 __all__ = ["InputRecords", "RecordTexts", "iter_json_records", "record_texts"]
@@ -128,9 +129,9 @@ class InputRecords:
     def __iter__(self) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
         """Every record with a payload, in the file's order (read again on each call)."""
         self.note, self._missing = "", 0
-        path = self.run_path / "input_dataset.json"
+        path = self.run_path / INPUT_DATASET
         if not path.is_file():
-            self.note = "input_dataset.json is not in the run directory"
+            self.note = f"{INPUT_DATASET} is not in the run directory"
             return
         head: dict[str, Any] = {}
         try:
@@ -145,7 +146,7 @@ class InputRecords:
                 else:
                     self._missing += 1
         except (OSError, ValueError, UnicodeDecodeError) as exc:
-            self.note = f"input_dataset.json cannot be read ({exc}); questions are missing"
+            self.note = f"{INPUT_DATASET} cannot be read ({exc}); questions are missing"
             return
         if self._missing:
             yield from self._from_datasets(head)
@@ -171,7 +172,7 @@ class InputRecords:
                         yield entry.dataset, entry.id, record_payload(entry)
             except (OSError, LegalEvalError, ValueError) as exc:
                 notes.append(f"{where} cannot be read ({exc})")
-        read = "input_dataset.json lists its records by reference; "
+        read = f"{INPUT_DATASET} lists its records by reference; "
         self.note = read + "; ".join(notes) + "; those questions are missing" if notes else ""
 
 

@@ -22,6 +22,7 @@ from pytest_legaleval.grading.protocols import (
     Table,
     protocol_for_benchmark,
 )
+from pytest_legaleval.metrics.artifacts import METRICS_SUMMARY
 from pytest_legaleval.report.fmt import card, num
 from pytest_legaleval.report.page import e
 
@@ -148,7 +149,7 @@ def official_section(summary: Mapping[str, Any] | None) -> str:
             parts.append(_benchmark(protocol, name, block))
         else:
             parts.append(
-                f'<p class="hint" data-benchmark="{e(name)}">metrics_summary.json has figures '
+                f'<p class="hint" data-benchmark="{e(name)}">{METRICS_SUMMARY} has figures '
                 f"of a benchmark this report does not know, <code>{e(name)}</code> (protocol "
                 f"<code>{e(_protocol(block))}</code>); they are in the file.</p>"
             )
@@ -159,7 +160,7 @@ def official_section(summary: Mapping[str, Any] | None) -> str:
         "Scored by each benchmark's official protocol, as its own code scores the same "
         "answers: these are the figures its leaderboard reports, and they differ from our "
         "pass rate above by design (a mean over tasks of each task's metric, not a share of "
-        f"items). From metrics_summary.json.</p>{''.join(parts)}</section>"
+        f"items). From {METRICS_SUMMARY}.</p>{''.join(parts)}</section>"
     )
 
 

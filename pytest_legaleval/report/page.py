@@ -13,12 +13,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.metrics.artifacts import (
+    FAILURES,
+    INPUT_DATASET,
+    PREDICTIONS,
+    RECORD_VALIDATION,
+    TRANSCRIPTS,
+    artifacts,
+)
 from pytest_legaleval.report.data import ORDER, ReportData
 from pytest_legaleval.report.texts import script_json
 
-__all__ = ["KEYS_HELP", "LABELS", "document", "e", "payload", "questions_markup"]
+__all__ = ["KEYS_HELP", "LABELS", "document", "e", "payload", "questions_markup", "run_files"]
 
 LABELS = {"failed": "failed", "error": "errors", "invalid": "invalid", "passed": "passed",
           "skipped": "skipped"}  # fmt: skip
@@ -31,13 +40,15 @@ _CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
     "img-src data:; base-uri 'none'; form-action 'none'"
 )
-FILES = {
-    "predictions": "predictions.jsonl",
-    "failures": "failures.jsonl",
-    "validation": "record_validation.jsonl",
-    "inputs": "input_dataset.json",
-    "transcripts": "transcripts.jsonl",
+_FILES = {
+    "predictions": PREDICTIONS,
+    "failures": FAILURES,
+    "validation": RECORD_VALIDATION,
+    "inputs": INPUT_DATASET,
+    "transcripts": TRANSCRIPTS,
 }
+"""The artifact table's files the item view names (``view.js``: "predictions.jsonl line 7"),
+by the role the script knows them by."""
 
 
 def asset(name: str) -> str:
@@ -67,7 +78,7 @@ def payload(data: ReportData, prefix: str = "") -> dict[str, Any]:
         "threshold": data.threshold,
         "reducer": data.reducer,
         "columns": {"latency": data.has_latency, "warnings": data.has_warnings},
-        "files": FILES,
+        "files": _FILES,
         "notes": data.notes,
         "transcripts": {
             "present": data.has_transcripts,
@@ -75,6 +86,17 @@ def payload(data: ReportData, prefix: str = "") -> dict[str, Any]:
         },
         "prefix": prefix,
     }
+
+
+def run_files(run_path: Path) -> str:
+    """The run directory's files, as the artifact table names and describes them.
+
+    Every row of the table (registered ones too) that the directory holds, in the table's
+    order, each with its description as a tooltip; ``SHA256SUMS`` is not an artifact.
+    """
+    present = [row for row in artifacts() if (run_path / row.name).is_file()]
+    shown = ", ".join(f'<code title="{e(row.description)}">{e(row.name)}</code>' for row in present)
+    return f'<dt>files</dt><dd id="run-files">{shown or "none"}</dd>'
 
 
 def questions_markup(data: ReportData, element_id: str = "questions") -> str:

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.metrics.artifacts import TRANSCRIPTS
 from pytest_legaleval.report.budget import Budget, judge_cap, other_cap, transcript_cap
 from pytest_legaleval.report.epochs import epoch_of
 from pytest_legaleval.report.texts import cut, text
 
-__all__ = ["FILE", "TranscriptIndex", "transcript_json"]
+__all__ = ["TranscriptIndex", "transcript_json"]
 
-FILE = "transcripts.jsonl"
 _MAX_PARAMS = 300
 """Characters of a request's parameters shown (as JSON)."""
 _NOMINAL = 100
@@ -115,9 +115,9 @@ class TranscriptIndex:
                         try:
                             yield number, json.loads(raw)
                         except json.JSONDecodeError:
-                            self.note = f"{FILE} line {number} is not JSON"
+                            self.note = f"{TRANSCRIPTS} line {number} is not JSON"
         except (OSError, UnicodeDecodeError) as exc:
-            self.note = f"{FILE} is unreadable from here on ({exc})"
+            self.note = f"{TRANSCRIPTS} is unreadable from here on ({exc})"
 
     def scan(self, responses: list[int]) -> None:
         """First pass: match lines to rows, measure their texts and structure.

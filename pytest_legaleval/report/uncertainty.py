@@ -17,7 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
+from pytest_legaleval.metrics.artifacts import (
+    FAILURES,
+    FLAKY_RECORDS,
+    INCOMPLETE_RECORDS,
+    METRICS_SUMMARY,
+    PREDICTIONS,
+)
 from pytest_legaleval.metrics.rundir_check import RunDirectoryError
 from pytest_legaleval.metrics.runfiles import iter_jsonl
 from pytest_legaleval.report.data import ReportData
@@ -116,7 +122,7 @@ def uncertainty_card(
     shown = pct(value if value is not None else block.get("mean"))
     return card(
         label, shown, metric, note,
-        "metrics_summary.json's uncertainty: x̄ ± t × the CR2 standard error over units, "
+        f"{METRICS_SUMMARY}'s uncertainty: x̄ ± t × the CR2 standard error over units, "
         "at Bell–McCaffrey degrees of freedom, clustered by --cluster-by (or by record when "
         "several models answered), clipped to [0, 1]",
     )  # fmt: skip
@@ -206,20 +212,20 @@ def _pass_at_k(summary: Mapping[str, Any], flaky: int | None) -> str:
         if isinstance(incomplete, int) and incomplete:
             over += (
                 f"; {incomplete:,} items lack a verdict in some epoch (listed in "
-                f"{INCOMPLETE_RECORDS_FILE}) and are left out"
+                f"{INCOMPLETE_RECORDS}) and are left out"
             )
         over += "."
     errored = summary.get("errored_epochs")
     if isinstance(errored, int) and errored:
         over += (
             f" {errored:,} of {num(summary.get('epoch_lines'))} epoch lines have no verdict "
-            "(counted in error_rate and failures.jsonl)."
+            f"(counted in error_rate and {FAILURES})."
         )
     return (
         f'<h3>{k_max} epochs</h3><p class="hint">pass@k: the chance that at least one of k '
         "samples of a record passes; pass^k: that all k pass (unbiased estimators)."
         f"{e(over)} A flaky record is an item whose epochs disagree on pass "
-        f"(listed in {FLAKY_RECORDS_FILE}).</p>"
+        f"(listed in {FLAKY_RECORDS}).</p>"
         '<div class="scroll"><table id="pass-at-k"><thead>'
         f"<tr><th>k</th>{heads}</tr><tr><th></th>{sub}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>{link}"
@@ -242,7 +248,7 @@ def uncertainty_section(
     parts = []
     if has_interval:
         parts.append(
-            '<p class="hint">The run\'s own interval (metrics_summary.json '
+            f'<p class="hint">The run\'s own interval ({METRICS_SUMMARY} '
             "<code>uncertainty</code>) is x̄ ± t × se over units — each unit's mean pass over "
             "its epochs — with the CR2 standard error (Bell &amp; McCaffrey 2002) and the t "
             "at Bell–McCaffrey degrees of freedom, clustered when the run was given "
@@ -271,7 +277,7 @@ class FlakyItems:
 
 def read_flaky(run_path: Path) -> FlakyItems:
     """Read ``flaky_records.jsonl`` (lines that are not items are skipped and counted)."""
-    path = run_path / FLAKY_RECORDS_FILE
+    path = run_path / FLAKY_RECORDS
     if not path.is_file():
         return FlakyItems(None)
     keys: set[FlakyKey] = set()
@@ -287,8 +293,8 @@ def read_flaky(run_path: Path) -> FlakyItems:
     except RunDirectoryError:
         raise  # a corrupt line is a corrupt run: refused, never read around
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        return FlakyItems(None, f"{FLAKY_RECORDS_FILE} cannot be read ({exc})")
-    note = f"{FLAKY_RECORDS_FILE}: {bad:,} lines are not items and were left out" if bad else ""
+        return FlakyItems(None, f"{FLAKY_RECORDS} cannot be read ({exc})")
+    note = f"{FLAKY_RECORDS}: {bad:,} lines are not items and were left out" if bad else ""
     return FlakyItems(keys, note)
 
 
@@ -301,7 +307,7 @@ def flaky_rows(data: ReportData, flaky: FlakyItems) -> tuple[list[int], str]:
     if flaky.keys is None:
         found = [i for i, detail in enumerate(data.details) if _disagree(detail.get("ep"))]
         note = flaky.note or (
-            f"{FLAKY_RECORDS_FILE} is not in the run directory: the flaky items are found "
+            f"{FLAKY_RECORDS} is not in the run directory: the flaky items are found "
             "from their epochs' verdicts here"
         )
         return found, note
@@ -313,7 +319,7 @@ def flaky_rows(data: ReportData, flaky: FlakyItems) -> tuple[list[int], str]:
     missing = len(flaky.keys) - len(found)
     notes = [flaky.note] if flaky.note else []
     if missing:
-        notes.append(f"{missing:,} items of {FLAKY_RECORDS_FILE} are not in predictions.jsonl")
+        notes.append(f"{missing:,} items of {FLAKY_RECORDS} are not in {PREDICTIONS}")
     return found, "; ".join(notes)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_legaleval.grading.protocols import protocol_for_benchmark
+from pytest_legaleval.metrics.artifacts import METRICS_BY_SLICE, METRICS_SUMMARY, PREDICTIONS
 from pytest_legaleval.metrics.counts import counts_of
 
 __all__ = [
@@ -133,7 +134,7 @@ def _warning_lines(summary: Mapping[str, Any]) -> list[str]:
             f"{text}"
         )
     if count > len(lines) - 1:
-        lines.append(f"  ({count - len(lines) + 1} more in predictions.jsonl)")
+        lines.append(f"  ({count - len(lines) + 1} more in {PREDICTIONS})")
     return lines
 
 
@@ -159,7 +160,7 @@ def summary_lines(summary: Mapping[str, Any], by_slice: Mapping[str, Any] | None
         ]
         lines.append("  ".join(cells).rstrip())
     if hidden:
-        lines.append(f"({hidden} more slices in metrics_by_slice.json)")
+        lines.append(f"({hidden} more slices in {METRICS_BY_SLICE})")
     return lines + [printable(line) for line in _warning_lines(summary)]
 
 
@@ -180,7 +181,7 @@ def benchmark_lines(benchmarks: Mapping[str, Any]) -> list[str]:
         protocol = protocol_for_benchmark(name)
         label = f"official {name} ({block.get('protocol')})"
         if protocol is None:
-            lines.append(f"{label}: figures in metrics_summary.json")
+            lines.append(f"{label}: figures in {METRICS_SUMMARY}")
             continue
         models = block.get("models") or {}
         if len(models) <= 1 and set(block) - _BLOCK_KEYS:

@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_legaleval.metrics.artifacts import FAILURES, PREDICTIONS, REGRESSIONS
 from pytest_legaleval.metrics.counts import counts_of
 from pytest_legaleval.metrics.items import item_category
 from pytest_legaleval.run.console import printable
@@ -196,7 +197,7 @@ def _baseline_lines(baseline: Mapping[str, Any] | None) -> list[str]:
         header = ["dataset", "record", "model", "change", "before", "now"]
         lines += md_table(header, rows)
         if len(changes) > SHOWN_ROWS:
-            lines.append(f"\n… {len(changes) - SHOWN_ROWS} more in regressions.jsonl")
+            lines.append(f"\n… {len(changes) - SHOWN_ROWS} more in {REGRESSIONS}")
         lines.append("")
     return lines
 
@@ -226,7 +227,7 @@ def _failure_lines(worst: Sequence[Mapping[str, Any]], total: int) -> list[str]:
     header = ["dataset", "record", "model", "outcome", "score", "why"]
     lines = [f"### Worst failures ({len(worst)} of {total})", "", *md_table(header, rows)]
     if total > len(worst):
-        lines.append(f"\n… {total - len(worst)} more in predictions.jsonl and failures.jsonl")
+        lines.append(f"\n… {total - len(worst)} more in {PREDICTIONS} and {FAILURES}")
     return [*lines, ""]
 
 

@@ -4,7 +4,8 @@ The shards must share datasets (by content hash), models and configuration, must
 overlap, and must together cover every item of the dataset. The merged directory is a run
 like any other: the same artifacts (same schemas; with epochs, an item's epoch lines stay
 together), its metrics recomputed from the items with the run's own tally
-(``run.tally``) and seed, so they equal those of an unsharded run.
+(``run.tally``) and seed, so they equal those of an unsharded run. A registered artifact
+is combined by its row's merge rule (:mod:`~pytest_legaleval.run.merge_registered`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.artifacts import artifacts
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, INCOMPLETE_RECORDS_FILE
+from pytest_legaleval.metrics.artifacts import (
+    ATTEMPT_LOGS,
+    FAILURES,
+    FLAKY_RECORDS,
+    INCOMPLETE_RECORDS,
+    INPUT_DATASET,
+    METRICS_BY_SLICE,
+    METRICS_SUMMARY,
+    PREDICTIONS,
+    RECORD_VALIDATION,
+    RUN_MANIFEST,
+    TRANSCRIPTS,
+    FinishedRun,
+    artifacts,
+)
 from pytest_legaleval.metrics.epochs import DEFAULT_REDUCER, group_items
 from pytest_legaleval.metrics.prices import PriceTable, load_price_table
 from pytest_legaleval.metrics.rundir_check import checked_json, verify_run_dir
@@ -27,9 +41,9 @@ from pytest_legaleval.metrics.stats import (
     BOOTSTRAP_SEED,
 )
 from pytest_legaleval.records import PredictionLine
-from pytest_legaleval.run.artifacts import EXTRA_ARTIFACTS
 from pytest_legaleval.run.directory import RunDirectory
 from pytest_legaleval.run.manifest import EvaluatorLog, utc_now
+from pytest_legaleval.run.merge_registered import merge_registered
 from pytest_legaleval.run.redaction import PII_KINDS, Redactor
 from pytest_legaleval.run.tally import RunTally
 
@@ -43,8 +57,6 @@ _RUN_SPECIFIC = frozenset({"run_id", "run_dir", "shard", "sources"})
 
 Key = tuple[str, str, str]
 
-TRANSCRIPTS = EXTRA_ARTIFACTS[0]
-
 
 class MergeError(ConfigError):
     """Shards that do not make one run; the message lists what is wrong."""
@@ -57,16 +69,16 @@ class Shard:
         self.path = path
         # Checked before trusted: a shard edited after sealing is refused, naming the file.
         verify_run_dir(path)
-        manifest = self._json("run_manifest.json")
+        manifest = self._json(RUN_MANIFEST)
         if not isinstance(manifest, dict):
-            raise MergeError(f"{path}: not a run directory (no run_manifest.json)")
+            raise MergeError(f"{path}: not a run directory (no {RUN_MANIFEST})")
         self.manifest: dict[str, Any] = manifest
-        self.summary: dict[str, Any] = self._json("metrics_summary.json") or {}
-        self.input_dataset: dict[str, Any] | None = self._json("input_dataset.json")
-        self.validation = list(iter_jsonl(path / "record_validation.jsonl"))
-        self.predictions = list(prediction_lines(path / "predictions.jsonl"))
-        self.attempts = list(iter_jsonl(path / "attempt_logs.jsonl"))
-        self.failures = list(iter_jsonl(path / "failures.jsonl"))
+        self.summary: dict[str, Any] = self._json(METRICS_SUMMARY) or {}
+        self.input_dataset: dict[str, Any] | None = self._json(INPUT_DATASET)
+        self.validation = list(iter_jsonl(path / RECORD_VALIDATION))
+        self.predictions = list(prediction_lines(path / PREDICTIONS))
+        self.attempts = list(iter_jsonl(path / ATTEMPT_LOGS))
+        self.failures = list(iter_jsonl(path / FAILURES))
         transcripts = path / TRANSCRIPTS  # runs written before transcripts have none
         self.transcripts = list(iter_jsonl(transcripts)) if transcripts.is_file() else []
 
@@ -285,31 +297,31 @@ def merge_runs(
     try:
         now = utc_now()
         for line in first.validation:
-            directory.append("record_validation.jsonl", retag(line))
+            directory.append(RECORD_VALIDATION, retag(line))
         if first.input_dataset is not None:
-            directory.write_json("input_dataset.json", retag(first.input_dataset))
+            directory.write_json(INPUT_DATASET, retag(first.input_dataset))
         rows = [row for lines in predictions.values() for row in lines]
         for row in _sorted(rows, order, _pred_key):
-            directory.append("predictions.jsonl", retag(row))
+            directory.append(PREDICTIONS, retag(row))
         transcripts = [t for s in shards for t in s.transcripts]
         for row in _sorted(transcripts, order, _pred_key):
             directory.append(TRANSCRIPTS, retag(row))
         attempts = [a for s in shards for a in s.attempts]
         for row in _sorted(attempts, order, _attempt_key):
-            directory.append("attempt_logs.jsonl", retag(row))
+            directory.append(ATTEMPT_LOGS, retag(row))
         failures = [f for s in shards for f in s.failures]
         for row in _sorted(failures, order, _failure_key):
-            directory.append("failures.jsonl", retag(row))
+            directory.append(FAILURES, retag(row))
         for artifact in artifacts():  # a concatenated file exists even with no shard lines
             if artifact.merge == "concat":
                 directory.touch(artifact.name)
         if any(len(lines) > 1 for lines in predictions.values()):
             for flaky in tally.flaky_lines():
-                directory.append(FLAKY_RECORDS_FILE, flaky)
-            directory.touch(FLAKY_RECORDS_FILE)
+                directory.append(FLAKY_RECORDS, flaky)
+            directory.touch(FLAKY_RECORDS)
             for line in tally.epochs.incomplete_lines():
-                directory.append(INCOMPLETE_RECORDS_FILE, line)
-            directory.touch(INCOMPLETE_RECORDS_FILE)
+                directory.append(INCOMPLETE_RECORDS, line)
+            directory.touch(INCOMPLETE_RECORDS)
         head = {"run_id": merged_id, "metrics_version": "1", "computed_at": now}
         summary = {
             **head,
@@ -322,10 +334,17 @@ def merge_runs(
             },
             **tally.summary_block(seed),
         }
-        directory.write_json("metrics_summary.json", summary)
-        directory.write_json("metrics_by_slice.json", {**head, **tally.slices_block(seed)})
+        directory.write_json(METRICS_SUMMARY, summary)
+        by_slice = {**head, **tally.slices_block(seed)}
+        directory.write_json(METRICS_BY_SLICE, by_slice)
+        merged = Path(directory.path) / PREDICTIONS
+        finished = FinishedRun(merged_id, summary, by_slice, lambda: prediction_lines(merged))
+        try:
+            merge_registered(directory, [s.path for s in shards], finished)
+        except ConfigError as exc:
+            raise MergeError(str(exc)) from None
         directory.write_json(
-            "run_manifest.json", _manifest(shards, merged_id, summary, tally.evaluators, now)
+            RUN_MANIFEST, _manifest(shards, merged_id, summary, tally.evaluators, now)
         )
         directory.finalize()
     finally:

@@ -19,13 +19,24 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.errors import ConfigError, DatasetRejected
 from pytest_legaleval.formats import DatasetInfo, DatasetStream, Entry
-from pytest_legaleval.metrics.artifacts import FinishedRun
-from pytest_legaleval.metrics.artifacts import artifacts as table
-from pytest_legaleval.metrics.epoch_summary import (
-    FLAKY_RECORDS_FILE,
-    INCOMPLETE_RECORDS_FILE,
-    EpochSummary,
+from pytest_legaleval.metrics.artifacts import (
+    ATTEMPT_LOGS,
+    FAILURES,
+    FLAKY_RECORDS,
+    HUMAN_LABELS_VALIDATION,
+    INCOMPLETE_RECORDS,
+    INPUT_DATASET,
+    METRICS_BY_SLICE,
+    METRICS_SUMMARY,
+    PREDICTIONS,
+    RECORD_VALIDATION,
+    REGRESSIONS,
+    RUN_MANIFEST,
+    TRANSCRIPTS,
+    FinishedRun,
 )
+from pytest_legaleval.metrics.artifacts import artifacts as table
+from pytest_legaleval.metrics.epoch_summary import EpochSummary
 from pytest_legaleval.metrics.prices import PriceTable
 from pytest_legaleval.metrics.slices import SliceAccumulator
 from pytest_legaleval.metrics.stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
@@ -42,7 +53,6 @@ from pytest_legaleval.run.manifest import (
 )
 from pytest_legaleval.run.redaction import Redactor
 from pytest_legaleval.run.tally import (
-    HUMAN_LABELS_VALIDATION,
     RunTally,
     is_official_policy,
     line_figures,
@@ -52,7 +62,7 @@ from pytest_legaleval.run.tally import (
 if TYPE_CHECKING:
     from pytest_legaleval.metrics.human_labels import LabelFile
 
-__all__ = ["DENOMINATORS", "REGRESSIONS", "DatasetSource", "ResultListener", "RunRecorder"]
+__all__ = ["DENOMINATORS", "DatasetSource", "ResultListener", "RunRecorder"]
 
 DENOMINATORS = ("total_records", "valid_records", "evaluated_records", "failed_records",
                 "skipped_records", "invalid_records", "cancelled_records")  # fmt: skip
@@ -60,11 +70,6 @@ DENOMINATORS = ("total_records", "valid_records", "evaluated_records", "failed_r
 
 ResultListener = Callable[[EvalResult, Provenance | None], None]
 """Called with every recorded result and its record's provenance (users' sinks)."""
-
-TRANSCRIPTS = artifacts.EXTRA_ARTIFACTS[0]
-"""What each item (each epoch) sent and got back: one line per prediction line."""
-REGRESSIONS = "regressions.jsonl"
-"""The gates' comparison with ``--baseline`` (:meth:`RunRecorder.write_regressions`)."""
 
 
 @dataclass(slots=True)
@@ -255,7 +260,7 @@ class RunRecorder:
             for entry in found.entries:
                 line = artifacts.validation_line(entry)
                 # One batch, flushed once below (with input_dataset.json) before any result.
-                directory.append("record_validation.jsonl", line, flush=False)
+                directory.append(RECORD_VALIDATION, line, flush=False)
                 if isinstance(entry, Record):
                     yield entry
 
@@ -263,7 +268,7 @@ class RunRecorder:
             self._run_id, found.datasets, records(), found.record_count
         )
         try:
-            directory.write_json_stream("input_dataset.json", head, "records", lines)
+            directory.write_json_stream(INPUT_DATASET, head, "records", lines)
         except (DatasetRejected, ConfigError) as exc:
             self._run_error = f"the dataset changed while the run started: {exc}"
         entries = found.entries
@@ -276,7 +281,7 @@ class RunRecorder:
             if row.writer == "record":
                 directory.touch(row.name)
         self.transition("running")
-        directory.write_json("run_manifest.json", self._manifest())
+        directory.write_json(RUN_MANIFEST, self._manifest())
         return True
 
     # -- per item ---------------------------------------------------------------------------
@@ -309,9 +314,7 @@ class RunRecorder:
         dataset = rejection["dataset"] or rejection["source_stem"]
         key = ("invalid", dataset, rejection["source_index"])  # one record for all its models
         self._tally.add_invalid(key, dataset=dataset, model=rejection["model"])
-        self._write(
-            "failures.jsonl", artifacts.invalid_failure_line(self._run_id, item_id, rejection)
-        )
+        self._write(FAILURES, artifacts.invalid_failure_line(self._run_id, item_id, rejection))
 
     def record(
         self,
@@ -337,14 +340,14 @@ class RunRecorder:
                 self._retried = True
                 self.transition("retrying")
             for line in artifacts.attempt_lines(self._run_id, item_id, data):
-                self._write("attempt_logs.jsonl", line)
+                self._write(ATTEMPT_LOGS, line)
             item_line = artifacts.prediction_line(
                 self._run_id, item_id, data, test_outcome,
                 record=record,
                 generation_settings=generation_settings,
                 version=self._version,
             )  # fmt: skip
-            self._write("predictions.jsonl", dict(item_line))
+            self._write(PREDICTIONS, dict(item_line))
             if epoch.transcript is not None:
                 self._write(TRANSCRIPTS, artifacts.transcript_line(self._run_id, item_id, epoch))
             self._tally.add_epoch(
@@ -359,7 +362,7 @@ class RunRecorder:
                     self._run_id, item_id, item_line, record.source_index if record else None
                 )
                 if failure is not None:
-                    self._write("failures.jsonl", {**failure, "epoch": item_line.get("epoch")})
+                    self._write(FAILURES, {**failure, "epoch": item_line.get("epoch")})
         assert item_line is not None
         if result.epochs:
             item_line = artifacts.prediction_line(
@@ -373,7 +376,7 @@ class RunRecorder:
                 self._run_id, item_id, item_line, record.source_index if record else None
             )
             if failure is not None:
-                self._write("failures.jsonl", failure)
+                self._write(FAILURES, failure)
         if is_official_policy(result.policy_id) or (
             result.judge is not None and len(result.judge.models) > 1
         ):
@@ -448,7 +451,7 @@ class RunRecorder:
 
             self._directory.flush()
             blocks, slice_blocks, errors = line_figures(
-                prediction_lines(Path(self._directory.path) / "predictions.jsonl"),
+                prediction_lines(Path(self._directory.path) / PREDICTIONS),
                 labels=self._labels,
                 reducer=self._config.epoch_reducer,
                 consistency=self._config.judge_epochs > 1 or len(self._config.judge_models) > 1,
@@ -481,7 +484,7 @@ class RunRecorder:
 
         directory = self._directory
         assert directory is not None
-        predictions = Path(directory.path) / "predictions.jsonl"
+        predictions = Path(directory.path) / PREDICTIONS
         finished = FinishedRun(
             self._run_id, summary, by_slice, lambda: prediction_lines(predictions)
         )
@@ -516,21 +519,21 @@ class RunRecorder:
         try:
             if self._config.epochs > 1:
                 for line in self._tally.flaky_lines():
-                    directory.append(FLAKY_RECORDS_FILE, line, flush=False)
-                directory.touch(FLAKY_RECORDS_FILE)
+                    directory.append(FLAKY_RECORDS, line, flush=False)
+                directory.touch(FLAKY_RECORDS)
                 for line in self._tally.epochs.incomplete_lines():
-                    directory.append(INCOMPLETE_RECORDS_FILE, line, flush=False)
-                directory.touch(INCOMPLETE_RECORDS_FILE)
+                    directory.append(INCOMPLETE_RECORDS, line, flush=False)
+                directory.touch(INCOMPLETE_RECORDS)
             if self._labels is not None:
                 for error in label_errors:
                     directory.append(HUMAN_LABELS_VALIDATION, error, flush=False)
                 directory.touch(HUMAN_LABELS_VALIDATION)
-            directory.write_json("metrics_summary.json", self._final[0])
-            directory.write_json("metrics_by_slice.json", self._final[1])
+            directory.write_json(METRICS_SUMMARY, self._final[0])
+            directory.write_json(METRICS_BY_SLICE, self._final[1])
             self._write_derived(*self._final)
         except OSError as exc:
             self._run_error = self._run_error or f"cannot write the metrics: {exc}"
             self._status = "failed"
         self.transition(self._status)
-        directory.write_json("run_manifest.json", self._manifest())
+        directory.write_json(RUN_MANIFEST, self._manifest())
         directory.finalize()

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from pytest_legaleval.metrics.human_labels import LabelFile
 
 __all__ = [
-    "HUMAN_LABELS_VALIDATION",
     "RunTally",
     "is_official_policy",
     "line_figures",
@@ -118,10 +117,6 @@ def is_official_policy(policy_id: object) -> bool:
     later benchmark gets its figures without a list to keep up to date here.
     """
     return protocol_for_policy(policy_id) is not None
-
-
-HUMAN_LABELS_VALIDATION = "human_labels_validation.jsonl"
-"""The artifact listing the ``--human-labels`` rows that were left out, and why."""
 
 
 def line_figures(

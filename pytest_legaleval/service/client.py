@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from pytest_legaleval.errors import ConfigError, LegalEvalError
+from pytest_legaleval.metrics.artifacts import artifacts as artifact_table
 from pytest_legaleval.run.console import printable as terminal_text
 from pytest_legaleval.run.console import printable_json as terminal_json
 from pytest_legaleval.run.names import CHECKSUMS, KNOWN_ARTIFACTS
@@ -41,8 +42,9 @@ __all__ = [
 
 _BLOCK = 1 << 20
 ARTIFACT_NAMES = KNOWN_ARTIFACTS
-"""The artifacts a run directory can hold (the Dataset Contract's eight, §4.1, and ours):
-the only names ever written locally."""
+"""The built-in artifacts a run directory can hold (the Dataset Contract's eight, §4.1, and
+ours); with the registered ones (``metrics.artifacts``), the only names ever written
+locally."""
 MAX_JSON_BYTES = 64 * 1024 * 1024
 """The largest JSON answer read (a 202 with 50,000 record errors is about 15 MB)."""
 MAX_CHECKSUMS_BYTES = 64 * 1024
@@ -236,9 +238,10 @@ class ServiceClient:
     ) -> tuple[list[str], list[str]]:
         """The listed artifacts of a run (and ``SHA256SUMS``) into ``out``, a new folder.
 
-        Only the contract's artifact names are fetched, from URLs built here; anything else
-        the listing holds is left out and named in the second list returned (shown, never
-        written). Returns the names written and the entries refused.
+        Only the artifact table's names are fetched (built-in and registered: plain file
+        names), from URLs built here; anything else the listing holds is left out and named
+        in the second list returned (shown, never written). Returns the names written and
+        the entries refused.
 
         Raises:
             ConfigError: ``out`` exists and is not an empty folder, or is a symbolic link.
@@ -273,7 +276,9 @@ def _artifact(entry: object) -> tuple[str, str, int] | None:
     if not isinstance(entry, dict):
         return None
     name, sha256, size = entry.get("name"), entry.get("sha256"), entry.get("bytes")
-    if name not in ARTIFACT_NAMES or not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
+    # The table's names only (a registered artifact's too: its name is a plain file name).
+    known = {row.name for row in artifact_table()}
+    if name not in known or not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
         return None
     if type(size) is not int or size < 0:
         return None

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import CHECKSUMS, METRICS_SUMMARY, PREDICTIONS, RUN_MANIFEST
 from pytest_legaleval.metrics.rundir_check import RunDirectoryError, checked_json
 from pytest_legaleval.pipeline.driver import Resume, run_evaluation
 from pytest_legaleval.pipeline.settings import Settings
-from pytest_legaleval.run.names import CHECKSUMS
 from pytest_legaleval.run.recorder import DENOMINATORS
 from pytest_legaleval.service.config import DataDir, run_settings
 from pytest_legaleval.service.database import RunTable
@@ -51,7 +51,7 @@ def read_finished(run_dir: Path) -> dict[str, dict[str, Any]]:
     by a crash: a line without its newline is left out.
     """
     lines: dict[str, dict[str, Any]] = {}
-    target = run_dir / "predictions.jsonl"
+    target = run_dir / PREDICTIONS
     if not target.is_file():
         return lines
     with target.open("rb") as handle:
@@ -90,14 +90,14 @@ def _read_json(path: Path) -> Any:
 
 def _finish_from_directory(store: RunTable, run_id: str, path: Path) -> str:
     """A sealed run directory whose end the table missed: copy its end into the table."""
-    manifest = _read_json(path / "run_manifest.json") or {}
+    manifest = _read_json(path / RUN_MANIFEST) or {}
     status = str(manifest.get("status") or "failed")
     transitions = manifest.get("state_transitions")
     store.finish(
         run_id,
         status,
         denominators=manifest.get("denominators"),
-        metrics=_read_json(path / "metrics_summary.json"),
+        metrics=_read_json(path / METRICS_SUMMARY),
         error=manifest.get("error"),
         at=manifest.get("completed_at"),
         transitions=transitions if isinstance(transitions, list) and transitions else None,
@@ -111,7 +111,7 @@ def _sealed_by_storage_failure(path: Path) -> bool:
     Its end was never published (the table did not take it), so the run is continued
     from it once storage works, as if the worker had died.
     """
-    manifest = _read_json(path / "run_manifest.json") or {}
+    manifest = _read_json(path / RUN_MANIFEST) or {}
     return manifest.get("status") == "failed" and storage_cause(manifest.get("error")) is not None
 
 
@@ -252,7 +252,7 @@ def _finish(store: RunTable, run_id: str, evaluated: _Outcome, at: str | None) -
         return status
     metrics: Mapping[str, Any] | None = None
     if outcome.run_path is not None:
-        metrics = _read_json(outcome.run_path / "metrics_summary.json")
+        metrics = _read_json(outcome.run_path / METRICS_SUMMARY)
     denominators = {key: outcome.denominators.get(key, 0) for key in DENOMINATORS}
     store.finish(run_id, status, denominators=denominators, metrics=metrics, error=error, at=at)
     return status

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from pytest_legaleval.metrics.artifacts import METRICS_SUMMARY
 from pytest_legaleval.validation.record_error import RecordError
 
 __all__ = [
@@ -129,7 +130,7 @@ class RunObject(BaseModel):
         "skipped_records (and invalid_records, cancelled_records); null until known."
     )
     metrics: dict[str, Any] | None = Field(
-        default=None, description="metrics_summary.json, once the run is finalized."
+        default=None, description=f"{METRICS_SUMMARY}, once the run is finalized."
     )
     cancel_requested: bool
     error: str | None

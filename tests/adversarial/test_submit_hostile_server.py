@@ -22,6 +22,7 @@ import pytest
 
 from pytest_legaleval.cli import main
 from pytest_legaleval.cli import submit as submit_module
+from pytest_legaleval.metrics.artifacts import Artifact, register_artifact, unregister_artifact
 
 from ..service_harness import document, record, write
 
@@ -264,3 +265,37 @@ def test_hostile_text_and_numbers_reach_the_terminal_inert(
         assert "\x1b" not in stream and "\x07" not in stream and "\x9b" not in stream
         assert "\u202e" not in stream
     assert "\\x1b]0;pwned" in out.out  # shown, escaped
+
+
+def test_a_registered_artifact_is_downloaded_and_an_unknown_one_refused(
+    hostile: tuple[Hostile, str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client accepts the artifact table's names, a registered artifact's included."""
+    script, url = hostile
+    toy = Artifact("pass_counts.jsonl", "a test's", None, "finalize", "optional", "summary")
+    counts = b'{"model": "m", "passed": 1}\n'
+    script.routes["POST /v1/runs"] = [_accepted()]
+    script.routes[f"GET /v1/runs/{RUN_ID}"] = [_json(200, _run_object())]
+    listing = _listing(_entry("predictions.jsonl"), _entry(toy.name, counts))
+    script.routes[f"GET /v1/runs/{RUN_ID}/artifacts"] = [listing]
+    base = f"GET /v1/runs/{RUN_ID}/artifacts/"
+    script.routes[base + "predictions.jsonl"] = lambda: (200, {}, PREDICTIONS)
+    script.routes[base + toy.name] = lambda: (200, {}, counts)
+    script.routes[base + "SHA256SUMS"] = lambda: (200, {}, b"")
+    code, _ = _submit(url, monkeypatch)
+    run_dir = workdir / "legaleval-runs" / RUN_ID
+    assert code == 0 and sorted(p.name for p in run_dir.iterdir()) == [
+        "SHA256SUMS", "predictions.jsonl"
+    ]  # fmt: skip
+    assert base + toy.name not in script.seen  # unknown here: not even asked for
+    again = workdir / "again"
+    again.mkdir()
+    (again / "doc.json").write_bytes((workdir / "doc.json").read_bytes())
+    monkeypatch.chdir(again)
+    register_artifact(toy)
+    try:
+        code, _ = _submit(url, monkeypatch)
+    finally:
+        unregister_artifact(toy.name)
+    assert code == 0
+    assert (again / "legaleval-runs" / RUN_ID / toy.name).read_bytes() == counts

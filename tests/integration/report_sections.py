@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_legaleval.metrics.artifacts import FLAKY_RECORDS
 from pytest_legaleval.metrics.audit import judge_audit
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, EpochSummary
+from pytest_legaleval.metrics.epoch_summary import EpochSummary
 from pytest_legaleval.metrics.human_labels import read_human_labels
 from pytest_legaleval.metrics.runfiles import item_rows, load_run
 from pytest_legaleval.metrics.summary import MetricsAccumulator
@@ -214,7 +215,7 @@ def write_figures_run(
         summary["judge_audit"] = audit.summary_block()
     (run / "metrics_summary.json").write_text(json.dumps(summary), "utf-8")
     if epochs > 1 and flaky_file:
-        _jsonl(run / FLAKY_RECORDS_FILE, tally.flaky_lines())
+        _jsonl(run / FLAKY_RECORDS, tally.flaky_lines())
     if labels == "gone":
         labels_path.unlink()
     return run

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_legaleval.cli.audit import audit_body
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
+from pytest_legaleval.metrics.artifacts import FLAKY_RECORDS
 from pytest_legaleval.report import write_report
 
 from .conftest import EXAMPLES, read_jsonl
@@ -63,7 +63,7 @@ def test_the_flaky_link_filters_the_items_to_the_flaky_ones(
     figures_page: Path,
     tmp_path: Path,
 ) -> None:
-    flaky = read_jsonl(figures_page.parent / "runs" / "run_figures" / FLAKY_RECORDS_FILE)
+    flaky = read_jsonl(figures_page.parent / "runs" / "run_figures" / FLAKY_RECORDS)
     expected = sorted([line["record_id"], line["model"]] for line in flaky)
     browser.open(figures_page.as_uri())
     assert browser.visible("#shown-count") == ["26 of 26 items"]

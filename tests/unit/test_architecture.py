@@ -31,8 +31,8 @@ needs_import_linter = pytest.mark.skipif(
 )
 PYTEST_ALLOWED = ("plugin.py", "pytest/", "testing/")
 PURE = (
-    "records", "errors", "util", "protocols", "formats", "importers", "validation", "engine", "grading",
-    "pipeline", "run", "metrics", "report", "service", "cli", "datasets",
+    "records", "errors", "util", "protocols", "formats", "importers", "validation", "engine",
+    "grading", "pipeline", "run", "metrics", "report", "service", "cli", "datasets",
 )  # fmt: skip
 
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import FLAKY_RECORDS
 from pytest_legaleval.metrics.cr2 import bell_mccaffrey_df
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE, EpochSummary
+from pytest_legaleval.metrics.epoch_summary import EpochSummary
 from pytest_legaleval.metrics.epochs import flaky_line
 from pytest_legaleval.metrics.tdist import t_quantile
 
@@ -155,7 +156,7 @@ def test_the_terminal_lines_name_the_figures_and_the_interval(
         "incomplete: 1 items lack a verdict in some epoch (1 of 600 epoch lines errored; "
         "listed in incomplete_records.jsonl, left out of pass@k)"
     )
-    assert f"flaky records {block['flaky_records']} ({FLAKY_RECORDS_FILE})" in epochs_line
+    assert f"flaky records {block['flaky_records']} ({FLAKY_RECORDS})" in epochs_line
     assert "clustered by metadata.exam: 12 clusters" in interval_line
     ratio = block["uncertainty"]["se_clustered"] / block["uncertainty"]["se"]
     assert f"{ratio:.2f}× the naive se" in interval_line

@@ -20,7 +20,7 @@ import pytest
 from pytest_legaleval.cli import main
 from pytest_legaleval.cli.audit import audit_body
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics.epoch_summary import FLAKY_RECORDS_FILE
+from pytest_legaleval.metrics.artifacts import FLAKY_RECORDS
 from pytest_legaleval.metrics.runfiles import load_run
 from pytest_legaleval.report import render_report, write_report
 from pytest_legaleval.report.audit import find_labels
@@ -304,12 +304,12 @@ def test_flaky_items_come_from_the_epochs_when_the_file_is_gone(tmp_path: Path) 
     page = render_report(load_run(run))
     payload = _payload(page)
     assert _row_keys(payload, payload["flaky"]) == _flaky_by_hand(prediction_lines(3))
-    assert f"{FLAKY_RECORDS_FILE} is not in the run directory" in _section(page, "uncertainty")
+    assert f"{FLAKY_RECORDS} is not in the run directory" in _section(page, "uncertainty")
 
 
 def test_bad_lines_of_the_flaky_file_are_left_out_and_said(tmp_path: Path) -> None:
     run = write_figures_run(tmp_path, labels=None)
-    path = run / FLAKY_RECORDS_FILE
+    path = run / FLAKY_RECORDS
     kept = path.read_text().splitlines()[:2]
     path.write_text("\n".join([*kept, json.dumps({"record_id": "nope", "model": "m/alpha"})]))
     page = render_report(load_run(run))
@@ -323,7 +323,7 @@ def test_a_line_of_the_flaky_file_that_is_no_object_refuses_the_run(tmp_path: Pa
     from pytest_legaleval.metrics.rundir_check import RunDirectoryError
 
     run = write_figures_run(tmp_path, labels=None)
-    path = run / FLAKY_RECORDS_FILE
+    path = run / FLAKY_RECORDS
     path.write_text(path.read_text() + json.dumps([1, 2]) + "\n")
     with pytest.raises(RunDirectoryError, match=r"flaky_records\.jsonl:[0-9]+: not a JSON object"):
         render_report(load_run(run))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError, LegalEvalError
+from pytest_legaleval.metrics.artifacts import INPUT_DATASET, PREDICTIONS
 from pytest_legaleval.metrics.runfiles import iter_jsonl, load_run
 from pytest_legaleval.util.paths import PathRefused, confined_path
 
@@ -64,7 +65,7 @@ class ItemSource:
         run = load_run(self.run_dir, with_predictions=False)
         configured = (run.manifest.get("configuration") or {}).get("attachments_root") or []
         self.attachments_roots += tuple(Path(str(root)) for root in _list(configured))
-        for row in iter_jsonl(run.path / "predictions.jsonl"):
+        for row in iter_jsonl(run.path / PREDICTIONS):
             key = (str(row.get("record_id")), str(row.get("model") or ""))
             if key in wanted and key not in self.answers:
                 self.answers[key] = _text(row.get("model_response", row.get("response")))
@@ -76,11 +77,11 @@ class ItemSource:
         if missing:
             raise ConfigError(
                 f"{run.path}: the records of {len(missing)} sampled items are not in the run's "
-                f"input_dataset.json or its dataset files (first: {missing[0]})"
+                f"{INPUT_DATASET} or its dataset files (first: {missing[0]})"
             )
 
     def _read_payloads(self, run_path: Path, records: set[str]) -> None:
-        path = run_path / "input_dataset.json"
+        path = run_path / INPUT_DATASET
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.metrics.artifacts import PREDICTIONS
 from pytest_legaleval.metrics.audit_items import collect_items, epoch_reducer
 from pytest_legaleval.metrics.ppi import labels_needed
 from pytest_legaleval.metrics.runfiles import load_run, prediction_lines, run_reducer
@@ -144,9 +145,9 @@ def size_for_half_width(half_width: float, population: int) -> int:
 
 def _population(run_dir: Path, strata: Sequence[str]) -> tuple[str, dict[str, list[Any]]]:
     run = load_run(run_dir, with_predictions=False)
-    predictions = run.path / "predictions.jsonl"
+    predictions = run.path / PREDICTIONS
     if not predictions.is_file():
-        raise ConfigError(f"{run.path}: the run has no predictions.jsonl to review")
+        raise ConfigError(f"{run.path}: the run has no {PREDICTIONS} to review")
     items = collect_items(prediction_lines(predictions), epoch_reducer(run_reducer(run)))
     fields: dict[tuple[str, str], Mapping[str, Any]] = {}
     for row in prediction_lines(predictions):
