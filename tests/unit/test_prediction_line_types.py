@@ -384,3 +384,26 @@ def test_a_slim_line_keeps_what_pairing_reads_and_the_cluster_field() -> None:
         "metadata": {"course": "x"},
     }
     assert lines.slim_line({"record_id": "q"}) == {"record_id": "q"}  # absent keys stay absent
+
+
+def test_what_the_writer_writes_passes_the_readers_check() -> None:
+    from pytest_legaleval.records import EvalResult, JudgeSummary, Provenance
+    from pytest_legaleval.run.artifacts import prediction_line
+
+    result = EvalResult(
+        record_id="r1", dataset="d", task_type="rubric_qa", model="m", source="responses",
+        outcome="failed", passed=False, score=0.25, reason="below_threshold", explanation="",
+        response="B", grader="judge:rubric", details={"threshold": 0.5},
+        judge=JudgeSummary.from_dict({"score": 0.25, "models": ["j"], "verdicts": []}),
+        attempts=({"attempt": 1, "status": "ok"},), epoch=1,
+    )  # fmt: skip
+    provenance = Provenance(index=0, dataset_version=None, tags=("t",), metadata={"k": 1},
+                            source_index=0)  # fmt: skip
+    written = prediction_line("run", "item", result.to_dict(), "failed", record=provenance,
+                              generation_settings={"temperature": 0}, version="0")  # fmt: skip
+    line = json.loads(json.dumps(written))  # as it is read back from the file
+    assert as_prediction_line(line, "written") is line
+    # A hand-made result without a dataset still gets a string dataset_id (the type's).
+    partial = prediction_line("run", "item", {"record_id": "r", "outcome": "passed"}, "passed",
+                              record=None, generation_settings={}, version="0")  # fmt: skip
+    assert as_prediction_line(json.loads(json.dumps(partial)))["dataset_id"] == ""
