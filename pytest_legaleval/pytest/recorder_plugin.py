@@ -52,9 +52,9 @@ class RecorderPlugin:
         self.recorder = self.session.recorder
         self._pending: dict[str, Carried] = {}
         """Single process: the results of reports not logged yet, by node id."""
-        self.invalid: list[dict[str, Any]] = []
+        self._invalid: list[dict[str, Any]] = []
         """The invalid records' items (for the gates' ``invalid_rate``)."""
-        self.other_failures = 0
+        self._other_failures = 0
         """Failed reports that are no record item's (an ordinary test, a teardown error)."""
         self._open_tried = False
         xml_path = config.getoption("xmlpath", None)
@@ -65,6 +65,16 @@ class RecorderPlugin:
         """Node id → (pytest outcome, why) of items that never reached their evaluation."""
         self._collected: list[str] | None = None
         """A single process's collection (node ids); an xdist controller asks its scheduler."""
+
+    @property
+    def invalid(self) -> tuple[Mapping[str, Any], ...]:
+        """The invalid records' items (for the gates' ``invalid_rate``)."""
+        return tuple(self._invalid)
+
+    @property
+    def other_failures(self) -> int:
+        """Failed reports that are no record item's (an ordinary test, a teardown error)."""
+        return self._other_failures
 
     def hold(self, nodeid: str, found: Carried) -> None:
         """Keep an item's result until its report is logged (single process only)."""
@@ -174,7 +184,7 @@ class RecorderPlugin:
         self._ensure_open()
         found = carried(self._pending, report) if report.when != "teardown" else None
         if found is None and report.failed:
-            self.other_failures += 1  # a failure that is no record's verdict
+            self._other_failures += 1  # a failure that is no record's verdict
         if self.directory is None:
             return
         if report.when == "teardown":
@@ -200,7 +210,7 @@ class RecorderPlugin:
         """An invalid record's item (``ItemSpec.rejection()``)."""
         with recording_whole():  # an interrupt waits for the item's lines
             self.recorder.record_invalid(rejection, nodeid)
-            self.invalid.append(
+            self._invalid.append(
                 {
                     "dataset": rejection["dataset"],
                     "record_id": rejection["record_id"],

@@ -120,3 +120,27 @@ def test_the_recorders_public_state_is_read_only() -> None:
     # A property without a setter refuses assignment at run time as well.
     with pytest.raises(AttributeError):
         setattr(object.__new__(RunRecorder), "status", "passed")  # noqa: B010
+
+
+def test_the_recorder_plugin_changes_only_its_private_state_after_init() -> None:
+    source = (PACKAGE / "pytest" / "recorder_plugin.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    (cls,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "RecorderPlugin")
+    public_writes = [
+        f"{method.name}: self.{target.attr}"
+        for method in cls.body
+        if isinstance(method, ast.FunctionDef) and method.name != "__init__"
+        for node in ast.walk(method)
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+        and not target.attr.startswith("_")
+    ]
+    assert public_writes == []
+    from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin
+
+    for name in ("invalid", "other_failures", "directory", "run_error", "status"):
+        prop = vars(RecorderPlugin)[name]
+        assert isinstance(prop, property) and prop.fset is None, name
