@@ -288,7 +288,7 @@ class EpochItem:
         the line of the first epoch whose own verdict equals the reduced one (the first
         epoch when there is no verdict), with ``outcome``, ``passed`` and ``score`` replaced
         by the reduced ones and ``epochs``, ``epoch_verdicts``, ``epoch_passes``,
-        ``epoch_reducer`` and ``pass_fraction`` added.
+        ``epoch_reducer`` and ``pass_fraction`` added (an ``ItemLine``: ``metrics.lines``).
         """
         if len(self.lines) == 1:
             (only,) = self.lines.values()
