@@ -51,7 +51,7 @@ def audit_body(
     from pytest_legaleval.metrics._human_labels import LabelFile, read_human_labels
     from pytest_legaleval.metrics._judge_consistency import MAX_FLIP_RATE, consistency_from_lines
     from pytest_legaleval.metrics._labelled_population import find_sample
-    from pytest_legaleval.metrics._runfiles import iter_jsonl, load_run, run_reducer
+    from pytest_legaleval.metrics._runfiles import load_run, prediction_lines, run_reducer
 
     run = load_run(run_dir, with_predictions=False)
     predictions = run.path / PREDICTIONS
@@ -63,7 +63,7 @@ def audit_body(
         seed=defaults.seed if seed is None else seed,
         resamples=defaults.resamples if resamples is None else resamples,
     )
-    items = collect_items(iter_jsonl(predictions), epoch_reducer(run_reducer(run)))
+    items = collect_items(prediction_lines(predictions), epoch_reducer(run_reducer(run)))
     matched = match_labels(labels, items)
     sample = labels.sample if sample_path is None else find_sample(sample_path)
     if sample_path is not None and sample is None:
@@ -80,7 +80,7 @@ def audit_body(
         **audit.to_dict(),
         "calibration": calibration_view(items, matched, limit=disagreements),
         "judge_consistency": consistency_from_lines(
-            iter_jsonl(predictions), max_flip_rate=flip_limit
+            prediction_lines(predictions), max_flip_rate=flip_limit
         ),
     }
 

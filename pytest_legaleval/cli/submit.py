@@ -230,14 +230,20 @@ def _follow(
 
 def _gates(run_dir: Path, texts: list[str]) -> bool:
     from pytest_legaleval.metrics._gates import default_gates, evaluate_gates, parse_gates
-    from pytest_legaleval.metrics._runfiles import invalid_items, iter_jsonl, load_run, slice_finder
+    from pytest_legaleval.metrics._runfiles import (
+        invalid_items,
+        load_run,
+        prediction_lines,
+        slice_finder,
+    )
+    from pytest_legaleval.records import PredictionLine
 
     run = load_run(run_dir, with_predictions=False)
     gates = parse_gates(texts)
 
     class Rows:
-        def __iter__(self) -> Any:
-            return iter_jsonl(run_dir / PREDICTIONS)
+        def __iter__(self) -> Iterator[PredictionLine]:
+            return prediction_lines(run_dir / PREDICTIONS)
 
     predicted = {row.get("item_id") for row in Rows()}
     results = evaluate_gates(

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_legaleval.errors import ConfigError
+from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "ARTIFACT_TABLE",
@@ -104,7 +105,7 @@ class FinishedRun:
     run_id: str
     summary: Mapping[str, Any]
     by_slice: Mapping[str, Any]
-    predictions: Callable[[], Iterable[Mapping[str, Any]]]
+    predictions: Callable[[], Iterable[PredictionLine]]
 
 
 @dataclass(frozen=True)

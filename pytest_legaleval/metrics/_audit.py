@@ -51,6 +51,7 @@ from pytest_legaleval.metrics._rater_agreement import (
     krippendorff_alpha_interval,
 )
 from pytest_legaleval.metrics._stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "AUDIT_GATE_METRICS",
@@ -347,7 +348,7 @@ def _audit_from_items(
 
 
 def judge_audit(
-    lines: Iterable[Mapping[str, Any]],
+    lines: Iterable[PredictionLine],
     labels: LabelFile,
     *,
     reducer: Reducer | None = None,
@@ -356,7 +357,7 @@ def judge_audit(
     """Audit the judge of a run's prediction lines against human labels.
 
     Args:
-        lines: ``predictions.jsonl`` lines (dicts), every item of the run, any order.
+        lines: ``predictions.jsonl`` lines, every item of the run, any order.
         labels: the labels (:func:`~pytest_legaleval.metrics._human_labels.read_human_labels`).
         reducer: one verdict per item from its epochs' verdicts (default: ``mean``, as
             ``audit_items.epoch_reducer``).
@@ -368,7 +369,7 @@ def judge_audit(
     """
     seen: dict[str, str] = {}
 
-    def noting_the_run(rows: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    def noting_the_run(rows: Iterable[PredictionLine]) -> Iterable[PredictionLine]:
         for row in rows:
             if not seen and isinstance(row.get("run_id"), str):
                 seen["run_id"] = row["run_id"]

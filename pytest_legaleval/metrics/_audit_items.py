@@ -28,6 +28,7 @@ from typing import Any
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics._epochs import DEFAULT_REDUCER, REDUCERS, reduce_verdict
 from pytest_legaleval.metrics._human_labels import HumanLabel, LabelFile
+from pytest_legaleval.records import PredictionLine
 from pytest_legaleval.validation import RecordError
 from pytest_legaleval.validation.checks import show
 
@@ -104,7 +105,7 @@ def _number(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def is_judge_graded(line: Mapping[str, Any]) -> bool:
+def is_judge_graded(line: PredictionLine) -> bool:
     """Whether an LLM judge graded the line (``grader`` ``judge:…``; old lines: a judge)."""
     grader = line.get("grader")
     if isinstance(grader, str):
@@ -134,7 +135,7 @@ def criterion_verdict(entry: Mapping[str, Any], threshold: float | None) -> Verd
     return None
 
 
-def _criteria_entries(line: Mapping[str, Any]) -> list[list[Mapping[str, Any]]]:
+def _criteria_entries(line: PredictionLine) -> list[list[Mapping[str, Any]]]:
     """The line's criterion entries: the grader's combined list, else each judge's."""
     details = line.get("details")
     combined = details.get("criteria") if isinstance(details, Mapping) else None
@@ -151,7 +152,7 @@ def _criteria_entries(line: Mapping[str, Any]) -> list[list[Mapping[str, Any]]]:
 
 
 def _criteria(
-    line: Mapping[str, Any], threshold: float | None
+    line: PredictionLine, threshold: float | None
 ) -> tuple[dict[str, Verdict], dict[str, str], set[str]]:
     """Criterion verdicts (several judges: the mean grade against 0.5), reasons, all ids."""
     grades: dict[str, list[Verdict]] = defaultdict(list)
@@ -182,7 +183,7 @@ def _criteria(
     return verdicts, reasons, ids
 
 
-def _reason(line: Mapping[str, Any]) -> str:
+def _reason(line: PredictionLine) -> str:
     judge = line.get("judge")
     verdicts = judge.get("verdicts") if isinstance(judge, Mapping) else None
     parts = []
@@ -196,12 +197,12 @@ def _reason(line: Mapping[str, Any]) -> str:
     return explanation if isinstance(explanation, str) else ""
 
 
-def _threshold(line: Mapping[str, Any]) -> float | None:
+def _threshold(line: PredictionLine) -> float | None:
     details = line.get("details")
     return _number(details.get("threshold")) if isinstance(details, Mapping) else None
 
 
-def epoch_verdict(line: Mapping[str, Any]) -> ItemVerdict | None:
+def epoch_verdict(line: PredictionLine) -> ItemVerdict | None:
     """The judge's verdict of one line; ``None`` when it has none or no judge graded it."""
     if not is_judge_graded(line):
         return None
@@ -274,7 +275,7 @@ class RunItems:
     models_by_record: dict[str, set[str]] = field(default_factory=dict)
 
 
-def collect_items(lines: Iterable[Mapping[str, Any]], reducer: Reducer | None = None) -> RunItems:
+def collect_items(lines: Iterable[PredictionLine], reducer: Reducer | None = None) -> RunItems:
     """Group prediction lines by (record_id, model) and reduce each item's epochs."""
     epochs: dict[ItemKey, list[tuple[int, ItemVerdict]]] = defaultdict(list)
     out = RunItems()

@@ -13,12 +13,11 @@ verdicts. Standard library only.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal
 
 from pytest_legaleval.errors import ConfigError
-from pytest_legaleval.metrics._clustered import slim_cluster_field
 from pytest_legaleval.metrics._epochs import (
     DEFAULT_REDUCER,
     EpochItem,
@@ -26,8 +25,10 @@ from pytest_legaleval.metrics._epochs import (
     group_items,
 )
 from pytest_legaleval.metrics._epochs import item_key as _epoch_item_key
+from pytest_legaleval.metrics._lines import SLIM_KEYS, slim_line
 from pytest_legaleval.metrics._paired import PairedDifference, item_differences
 from pytest_legaleval.metrics._stats import BOOTSTRAP_SEED, bootstrap_mean_interval
+from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "PAIR_FIELDS",
@@ -46,7 +47,7 @@ __all__ = [
 ItemKey = tuple[str, str, str]
 
 
-def item_key(row: Mapping[str, Any]) -> ItemKey:
+def item_key(row: PredictionLine) -> ItemKey:
     """``(dataset, record_id, model)``: what identifies an item across runs (and epochs)."""
     return _epoch_item_key(row)
 
@@ -87,36 +88,18 @@ def mcnemar_exact(regressions: int, improvements: int) -> float:
     return min(1.0, 2.0 * binomial_cdf(min(regressions, improvements), n))
 
 
-PAIR_FIELDS = (
-    "dataset",
-    "record_id",
-    "model",
-    "outcome",
-    "passed",
-    "score",
-    "reason",
-    "explanation",
-    "grader",
-    "scoring",
-    "epoch",
-)
+PAIR_FIELDS = SLIM_KEYS
 """The prediction fields that pairing, the scoring check and ``regressions.jsonl`` use."""
 
 
-def pair_fields(row: Mapping[str, Any], cluster_by: str | None = None) -> dict[str, Any]:
-    """The part of a prediction row that the comparison needs (keeps memory small).
+def pair_fields(row: PredictionLine, cluster_by: str | None = None) -> PredictionLine:
+    """The part of a prediction line that the comparison needs (keeps memory small).
 
-    Besides :data:`PAIR_FIELDS`: ``details.threshold`` (the ``mean`` epoch reducer's
-    threshold) and, with ``cluster_by``, the field at that dotted path, nested as in the row.
+    Besides :data:`PAIR_FIELDS` (those the line has): ``details.threshold`` (the ``mean``
+    epoch reducer's threshold) and, with ``cluster_by``, the field at that dotted path,
+    nested as in the line (:func:`~._epochs.slim_line`).
     """
-    out = {key: row.get(key) for key in PAIR_FIELDS}
-    details = row.get("details")
-    if isinstance(details, Mapping) and "threshold" in details:
-        out["details"] = {"threshold": details["threshold"]}
-    if cluster_by:
-        for key, value in slim_cluster_field(row, cluster_by).items():
-            out.setdefault(key, value)
-    return out
+    return slim_line(row, PAIR_FIELDS, cluster_by)
 
 
 _verdict = epoch_verdict
@@ -131,18 +114,21 @@ def _binary_scores(item: EpochItem) -> bool:
     )
 
 
-_EPOCH_STATE = ("epochs", "epoch_verdicts", "epoch_passes", "pass_fraction")
+_EPOCH_STATE: Final[
+    tuple[Literal["epochs", "epoch_verdicts", "epoch_passes", "pass_fraction"], ...]
+] = ("epochs", "epoch_verdicts", "epoch_passes", "pass_fraction")
 
 
-def _state(row: Mapping[str, Any]) -> dict[str, Any]:
-    state = {
+def _state(row: PredictionLine) -> dict[str, Any]:
+    state: dict[str, Any] = {
         "outcome": row.get("outcome"),
         "passed": row.get("passed"),
         "score": row.get("score"),
         "reason": row.get("reason"),
         "explanation": row.get("explanation"),
     }
-    state.update({key: row[key] for key in _EPOCH_STATE if key in row})  # reduced items only
+    # reduced items only (an ItemLine: the keys of metrics._epochs.Reduction)
+    state.update({key: row.get(key) for key in _EPOCH_STATE if key in row})
     return state
 
 
@@ -155,8 +141,8 @@ class PairedItem:
     """``pass_to_fail``, ``fail_to_pass``, ``pass_to_error``, ``fewer_passes`` (epochs: the
     share of passing epochs fell, the reduced verdict did not change), ``only_in_baseline`` or
     ``only_in_current``."""
-    baseline: Mapping[str, Any] | None
-    current: Mapping[str, Any] | None
+    baseline: PredictionLine | None
+    current: PredictionLine | None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``regressions.jsonl`` line."""
@@ -364,7 +350,7 @@ def pair_by_model(models_a: Iterable[str], models_b: Iterable[str], *, strict: b
     return False
 
 
-def rubric_scorings(rows: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+def rubric_scorings(rows: Iterable[PredictionLine]) -> frozenset[str]:
     """The rules a run's judged rubric items were scored under.
 
     Lines written before scoring was recorded were scored ``clipped`` (the only rule then).
@@ -375,8 +361,8 @@ def rubric_scorings(rows: Iterable[Mapping[str, Any]]) -> frozenset[str]:
 
 
 def check_same_scoring(
-    baseline: Iterable[Mapping[str, Any]],
-    current: Iterable[Mapping[str, Any]],
+    baseline: Iterable[PredictionLine],
+    current: Iterable[PredictionLine],
     *,
     override: str = "--allow-scoring-mismatch",
 ) -> None:
@@ -398,8 +384,8 @@ def check_same_scoring(
 
 
 def compare_runs(
-    baseline: Iterable[Mapping[str, Any]],
-    current: Iterable[Mapping[str, Any]],
+    baseline: Iterable[PredictionLine],
+    current: Iterable[PredictionLine],
     *,
     level: float = 0.95,
     seed: int = BOOTSTRAP_SEED,

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pytest_legaleval.grading._protocols import BenchmarkProtocol, protocol_for_policy, protocols
-from pytest_legaleval.records import Record
+from pytest_legaleval.records import PredictionLine, Record
 
 __all__ = ["benchmark_figures", "benchmark_protocols"]
 
@@ -43,12 +43,12 @@ def _block(protocol: BenchmarkProtocol, tallies: list[Any]) -> dict[str, Any]:
 
 
 def benchmark_figures(
-    lines: Iterable[Mapping[str, Any]], records: Mapping[str, Record] | None = None
+    lines: Iterable[PredictionLine], records: Mapping[str, Record] | None = None
 ) -> dict[str, Any]:
     """The ``benchmarks`` block of a run: each benchmark run under its official protocol.
 
     Args:
-        lines: prediction lines (``predictions.jsonl`` rows or result dicts): ``record_id``,
+        lines: prediction lines (as ``predictions.jsonl`` holds them): ``record_id``,
             ``model``, ``epoch`` (optional), ``policy_id``, ``dataset``, ``reason``,
             ``score``, ``details`` (``details.official`` from the official graders),
             ``metadata`` and ``model_response``.

@@ -14,7 +14,7 @@ Markdown or JSON (rendering stays out of ``metrics``, below the terminal's sanit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_legaleval.metrics._baseline import check_same_scoring, compare_runs
@@ -27,18 +27,19 @@ from pytest_legaleval.metrics._runfiles import (
     run_reducer,
     slice_entries,
 )
+from pytest_legaleval.records import PredictionLine
 
 __all__ = ["comparison"]
 
 _SLICE_METRICS = ("pass_rate", "mean_score", "error_rate")
 
 
-def _block(run: RunData, items: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+def _block(run: RunData, items: Sequence[PredictionLine]) -> Mapping[str, Any]:
     return run.summary or block_from_rows(items, invalid_items(run))
 
 
 def _slices(
-    run: RunData, items: list[Mapping[str, Any]]
+    run: RunData, items: Sequence[PredictionLine]
 ) -> dict[tuple[str, str], Mapping[str, Any]]:
     found = {(d, v): block for d, v, block in slice_entries(run.slices)}
     if found:

@@ -1,7 +1,7 @@
 """The epoch and uncertainty figures of a run, accumulated line by line for the summary.
 
-:class:`EpochSummary` is what the recorder feeds every result (or ``predictions.jsonl``
-line) to, and what ``metrics_summary.json`` takes ``epochs``, ``pass_at_k``,
+:class:`EpochSummary` is what the recorder feeds every ``predictions.jsonl`` line
+(``records.PredictionLine``) to, and what ``metrics_summary.json`` takes ``epochs``, ``pass_at_k``,
 ``pass_hat_k``, ``flaky_records`` and ``uncertainty`` from — for the run and per model. It
 keeps only the few fields the figures need per line, so a large run stays small in memory.
 
@@ -12,7 +12,7 @@ items of one record under several models then share their record's cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from pytest_legaleval.errors import ConfigError
@@ -22,7 +22,6 @@ from pytest_legaleval.metrics._clustered import (
     cluster_key,
     cluster_value,
     clustered_uncertainty,
-    slim_cluster_field,
 )
 from pytest_legaleval.metrics._epochs import (
     DEFAULT_REDUCER,
@@ -34,10 +33,14 @@ from pytest_legaleval.metrics._epochs import (
     group_items,
     incomplete_line,
 )
+from pytest_legaleval.metrics._lines import SlimKey, slim_line
+from pytest_legaleval.records import PredictionLine
 
 __all__ = ["EpochSummary"]
 
-_KEPT = ("record_id", "dataset", "model", "epoch", "outcome", "passed", "score", "reason")
+_KEPT: tuple[SlimKey, ...] = (
+    "record_id", "dataset", "model", "epoch", "outcome", "passed", "score", "reason",
+)  # fmt: skip
 
 
 class EpochSummary:
@@ -61,22 +64,15 @@ class EpochSummary:
         self.epochs = epochs
         self.reducer = reducer
         self.cluster_by = cluster_by or None
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[PredictionLine] = []
         self._grouped: dict[Any, EpochItem] | None = None
 
-    def add(self, row: Mapping[str, Any]) -> None:
-        """One result or prediction line (any epoch; a later line of the same epoch wins)."""
-        slim = {key: row.get(key) for key in _KEPT if key in row}
-        details = row.get("details")
-        if isinstance(details, Mapping) and "threshold" in details:
-            slim["details"] = {"threshold": details["threshold"]}
-        if self.cluster_by:
-            for key, value in slim_cluster_field(row, self.cluster_by).items():
-                slim.setdefault(key, value)
-        self._rows.append(slim)
+    def add(self, row: PredictionLine) -> None:
+        """One prediction line (any epoch; a later line of the same epoch wins)."""
+        self._rows.append(slim_line(row, _KEPT, self.cluster_by))
         self._grouped = None
 
-    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
+    def extend(self, rows: Iterable[PredictionLine]) -> None:
         """:meth:`add` every row."""
         for row in rows:
             self.add(row)

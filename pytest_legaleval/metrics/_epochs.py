@@ -2,8 +2,9 @@
 
 With ``--epochs K`` every record × model is asked K times and ``predictions.jsonl`` has one
 line per epoch (``epoch`` 0…K−1; a line without ``epoch`` is epoch 0, so every older run
-is a run of one epoch). Everything here works on those lines (or ``EvalResult`` dicts,
-which carry the same fields) and is pure: exact integer and fraction arithmetic, no numpy.
+is a run of one epoch). Everything here works on those lines (``records.PredictionLine``,
+as ``metrics._rundir_check.prediction_lines`` reads them) and is pure: exact integer and
+fraction arithmetic, no numpy.
 
 What counts as a sample. An epoch *has a verdict* when its outcome is ``passed`` or
 ``failed`` and it is no permanent failure (``metrics._items.failure_type``): a missing
@@ -42,6 +43,8 @@ from typing import Any
 
 from pytest_legaleval.errors import ConfigError, InvalidValue
 from pytest_legaleval.metrics._items import failure_type
+from pytest_legaleval.metrics._lines import ItemLine, Reduction
+from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "DEFAULT_REDUCER",
@@ -74,12 +77,12 @@ DEFAULT_THRESHOLD = 0.5
 ItemKey = tuple[str, str, str]
 
 
-def item_key(row: Mapping[str, Any]) -> ItemKey:
+def item_key(row: PredictionLine) -> ItemKey:
     """``(dataset, record_id, model)``: the item a line belongs to, whatever its epoch."""
     return (str(row.get("dataset", "")), str(row.get("record_id")), str(row.get("model", "")))
 
 
-def epoch_of(row: Mapping[str, Any]) -> int:
+def epoch_of(row: PredictionLine) -> int:
     """The line's epoch: ``epoch``, or 0 when it has none (older runs, K = 1).
 
     Raises:
@@ -97,7 +100,7 @@ def epoch_of(row: Mapping[str, Any]) -> int:
     return value
 
 
-def epoch_verdict(row: Mapping[str, Any]) -> bool | None:
+def epoch_verdict(row: PredictionLine) -> bool | None:
     """True/False for an epoch with a pass/fail verdict, None for errors and skips."""
     if failure_type(row) is not None:
         return None
@@ -107,7 +110,7 @@ def epoch_verdict(row: Mapping[str, Any]) -> bool | None:
 _VERDICTS = {"passed": True, "failed": False}
 
 
-def _score(row: Mapping[str, Any], passed: bool) -> float | int:
+def _score(row: PredictionLine, passed: bool) -> float | int:
     """The epoch's score; a verdict without a finite number scores 1 or 0.
 
     A float is exact as it is (every float is a dyadic rational); sums of scores go through
@@ -131,7 +134,7 @@ def exact_mean(values: Sequence[float | int | Fraction]) -> float:
     return float(sum((Fraction(v) for v in values), Fraction(0)) / len(values))
 
 
-def _threshold(row: Mapping[str, Any]) -> float | None:
+def _threshold(row: PredictionLine) -> float | None:
     """The threshold the grader applied to the item (``details.threshold``), if any."""
     details = row.get("details")
     value = details.get("threshold") if isinstance(details, Mapping) else None
@@ -249,7 +252,7 @@ class EpochItem:
 
     key: ItemKey
     """``(dataset, record_id, model)``."""
-    lines: Mapping[int, Mapping[str, Any]]
+    lines: Mapping[int, PredictionLine]
     """The item's line of each epoch (the last one read when an epoch appears twice)."""
     n: int
     """Epochs with a verdict."""
@@ -278,35 +281,34 @@ class EpochItem:
         """The verdict epochs disagree on pass."""
         return 0 < self.c < self.n
 
-    def line(self) -> Mapping[str, Any]:
+    def line(self) -> PredictionLine:
         """One prediction line that stands for the item.
 
         A single line is returned as it is (K = 1 reads exactly as before). Otherwise it is
         the line of the first epoch whose own verdict equals the reduced one (the first
         epoch when there is no verdict), with ``outcome``, ``passed`` and ``score`` replaced
         by the reduced ones and ``epochs``, ``epoch_verdicts``, ``epoch_passes``,
-        ``epoch_reducer`` and ``pass_fraction`` added.
+        ``epoch_reducer`` and ``pass_fraction`` added (an ``ItemLine``: ``metrics._lines``).
         """
         if len(self.lines) == 1:
-            return next(iter(self.lines.values()))
-        out = dict(self.lines[self.representative])
+            (only,) = self.lines.values()
+            return only
+        reduction = Reduction(
+            epochs=len(self.lines),
+            epoch_verdicts=self.n,
+            epoch_passes=self.c,
+            epoch_reducer=self.reducer,
+            pass_fraction=self.pass_fraction,
+        )
+        out: ItemLine = {**self.lines[self.representative], **reduction}
         if self.passed is not None:
             out["outcome"] = "passed" if self.passed else "failed"
             out["passed"] = self.passed
             out["score"] = self.score
-        out.update(
-            {
-                "epochs": len(self.lines),
-                "epoch_verdicts": self.n,
-                "epoch_passes": self.c,
-                "epoch_reducer": self.reducer,
-                "pass_fraction": self.pass_fraction,
-            }
-        )
         return out
 
 
-def _reduce(key: ItemKey, lines: dict[int, Mapping[str, Any]], reducer: str) -> EpochItem:
+def _reduce(key: ItemKey, lines: dict[int, PredictionLine], reducer: str) -> EpochItem:
     epochs = sorted(lines)
     verdicts = [(e, epoch_verdict(lines[e])) for e in epochs]
     judged = [(e, v) for e, v in verdicts if v is not None]
@@ -320,7 +322,7 @@ def _reduce(key: ItemKey, lines: dict[int, Mapping[str, Any]], reducer: str) -> 
 
 
 def group_items(
-    rows: Iterable[Mapping[str, Any]], reducer: str = DEFAULT_REDUCER
+    rows: Iterable[PredictionLine], reducer: str = DEFAULT_REDUCER
 ) -> dict[ItemKey, EpochItem]:
     """The items of prediction lines, matched on (dataset, record_id, model, epoch).
 
@@ -334,15 +336,15 @@ def group_items(
     """
     if reducer not in REDUCERS:
         raise ConfigError(f"unknown epoch reducer {reducer!r}; choose one of {', '.join(REDUCERS)}")
-    grouped: dict[ItemKey, dict[int, Mapping[str, Any]]] = {}
+    grouped: dict[ItemKey, dict[int, PredictionLine]] = {}
     for row in rows:
         grouped.setdefault(item_key(row), {})[epoch_of(row)] = row
     return {key: _reduce(key, lines, reducer) for key, lines in grouped.items()}
 
 
 def reduce_rows(
-    rows: Iterable[Mapping[str, Any]], reducer: str = DEFAULT_REDUCER
-) -> list[Mapping[str, Any]]:
+    rows: Iterable[PredictionLine], reducer: str = DEFAULT_REDUCER
+) -> list[PredictionLine]:
     """One line per item (:meth:`EpochItem.line`), first-line order.
 
     What a reader that needs one verdict per item reads instead of ``predictions.jsonl``'s

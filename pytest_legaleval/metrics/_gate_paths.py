@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_legaleval.records import PredictionLine
+
 __all__ = ["PathValue", "describe_path", "parse_path", "path_value", "resolve_path"]
 
 Step = tuple[str, bool]
@@ -193,7 +195,7 @@ def _n(parent: Any, last: str) -> int:
 def path_value(
     path: str,
     given: Mapping[str, Any] | None,
-    slice_rows: Callable[[], Iterable[Mapping[str, Any]]],
+    slice_rows: Callable[[], Iterable[PredictionLine]],
     cache: dict[str, Any],
 ) -> PathValue:
     """The number a path gate names in ``given`` (the summary or a slice's block).

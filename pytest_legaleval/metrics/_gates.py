@@ -25,6 +25,7 @@ from pytest_legaleval.metrics._gate_paths import parse_path, path_value
 from pytest_legaleval.metrics._prices import PriceTable
 from pytest_legaleval.metrics._stats import wilson_interval
 from pytest_legaleval.metrics._summary import MetricsAccumulator
+from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "GATE_GRAMMAR",
@@ -303,7 +304,7 @@ def row_matches(row: Mapping[str, Any], conditions: Sequence[tuple[str, str]]) -
 
 
 def block_from_rows(
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[PredictionLine],
     invalid: int | Iterable[Mapping[str, Any]] = 0,
     prices: PriceTable | None = None,
 ) -> dict[str, Any]:
@@ -427,7 +428,7 @@ SliceFinder = Callable[[tuple[tuple[str, str], ...]], Mapping[str, Any] | None]
 
 def evaluate_gates(
     gates: Sequence[Gate],
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[PredictionLine],
     invalid: Sequence[Mapping[str, Any]] = (),
     *,
     summary: Mapping[str, Any] | None = None,
@@ -490,7 +491,7 @@ def evaluate_gates(
 
 
 def _slice_rows(
-    rows: Iterable[Mapping[str, Any]], conditions: tuple[tuple[str, str], ...]
-) -> Callable[[], Iterable[Mapping[str, Any]]]:
+    rows: Iterable[PredictionLine], conditions: tuple[tuple[str, str], ...]
+) -> Callable[[], Iterable[PredictionLine]]:
     """The rows of one slice, read when asked (path gates compute from them on demand)."""
     return lambda: (r for r in rows if row_matches(r, conditions))

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_legaleval.records import PredictionLine
+
 __all__ = [
     "FAILURE_TYPES",
     "ItemFacts",
@@ -103,8 +105,8 @@ class ItemFacts:
     warnings: list[str]
 
 
-def item_facts(result: Mapping[str, Any]) -> ItemFacts:
-    """The category, failure type, record and attachment warnings of an item result."""
+def item_facts(result: PredictionLine) -> ItemFacts:
+    """The category, failure type, record and attachment warnings of an item's line."""
     failure = failure_type(result)
     category = _category(failure, result.get("outcome"))
     return ItemFacts(category, failure, record_key(result), attachment_warnings(result))

@@ -34,6 +34,7 @@ from typing import Any
 
 from pytest_legaleval.metrics._audit_items import criterion_verdict, is_judge_graded
 from pytest_legaleval.metrics._rater_agreement import confusion_of, phi
+from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "ITEM",
@@ -165,7 +166,7 @@ def _judge_verdicts(verdict: Mapping[str, Any], threshold: float | None) -> dict
 
 
 def consistency_from_lines(
-    lines: Iterable[Mapping[str, Any]], *, max_flip_rate: float = MAX_FLIP_RATE
+    lines: Iterable[PredictionLine], *, max_flip_rate: float = MAX_FLIP_RATE
 ) -> dict[str, Any]:
     """Flip rates and panel figures from prediction lines.
 

@@ -65,6 +65,7 @@ from pytest_legaleval.metrics._clustered import cluster_key, cluster_value
 from pytest_legaleval.metrics._cr2 import bell_mccaffrey_df
 from pytest_legaleval.metrics._epochs import group_items
 from pytest_legaleval.metrics._tdist import t_cdf, t_quantile
+from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "ALPHA",
@@ -311,7 +312,7 @@ def default_model(
 
 
 def estimate_model(
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[PredictionLine],
     cluster_by: str | None = None,
     correlation: float | None = None,
 ) -> VarianceModel:
@@ -468,7 +469,7 @@ def plan(
     *,
     epochs: int = 1,
     cluster_by: str | None = None,
-    baseline_rows: Iterable[Mapping[str, Any]] | None = None,
+    baseline_rows: Iterable[PredictionLine] | None = None,
     baseline_id: str | None = None,
     correlation: float | None = None,
     alpha: float = ALPHA,

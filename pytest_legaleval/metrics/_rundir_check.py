@@ -14,9 +14,11 @@ and 2 for ``legaleval`` commands) that names the file and line, before any model
   number finite and within :data:`MAX_NUMBER` (``1e999`` is refused; the ``NaN`` and
   ``Infinity`` tokens that runs written before every artifact was standard JSON hold are
   read as ``null`` with a ``NonFiniteWarning``, so such runs stay readable);
-* the prediction fields readers compute with have their types: ids and models are
-  strings, ``epoch`` a non-negative integer, ``passed`` a boolean, ``score`` and token
-  counts numbers.
+* every field of a prediction line has the type ``records.PredictionLine`` declares (ids
+  and models strings, ``epoch`` a non-negative integer, ``passed`` a boolean, ``score``
+  and token counts numbers, ``tags`` a list of strings, ``details`` an object …):
+  :func:`prediction_lines` is the one place a line read back becomes a typed
+  ``PredictionLine``, and the metrics and gates take nothing else.
 
 A run without ``SHA256SUMS`` (crashed before sealing, or older) is checked line by line
 only; ``input_dataset.json``, as large as the dataset, is hashed but left to the report's
@@ -33,13 +35,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import types
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Union, cast, get_args, get_origin, get_type_hints
 
 from pytest_legaleval.errors import ConfigError, NonFiniteWarning
 from pytest_legaleval.metrics._artifacts import CHECKSUMS, INPUT_DATASET, PREDICTIONS, artifacts
+from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "CHECKSUMS",
@@ -47,8 +51,10 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_NUMBER",
     "RunDirectoryError",
+    "as_prediction_line",
     "checked_json",
     "checked_lines",
+    "prediction_lines",
     "verify_run_dir",
 ]
 
@@ -63,8 +69,8 @@ _STREAMED: Final = frozenset({INPUT_DATASET})
 """JSON files as large as the dataset: hashed here, read by their streaming reader
 (``report``), which tolerates a cut record, and never parsed whole."""
 _TYPED: Final = frozenset({PREDICTIONS})
-_STRING_FIELDS: Final = ("record_id", "item_id", "run_id", "dataset", "model", "outcome")
-_NUMBER_FIELDS: Final = ("score", "input_tokens", "output_tokens", "latency_ms", "cost_usd")
+_EXTRA_NUMBERS: Final = ("cost_usd",)
+"""Numbers some readers sum that ``PredictionLine`` does not declare (older lines)."""
 
 
 class RunDirectoryError(ConfigError):
@@ -194,22 +200,86 @@ def _check_value(value: Any, where: str) -> None:
                 )
 
 
+def _kinds(hint: Any) -> tuple[type, ...]:
+    """The Python types a JSON value of a declared field may have."""
+    if get_origin(hint) in (Union, types.UnionType):
+        return tuple(kind for arg in get_args(hint) for kind in _kinds(arg))
+    if hint is type(None):
+        return (type(None),)
+    if hint is float:  # JSON has one number type: an integral score reads as an int
+        return (int, float)
+    origin = get_origin(hint)
+    return (origin if isinstance(origin, type) else hint,)
+
+
+def _element(hint: Any) -> type | None:
+    """The element type of a ``list[str]`` or ``list[dict[...]]`` field, else ``None``."""
+    for arg in (hint, *get_args(hint)):
+        if get_origin(arg) is list:
+            (item,) = get_args(arg)
+            kind = get_origin(item) or item
+            return kind if isinstance(kind, type) else None
+    return None
+
+
+def _describe(kinds: tuple[type, ...]) -> str:
+    words = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+             list: "a list", dict: "an object"}  # fmt: skip
+    if float in kinds:
+        kinds = tuple(k for k in kinds if k is not int)
+    named = [words.get(k, k.__name__) for k in kinds if k is not type(None)]
+    return " or ".join(named) + (" or null" if type(None) in kinds else "")
+
+
+_FIELDS: Final = {
+    name: (_kinds(hint), _element(hint)) for name, hint in get_type_hints(PredictionLine).items()
+}
+"""Every declared field of a prediction line: its accepted types and its list's element type."""
+
+
 def _check_fields(row: Mapping[str, Any], where: str) -> None:
-    """The fields readers compute with, where present, have the types they expect."""
-    for name in _STRING_FIELDS:
+    """Every declared field of a prediction line that is present has its declared type.
+
+    Two readings older runs rely on are kept: a boolean counts as 0/1 where a number is
+    expected, and ``passed`` may be written 0 or 1.
+    """
+    for name, value in row.items():
+        spec = _FIELDS.get(name)
+        if spec is None:
+            continue
+        kinds, element = spec
+        if name == "passed":
+            if value is not None and value not in (True, False):
+                raise RunDirectoryError(f"{where}: passed must be true, false or null")
+        elif name == "epoch":
+            if type(value) is not int or value < 0:
+                raise RunDirectoryError(
+                    f"{where}: epoch must be a non-negative integer, got {value!r}"
+                )
+        elif not isinstance(value, kinds):
+            raise RunDirectoryError(f"{where}: {name} must be {_describe(kinds)}")
+        elif element is not None and isinstance(value, list):
+            if not all(isinstance(item, element) for item in value):
+                each = _describe((element,))
+                raise RunDirectoryError(f"{where}: {name} must be a list, each item {each}")
+    for name in _EXTRA_NUMBERS:
         value = row.get(name)
-        if value is not None and not isinstance(value, str):
-            raise RunDirectoryError(f"{where}: {name} must be a string")
-    for name in _NUMBER_FIELDS:
-        value = row.get(name)
-        if value is not None and not isinstance(value, int | float):  # a bool counts as 0/1
+        if value is not None and not isinstance(value, int | float):
             raise RunDirectoryError(f"{where}: {name} must be a number")
-    epoch = row.get("epoch")
-    if epoch is not None and (type(epoch) is not int or epoch < 0):
-        raise RunDirectoryError(f"{where}: epoch must be a non-negative integer, got {epoch!r}")
-    passed = row.get("passed")
-    if passed is not None and passed not in (True, False):  # 0 and 1 read as booleans
-        raise RunDirectoryError(f"{where}: passed must be true, false or null")
+
+
+def as_prediction_line(row: Mapping[str, Any], where: str = "prediction line") -> PredictionLine:
+    """``row`` as a typed ``PredictionLine``, once its fields are checked.
+
+    The one conversion of a parsed line into the type the metrics and gates take; every
+    key it declares that the row holds has its declared type, so the cast states a fact.
+
+    Raises:
+        RunDirectoryError: a field of the wrong type (named, with ``where``).
+
+    """
+    _check_fields(row, where)
+    return cast(PredictionLine, row)
 
 
 def _parse(raw: bytes, where: str) -> Any:
@@ -268,13 +338,30 @@ def checked_lines(path: Path) -> Iterator[dict[str, Any]]:
     return _lines(path, None)
 
 
-def _lines(path: Path, digest: Any) -> Iterator[dict[str, Any]]:
+def prediction_lines(path: Path) -> Iterator[PredictionLine]:
+    """The lines of a ``predictions.jsonl`` file (whatever its name), checked and typed.
+
+    Each line is checked as :func:`checked_lines` checks it, and every field
+    ``PredictionLine`` declares has its type (:func:`as_prediction_line`): what the metrics
+    and gates read. A missing file yields none.
+
+    Raises:
+        RunDirectoryError: a bad line, named by file and line.
+
+    """
+    if not path.is_file():
+        return iter(())
+    # Only a line whose fields were checked is yielded (typed=True), so the cast is a fact.
+    return cast(Iterator[PredictionLine], _lines(path, None, typed=True))
+
+
+def _lines(path: Path, digest: Any, *, typed: bool = False) -> Iterator[dict[str, Any]]:
     try:
         handle = path.open("rb")
     except OSError as exc:
         raise RunDirectoryError(f"{path}: unreadable ({exc.strerror or exc})") from None
     # Prediction lines are ours alone; other files may quote a dataset's own (bad) values.
-    typed = path.name in _TYPED
+    typed = typed or path.name in _TYPED
     with handle:
         number = 0
         while True:

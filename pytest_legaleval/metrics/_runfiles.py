@@ -4,6 +4,9 @@ A run with ``--epochs K > 1`` has one ``predictions.jsonl`` line per epoch; a re
 needs one verdict per item reads :func:`item_rows` (the lines reduced per item, see
 ``metrics._epochs``) instead of ``RunData.predictions``. Runs written before epochs existed
 read as runs of one epoch.
+
+``predictions.jsonl`` is read with :func:`prediction_lines` (``metrics._rundir_check``): every
+line checked and typed ``records.PredictionLine``, the one type the metrics and gates take.
 """
 
 from __future__ import annotations
@@ -23,7 +26,13 @@ from pytest_legaleval.metrics._artifacts import (
     RUN_MANIFEST,
 )
 from pytest_legaleval.metrics._epochs import DEFAULT_REDUCER, REDUCERS, epoch_of, reduce_rows
-from pytest_legaleval.metrics._rundir_check import checked_json, checked_lines, verify_run_dir
+from pytest_legaleval.metrics._rundir_check import (
+    checked_json,
+    checked_lines,
+    prediction_lines,
+    verify_run_dir,
+)
+from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "RunData",
@@ -31,6 +40,7 @@ __all__ = [
     "item_rows",
     "iter_jsonl",
     "load_run",
+    "prediction_lines",
     "run_cluster_by",
     "run_epochs",
     "run_reducer",
@@ -43,7 +53,8 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """The objects of a JSONL file, one per non-empty line (a missing file yields none).
 
     Every line is checked (``metrics._rundir_check``): a corrupt one is a
-    ``RunDirectoryError`` (a ``ConfigError``) naming the file and line.
+    ``RunDirectoryError`` (a ``ConfigError``) naming the file and line. Prediction lines
+    are read with :func:`prediction_lines`, which types them.
     """
     return checked_lines(path)
 
@@ -60,7 +71,7 @@ class RunData:
     manifest: dict[str, Any]
     summary: dict[str, Any] | None
     slices: Any
-    predictions: list[dict[str, Any]]
+    predictions: list[PredictionLine]
     validation: list[dict[str, Any]]
     failures: list[dict[str, Any]]
 
@@ -93,7 +104,7 @@ def load_run(path: str | Path, *, with_predictions: bool = True) -> RunData:
         manifest=manifest,
         summary=summary if isinstance(summary, dict) else None,
         slices=_read_json(root / METRICS_BY_SLICE),
-        predictions=list(iter_jsonl(root / PREDICTIONS)) if with_predictions else [],
+        predictions=list(prediction_lines(root / PREDICTIONS)) if with_predictions else [],
         validation=list(iter_jsonl(root / RECORD_VALIDATION)),
         failures=list(iter_jsonl(root / FAILURES)),
     )
@@ -129,7 +140,7 @@ def run_reducer(run: RunData) -> str:
     return value if value in REDUCERS else DEFAULT_REDUCER
 
 
-def item_rows(run: RunData, reducer: str | None = None) -> list[Mapping[str, Any]]:
+def item_rows(run: RunData, reducer: str | None = None) -> list[PredictionLine]:
     """One prediction line per item, the epoch lines reduced with ``reducer``.
 
     ``reducer`` defaults to the run's own; a one-epoch run's lines come back as they are.

@@ -13,6 +13,7 @@ from pytest_legaleval.metrics._counts import RecordIndex
 from pytest_legaleval.metrics._prices import PriceTable
 from pytest_legaleval.metrics._stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from pytest_legaleval.metrics._summary import MetricsAccumulator, item_facts
+from pytest_legaleval.records import PredictionLine
 
 __all__ = ["BASE_DIMENSIONS", "MISSING", "SliceAccumulator", "metadata_value"]
 
@@ -93,7 +94,7 @@ class SliceAccumulator:
 
     def add(
         self,
-        result: Mapping[str, Any],
+        result: PredictionLine,
         *,
         tags: Iterable[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -112,7 +113,7 @@ class SliceAccumulator:
 
     def add_epoch(
         self,
-        line: Mapping[str, Any],
+        line: PredictionLine,
         *,
         tags: Iterable[str] = (),
         metadata: Mapping[str, Any] | None = None,

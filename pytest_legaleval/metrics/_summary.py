@@ -47,6 +47,7 @@ from pytest_legaleval.metrics._stats import (
     quantile,
     wilson_interval,
 )
+from pytest_legaleval.records import PredictionLine
 
 __all__ = [
     "FAILURE_TYPES",
@@ -137,7 +138,7 @@ class MetricsAccumulator:
 
     # -- input ---------------------------------------------------------------------------
 
-    def add_epoch(self, line: Mapping[str, Any]) -> None:
+    def add_epoch(self, line: PredictionLine) -> None:
         """Count one epoch's prediction line for ``error_rate`` (the epoch is the unit).
 
         With ``--epochs K`` an item whose reduced verdict exists may still have epochs
@@ -161,8 +162,8 @@ class MetricsAccumulator:
         self._bump(self.reasons, "invalid_record")
         self._bump(self.failures, "invalid_record")
 
-    def add(self, result: Mapping[str, Any], facts: ItemFacts | None = None) -> None:
-        """Count one item result (an ``EvalResult`` or a ``predictions.jsonl`` line).
+    def add(self, result: PredictionLine, facts: ItemFacts | None = None) -> None:
+        """Count one item, by its ``predictions.jsonl`` line (reduced, with epochs).
 
         ``facts`` are :func:`item_facts` of ``result``, when the caller has them already (a
         slice accumulator counts one item in several blocks).
@@ -195,7 +196,7 @@ class MetricsAccumulator:
             self._add_warnings(result, facts)
         self.records.mark(facts.key, flags)
 
-    def _add_warnings(self, result: Mapping[str, Any], facts: ItemFacts) -> None:
+    def _add_warnings(self, result: PredictionLine, facts: ItemFacts) -> None:
         self.warned += 1
         if len(self.warnings) < self.warning_examples:
             dataset, record_id = facts.key
@@ -212,7 +213,7 @@ class MetricsAccumulator:
     def _bump(counter: dict[str, int], key: str) -> None:
         counter[key] = counter.get(key, 0) + 1
 
-    def _add_usage(self, result: Mapping[str, Any]) -> None:
+    def _add_usage(self, result: PredictionLine) -> None:
         tokens_in, tokens_out = result.get("input_tokens"), result.get("output_tokens")
         total = result.get("total_tokens")
         if tokens_in is None and tokens_out is None and total is None:
@@ -262,7 +263,7 @@ class MetricsAccumulator:
         else:
             self.cost_generation += cost
 
-    def _add_judge(self, result: Mapping[str, Any], judge_error: bool) -> bool:
+    def _add_judge(self, result: PredictionLine, judge_error: bool) -> bool:
         judge = result.get("judge")
         details = result.get("details")
         # A verdict replayed from --judgments carries no judge block (no call was made) but

@@ -395,7 +395,7 @@ def run_evaluation(
             runner.cancel()
         stats = runner.stats()
         if "batches_created" in stats:  # --batch: the manifest says what is still pending
-            recorder.batches = {k: v for k, v in stats.items() if k.startswith("batch")}
+            recorder.note_batches({k: v for k, v in stats.items() if k.startswith("batch")})
         runner.close()
         if interrupted and recorder.run_error is None:
             session.record_missing(specs, cancel=True, on_recorded=run.recorded, invalid=True)

@@ -12,7 +12,7 @@ pytest.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,33 +99,44 @@ def _item_base(entry: Record | RejectedRecord) -> str:
     return f"{dataset}/{where}"
 
 
+class _Memo:
+    """What a :class:`DatasetPlan` has read: private, written only by the plan's methods.
+
+    Every value kept is immutable (tuples of frozen records), so nothing a caller gets
+    from the plan can change what the plan answers next.
+    """
+
+    __slots__ = ("datasets", "entries", "records_read", "rejection", "streamed")
+
+    def __init__(self) -> None:
+        self.datasets: tuple[DatasetInfo, ...] | None = None
+        """The loaded files (``None``: not loaded in this process)."""
+        self.entries: tuple[Record | RejectedRecord, ...] = ()
+        """The loaded entries (only the shard's with ``--shard``)."""
+        self.records_read = 0
+        """Valid records in the files (more than ``entries`` holds when only a shard is kept)."""
+        self.rejection: DatasetRejected | None = None
+        self.streamed: tuple[tuple[DatasetInfo, ...], int, int] | None = None
+        """Datasets, records and selected records, from a full streaming pass."""
+
+
+@dataclass(frozen=True, eq=False)
 class DatasetPlan:
     """The dataset of a run: read once (or streamed), selected, and made into items.
 
     A process that collects items loads the files once and keeps them; one that never
-    collects (an xdist controller) streams them for the run directory instead. What it has
-    read is a memo, private and set only by its own methods: every call gives the same
-    answer, so the plan that holds it does not change for its users.
+    collects (an xdist controller) streams them for the run directory instead. Frozen: what
+    it has read is a private memo of immutable values, written only by its own methods, and
+    every call gives the same answer, so the plan that holds it does not change for its
+    users; what it hands out (:attr:`selected`, :attr:`items`, :meth:`load`) are tuples or
+    fresh copies.
     """
 
-    def __init__(
-        self,
-        settings: Settings,
-        models: tuple[str, ...],
-        grading: GradingPlan,
-        *,
-        warn_policies: bool,
-    ) -> None:
-        self._settings = settings
-        self._models = models
-        self._grading = grading
-        self._warn_policies = warn_policies
-        self._load: LoadResult | None = None
-        self._records_read = 0
-        """Valid records in the files (more than ``_load`` holds when only a shard is kept)."""
-        self._rejection: DatasetRejected | None = None
-        self._streamed: tuple[list[DatasetInfo], int, int] | None = None
-        """Datasets, records and selected records, from a full streaming pass."""
+    settings: Settings
+    models: tuple[str, ...]
+    grading: GradingPlan
+    warn_policies: bool = field(kw_only=True)
+    _memo: _Memo = field(default_factory=_Memo, init=False, repr=False)
 
     def load(self) -> LoadResult:
         """Load (once) and validate the datasets; re-raise a dataset-level rejection.
@@ -133,25 +144,29 @@ class DatasetPlan:
         With ``--shard K/N`` only the shard's entries are kept (every file is still read
         and validated in full: duplicates, counts and the dataset-level verdict are the
         whole dataset's), so N shards of a million records each hold a million over N.
+        Each call returns a fresh ``LoadResult``: changing it changes nothing here.
         """
-        if self._rejection is not None:
-            raise self._rejection
-        if self._load is None:
-            s = self._settings
+        memo = self._memo
+        if memo.rejection is not None:
+            raise memo.rejection
+        if memo.datasets is None:
+            s = self.settings
             try:
                 if s.shard is None:
                     paths = dataset_paths(s.dataset, s.protocol)
-                    self._load = load_dataset(paths, s.dataset_format)
-                    self._records_read = sum(isinstance(e, Record) for e in self._load.entries)
+                    found = load_dataset(paths, s.dataset_format)
+                    memo.records_read = sum(isinstance(e, Record) for e in found.entries)
                 else:
-                    self._load = self._load_shard(s.shard)
+                    found = self._load_shard(s.shard)
             except DatasetRejected as exc:
-                self._rejection = exc
+                memo.rejection = exc
                 raise
-        return self._load
+            memo.entries = tuple(found.entries)
+            memo.datasets = tuple(found.datasets)
+        return LoadResult(datasets=list(memo.datasets), entries=list(memo.entries))
 
     def _load_shard(self, shard: Shard) -> LoadResult:
-        s = self._settings
+        s = self.settings
         stream = DatasetStream(dataset_paths(s.dataset, s.protocol), s.dataset_format)
         kept: list[Record | RejectedRecord] = []
         records = 0
@@ -159,57 +174,57 @@ class DatasetPlan:
             records += isinstance(entry, Record)
             if in_shard(entry_key(entry), shard):
                 kept.append(entry)
-        self._records_read = records
+        self._memo.records_read = records
         return LoadResult(datasets=list(stream.datasets), entries=kept)
 
     @property
     def partial(self) -> bool:
         """The loaded entries are one shard's, not every entry of the files."""
-        return self._settings.shard is not None
+        return self.settings.shard is not None
 
     def in_run_shard(self, record_id: str) -> bool:
         """Whether a record with this id belongs to the run's shard (always, without one)."""
-        shard = self._settings.shard
+        shard = self.settings.shard
         return shard is None or in_shard(record_id, shard)
 
     @property
     def loaded(self) -> LoadResult | None:
-        """The dataset, if this process has loaded it (it collected the items)."""
-        return self._load
+        """The dataset, if this process has loaded it (it collected the items); a copy."""
+        return self.load() if self._memo.datasets is not None else None
 
     @property
     def rejected(self) -> DatasetRejected | None:
         """The dataset-level rejection, once ``load`` has failed."""
-        return self._rejection
+        return self._memo.rejection
 
     @cached_property
-    def selected(self) -> list[Record | RejectedRecord]:
+    def selected(self) -> tuple[Record | RejectedRecord, ...]:
         """Entries this run evaluates, in file order."""
-        s = self._settings
-        return select(
-            self.load().entries, shard=s.shard, sample=s.sample, seed=s.seed, limit=s.limit
+        s = self.settings
+        return tuple(
+            select(self.load().entries, shard=s.shard, sample=s.sample, seed=s.seed, limit=s.limit)
         )
 
     @cached_property
-    def items(self) -> list[ItemSpec]:
+    def items(self) -> tuple[ItemSpec, ...]:
         """One item per selected entry and model."""
-        models = self._models
+        models = self.models
         several = len(models) > 1
         items: list[ItemSpec] = []
-        known = self._grading.graders.policy_ids()
+        known = self.grading.graders.policy_ids()
         for entry in self.selected:
             base = _item_base(entry)
             for model in models:
                 item_id = f"{base}-{model}" if several else base
                 items.append(ItemSpec(entry, model, item_id, len(items)))
             if (
-                self._warn_policies
+                self.warn_policies
                 and isinstance(entry, Record)
                 and entry.policy_id
                 and entry.policy_id not in known
             ):
-                self._grading.policies.for_record(entry)  # warns once per unknown id
-        return items
+                self.grading.policies.for_record(entry)  # warns once per unknown id
+        return tuple(items)
 
     def source(self) -> DatasetSource:
         """The accepted datasets, their counts and their entries, for the run directory.
@@ -225,18 +240,20 @@ class DatasetPlan:
         """
         from pytest_legaleval.run.recorder import DatasetSource
 
-        s = self._settings
-        loaded = self._load
-        if loaded is not None:
+        s = self.settings
+        memo = self._memo
+        if memo.datasets is not None:
             self.items  # noqa: B018 - a selection error is raised here, as in collection
-            entries: Iterable[Record | RejectedRecord] = loaded.entries
+            entries: Iterable[Record | RejectedRecord] = memo.entries
             if self.partial:  # the files' other entries were not kept: read them again
                 entries = DatasetStream(dataset_paths(s.dataset, s.protocol), s.dataset_format)
-            return DatasetSource(loaded.datasets, entries, self._records_read, len(self.selected))
+            return DatasetSource(
+                list(memo.datasets), entries, memo.records_read, len(self.selected)
+            )
         stream = DatasetStream(dataset_paths(s.dataset, s.protocol), s.dataset_format)
-        if self._streamed is not None:  # counted by an earlier pass (the estimate's)
-            datasets, records, selected = self._streamed
-            return DatasetSource(datasets, stream, records, selected)
+        if memo.streamed is not None:  # counted by an earlier pass (the estimate's)
+            datasets, records, selected = memo.streamed
+            return DatasetSource(list(datasets), stream, records, selected)
         shard_count = records = 0
         for entry in stream:
             records += isinstance(entry, Record)
@@ -259,7 +276,7 @@ class DatasetPlan:
         reads the files for the run directory once more only to write them. ``--sample``
         needs a count first: those runs read through ``sampled``.
         """
-        s = self._settings
+        s = self.settings
         if s.sample is not None:
             yield from sampled()
             return
@@ -272,8 +289,8 @@ class DatasetPlan:
             shard_count += 1
             if s.limit is None or shard_count <= s.limit:
                 yield entry
-        self._streamed = (
-            list(stream.datasets),
+        self._memo.streamed = (
+            tuple(stream.datasets),
             records,
             selected_count(shard_count, sample=None, limit=s.limit),
         )
@@ -368,7 +385,7 @@ class RunPlan:
         return self.grading.policies
 
     @property
-    def items(self) -> list[ItemSpec]:
+    def items(self) -> tuple[ItemSpec, ...]:
         """The run's items (loads the dataset on first use)."""
         return self.dataset.items
 

@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from pytest_legaleval.engine.sanitize import clean_text, token_count
 from pytest_legaleval.errors import InvalidValue, LegalEvalWarning, ResponsesError
@@ -88,9 +89,14 @@ class ResponseTable:
 
     path: str
     models: tuple[str, ...]
-    responses: dict[Key, str]
-    recorded: dict[Key, Recorded] = field(default_factory=dict)
+    responses: Mapping[Key, str]
+    recorded: Mapping[Key, Recorded] = field(default_factory=dict)
     """Usage, latency and warnings of the rows that have any."""
+
+    def __post_init__(self) -> None:
+        # Read-only views (no copy): a run plan holds the table, and nothing may change it.
+        object.__setattr__(self, "responses", MappingProxyType(self.responses))
+        object.__setattr__(self, "recorded", MappingProxyType(self.recorded))
 
     def get(self, record_id: str, model: str, epoch: int = 0) -> str | None:
         """The response for one record, model and epoch, or ``None`` when the file has none."""

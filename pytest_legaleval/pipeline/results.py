@@ -18,7 +18,7 @@ from pytest_legaleval.grading._base import Grade
 from pytest_legaleval.grading._policies import Policy
 from pytest_legaleval.grading._scoring import scoring_rule
 from pytest_legaleval.pipeline.responses import Recorded
-from pytest_legaleval.records import EvalResult, Record
+from pytest_legaleval.records import EvalResult, PredictionLine, Record
 
 if TYPE_CHECKING:  # the engine's types load with the engine, not with every result
     from pytest_legaleval.engine.types import GenerationRequest, GenerationResult
@@ -349,7 +349,19 @@ def reduce_epochs(results: Sequence[EvalResult], reducer: str) -> EvalResult:
     """
     from pytest_legaleval.metrics._epochs import group_items
 
-    lines = [result.to_dict() for result in results]
+    lines: list[PredictionLine] = [
+        {
+            "dataset": r.dataset,
+            "record_id": r.record_id,
+            "model": r.model,
+            "epoch": r.epoch,
+            "outcome": r.outcome,
+            "score": r.score,
+            "reason": r.reason,
+            "details": dict(r.details),
+        }
+        for r in results
+    ]  # what reducing reads of each epoch, as the epoch's prediction line holds it
     (item,) = group_items(lines, reducer).values()
     chosen = results[item.representative]
     summary = f"{item.c} of {item.n} epochs passed ({reducer})"

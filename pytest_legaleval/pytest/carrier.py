@@ -45,7 +45,7 @@ def carry(item: pytest.Item, report: pytest.TestReport, found: Carried) -> None:
     setattr(report, MARK, True)
     recorder = item.config.stash.get(RECORDER_KEY, None)
     if recorder is not None:
-        recorder.pending[report.nodeid] = found
+        recorder.hold(report.nodeid, found)
         return
     setattr(report, PAYLOAD, json.dumps(encode(found), ensure_ascii=False, separators=(",", ":")))
 

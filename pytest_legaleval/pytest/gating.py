@@ -35,10 +35,11 @@ from pytest_legaleval.metrics._baseline import (
 )
 from pytest_legaleval.metrics._gates import Gate, GateResult, default_gates, evaluate_gates
 from pytest_legaleval.metrics._rundir_check import RunDirectoryError, checked_json, verify_run_dir
-from pytest_legaleval.metrics._runfiles import iter_jsonl
+from pytest_legaleval.metrics._runfiles import prediction_lines
 from pytest_legaleval.pipeline.plan import RunPlan
 from pytest_legaleval.pytest.recorder_plugin import RecorderPlugin, terminal_writer
 from pytest_legaleval.pytest.state import RECORDER_KEY
+from pytest_legaleval.records import PredictionLine
 
 __all__ = ["SHOWN_REGRESSIONS", "Baseline", "Gatekeeper", "load_baseline"]
 
@@ -52,7 +53,7 @@ class Baseline:
 
     run_id: str
     path: Path
-    predictions: list[dict[str, Any]]
+    predictions: list[PredictionLine]
 
 
 def load_baseline(path: str, cluster_by: str | None = None) -> Baseline:
@@ -67,7 +68,7 @@ def load_baseline(path: str, cluster_by: str | None = None) -> Baseline:
         # Checked before trusted (metrics._rundir_check): checksums, then every line.
         verify_run_dir(root)
         manifest = checked_json(root / RUN_MANIFEST)
-        predictions = [pair_fields(row, cluster_by) for row in iter_jsonl(root / PREDICTIONS)]
+        predictions = [pair_fields(row, cluster_by) for row in prediction_lines(root / PREDICTIONS)]
     except RunDirectoryError as exc:
         raise ConfigError(f"--baseline {path}: {exc}") from None
     if not isinstance(manifest, dict):
@@ -81,13 +82,13 @@ def load_baseline(path: str, cluster_by: str | None = None) -> Baseline:
 
 
 class _Lines:
-    """A JSONL file that can be iterated more than once, one line at a time."""
+    """A ``predictions.jsonl`` that can be iterated more than once, one typed line at a time."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter_jsonl(self.path)
+    def __iter__(self) -> Iterator[PredictionLine]:
+        return prediction_lines(self.path)
 
 
 class Gatekeeper:
@@ -146,7 +147,9 @@ class Gatekeeper:
         )
         if self.baseline is not None:
             settings = self.state.settings
-            current = [pair_fields(row, settings.cluster_by) for row in iter_jsonl(predictions)]
+            current = [
+                pair_fields(row, settings.cluster_by) for row in prediction_lines(predictions)
+            ]
             if not settings.allow_scoring_mismatch:
                 try:
                     check_same_scoring(self.baseline.predictions, current)

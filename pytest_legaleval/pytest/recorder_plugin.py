@@ -50,11 +50,11 @@ class RecorderPlugin:
         self.run_id = run_id
         self.session = RunSession(plan, run_id, listeners=[self._call_result_hook])
         self.recorder = self.session.recorder
-        self.pending: dict[str, Carried] = {}
+        self._pending: dict[str, Carried] = {}
         """Single process: the results of reports not logged yet, by node id."""
-        self.invalid: list[dict[str, Any]] = []
+        self._invalid: list[dict[str, Any]] = []
         """The invalid records' items (for the gates' ``invalid_rate``)."""
-        self.other_failures = 0
+        self._other_failures = 0
         """Failed reports that are no record item's (an ordinary test, a teardown error)."""
         self._open_tried = False
         xml_path = config.getoption("xmlpath", None)
@@ -65,6 +65,20 @@ class RecorderPlugin:
         """Node id → (pytest outcome, why) of items that never reached their evaluation."""
         self._collected: list[str] | None = None
         """A single process's collection (node ids); an xdist controller asks its scheduler."""
+
+    @property
+    def invalid(self) -> tuple[Mapping[str, Any], ...]:
+        """The invalid records' items (for the gates' ``invalid_rate``)."""
+        return tuple(self._invalid)
+
+    @property
+    def other_failures(self) -> int:
+        """Failed reports that are no record item's (an ordinary test, a teardown error)."""
+        return self._other_failures
+
+    def hold(self, nodeid: str, found: Carried) -> None:
+        """Keep an item's result until its report is logged (single process only)."""
+        self._pending[nodeid] = found
 
     @property
     def directory(self) -> RunDirectory | None:
@@ -138,7 +152,7 @@ class RecorderPlugin:
         if self.directory is None:
             return
         self._record_unfinished(cancel=interrupted and self.run_error is None)
-        self.recorder.batches = self.config.stash.get(BATCH_STATS_KEY, None)
+        self.recorder.note_batches(self.config.stash.get(BATCH_STATS_KEY, None))
         self.session.finish(interrupted)
 
     def _record_arrived(self) -> None:
@@ -168,9 +182,9 @@ class RecorderPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._ensure_open()
-        found = carried(self.pending, report) if report.when != "teardown" else None
+        found = carried(self._pending, report) if report.when != "teardown" else None
         if found is None and report.failed:
-            self.other_failures += 1  # a failure that is no record's verdict
+            self._other_failures += 1  # a failure that is no record's verdict
         if self.directory is None:
             return
         if report.when == "teardown":
@@ -196,7 +210,7 @@ class RecorderPlugin:
         """An invalid record's item (``ItemSpec.rejection()``)."""
         with recording_whole():  # an interrupt waits for the item's lines
             self.recorder.record_invalid(rejection, nodeid)
-            self.invalid.append(
+            self._invalid.append(
                 {
                     "dataset": rejection["dataset"],
                     "record_id": rejection["record_id"],

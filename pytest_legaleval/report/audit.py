@@ -20,7 +20,7 @@ from typing import Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics._artifacts import METRICS_SUMMARY, PREDICTIONS, RUN_MANIFEST
-from pytest_legaleval.metrics._runfiles import RunData, iter_jsonl, run_reducer, slice_entries
+from pytest_legaleval.metrics._runfiles import RunData, prediction_lines, run_reducer, slice_entries
 from pytest_legaleval.report.inputs import InputRecords, record_texts
 
 __all__ = [
@@ -164,7 +164,9 @@ def _with_labels(run: RunData, source: LabelsSource) -> AuditView:
 
     assert source.path is not None
     labels = read_human_labels(source.path)
-    items = collect_items(iter_jsonl(run.path / PREDICTIONS), epoch_reducer(run_reducer(run)))
+    items = collect_items(
+        prediction_lines(run.path / PREDICTIONS), epoch_reducer(run_reducer(run))
+    )
     matched = match_labels(labels, items)
     audit = audit_from_items(
         items, matched, _settings(run), labels=labels, sample=labels.sample, run_id=run.run_id

@@ -22,7 +22,7 @@ from pytest_legaleval.metrics._counts import counts_of, is_item_block
 from pytest_legaleval.metrics._runfiles import (
     RunData,
     invalid_items,
-    iter_jsonl,
+    prediction_lines,
     run_reducer,
     slice_entries,
 )
@@ -116,7 +116,7 @@ def _slices_of(
     dims = (run.slices or {}).get("dimensions") if isinstance(run.slices, Mapping) else None
     keys = [d for d in dims or () if isinstance(d, str) and d.startswith("metadata.")]
     acc = SliceAccumulator(keys)  # its own record numbers: a third pass, after the summary
-    for number, row in enumerate(iter_jsonl(run.path / PREDICTIONS), 1):
+    for number, row in enumerate(prediction_lines(run.path / PREDICTIONS), 1):
         at = first.shown.get(number)
         if at is not None:
             line = first.verdict_line(at, row)
@@ -191,7 +191,7 @@ def collect(run: RunData, page_bytes: int = PAGE_BYTES, prefix: str = "") -> Rep
     first = ItemPass(reducer=run_reducer(run))
     for model in run.manifest.get("models") or []:
         first.tables.models(model)
-    for line, row in enumerate(iter_jsonl(path), 1):
+    for line, row in enumerate(prediction_lines(path), 1):
         first.item(row, line)
     first.reduce()
     invalid = invalid_items(run, {item for item, _ in first.item_ids})
@@ -243,7 +243,7 @@ def _details(path: Path, first: ItemPass, sources: _Sources, page: _Page) -> Non
     """Second pass: each item's texts cut to its preview length, in row order."""
     preview, title = page.preview, title_cap(page.preview)
     details: list[dict[str, Any]] = [{} for _ in first.rows]
-    for number, line in enumerate(iter_jsonl(path), 1):
+    for number, line in enumerate(prediction_lines(path), 1):
         at = first.shown.get(number)
         if at is None:
             continue  # another epoch of an item: its verdict is in the item's "ep"

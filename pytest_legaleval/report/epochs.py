@@ -22,6 +22,7 @@ from pytest_legaleval.metrics._epochs import (
     epoch_verdict,
     reduce_verdict,
 )
+from pytest_legaleval.records import PredictionLine
 
 __all__ = ["EpochLine", "EpochVerdict", "epoch_line", "epoch_of", "reduce_epochs"]
 
@@ -68,7 +69,7 @@ def _finite(value: Any) -> float | None:
     return float(value) if ok else None
 
 
-def epoch_line(row: Mapping[str, Any], category: str, line: int) -> EpochLine:
+def epoch_line(row: PredictionLine, category: str, line: int) -> EpochLine:
     """The compact form of one prediction line (``category`` from ``item_category``)."""
     details = row.get("details")
     threshold = _finite(details.get("threshold")) if isinstance(details, Mapping) else None

@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_legaleval.metrics._epochs import DEFAULT_REDUCER
 from pytest_legaleval.metrics._summary import item_category
+from pytest_legaleval.records import PredictionLine
 from pytest_legaleval.report.budget import MAX_TITLE, Budget
 from pytest_legaleval.report.epochs import EpochLine, epoch_line, reduce_epochs
 from pytest_legaleval.report.texts import (
@@ -79,7 +80,7 @@ class ItemPass:
     _kinds: array[int] = field(default_factory=lambda: array("b"))
     _groups: dict[tuple[str, str, str], list[EpochLine]] = field(default_factory=dict)
 
-    def item(self, row: Mapping[str, Any], line: int) -> None:
+    def item(self, row: PredictionLine, line: int) -> None:
         """Read one ``predictions.jsonl`` line (``line`` is its 1-based number)."""
         category = item_category(row)
         texts = item_texts(row)
@@ -169,7 +170,7 @@ class ItemPass:
         self.item_ids.append((text(item.get("item_id")), 0))
         self.responses.append(NO_RESPONSE)
 
-    def verdict_line(self, row: int, line: Mapping[str, Any]) -> Mapping[str, Any]:
+    def verdict_line(self, row: int, line: PredictionLine) -> PredictionLine:
         """The shown ``line`` of ``row`` with the item's reduced verdict (for the counts)."""
         if not self.epochs[row]:
             return line

@@ -222,7 +222,7 @@ def prediction_line(
     details = result.get("details") or {}
     line.update(
         {
-            "dataset_id": result.get("dataset"),
+            "dataset_id": str(result.get("dataset") or ""),  # a string, as the line type says
             "dataset_version": record.dataset_version if record else None,
             "tags": list(record.tags) if record else [],
             "metadata": dict(record.metadata) if record else {},

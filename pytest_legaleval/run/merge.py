@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics._artifacts import (
@@ -34,7 +34,7 @@ from pytest_legaleval.metrics._artifacts import (
 from pytest_legaleval.metrics._epochs import DEFAULT_REDUCER, group_items
 from pytest_legaleval.metrics._prices import PriceTable, load_price_table
 from pytest_legaleval.metrics._rundir_check import checked_json, verify_run_dir
-from pytest_legaleval.metrics._runfiles import iter_jsonl
+from pytest_legaleval.metrics._runfiles import iter_jsonl, prediction_lines
 from pytest_legaleval.metrics._stats import (
     BOOTSTRAP_CONFIDENCE,
     BOOTSTRAP_RESAMPLES,
@@ -76,7 +76,7 @@ class Shard:
         self.summary: dict[str, Any] = self._json(METRICS_SUMMARY) or {}
         self.input_dataset: dict[str, Any] | None = self._json(INPUT_DATASET)
         self.validation = list(iter_jsonl(path / RECORD_VALIDATION))
-        self.predictions = list(iter_jsonl(path / PREDICTIONS))
+        self.predictions = list(prediction_lines(path / PREDICTIONS))
         self.attempts = list(iter_jsonl(path / ATTEMPT_LOGS))
         self.failures = list(iter_jsonl(path / FAILURES))
         transcripts = path / TRANSCRIPTS  # runs written before transcripts have none
@@ -178,9 +178,9 @@ def _listing(keys: Sequence[Key]) -> str:
 
 def _collect(
     shards: Sequence[Shard],
-) -> tuple[dict[Key, list[dict[str, Any]]], dict[Key, dict[str, Any]]]:
+) -> tuple[dict[Key, list[PredictionLine]], dict[Key, dict[str, Any]]]:
     """Each item's lines (one per epoch) and each invalid item's failure line."""
-    predictions: dict[Key, list[dict[str, Any]]] = {}
+    predictions: dict[Key, list[PredictionLine]] = {}
     invalid: dict[Key, dict[str, Any]] = {}
     owner: dict[Key, str] = {}
     overlaps: list[Key] = []
@@ -232,7 +232,7 @@ def _status(shards: Sequence[Shard], failed_records: int) -> str:
     return "completed_with_failures" if failed_records else "completed"
 
 
-def _sorted(rows: Sequence[dict[str, Any]], order: Mapping[Key, int], key_of: Any) -> list[Any]:
+def _sorted(rows: Sequence[Mapping[str, Any]], order: Mapping[Key, int], key_of: Any) -> list[Any]:
     return sorted(rows, key=lambda row: order.get(key_of(row), len(order)))
 
 
@@ -280,15 +280,11 @@ def merge_runs(
             record = ("invalid", dataset, key[1])  # one record for all its models
             tally.add_invalid(record, dataset=dataset, model=key[2])
             continue
-        # The shards' lines, as their writer typed them (older versions lack keys: total=False).
+        # The shards' lines, checked and typed as read (older versions lack keys: total=False).
         for row in rows:
-            tally.add_epoch(
-                cast(PredictionLine, row),
-                tags=row.get("tags") or (),
-                metadata=row.get("metadata") or {},
-            )
+            tally.add_epoch(row, tags=row.get("tags") or (), metadata=row.get("metadata") or {})
         (item,) = group_items(rows, reducer).values()
-        reduced = cast(PredictionLine, item.line())
+        reduced = item.line()
         tally.add_item(
             reduced, tags=reduced.get("tags") or (), metadata=reduced.get("metadata") or {}
         )
@@ -342,7 +338,7 @@ def merge_runs(
         by_slice = {**head, **tally.slices_block(seed)}
         directory.write_json(METRICS_BY_SLICE, by_slice)
         merged = Path(directory.path) / PREDICTIONS
-        finished = FinishedRun(merged_id, summary, by_slice, lambda: iter_jsonl(merged))
+        finished = FinishedRun(merged_id, summary, by_slice, lambda: prediction_lines(merged))
         try:
             merge_registered(directory, [s.path for s in shards], finished)
         except ConfigError as exc:

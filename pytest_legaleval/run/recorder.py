@@ -111,15 +111,15 @@ class RunRecorder:
         listeners: Sequence[ResultListener] = (),
         labels: LabelFile | None = None,
     ) -> None:
-        self.config = config
-        self.labels = labels
+        self._config = config
+        self._labels = labels
         self._reads_lines = labels is not None or config.judge_epochs > 1
         """Figures that need every prediction line (read back from the file at the end)."""
-        self.run_id = config.run_id
-        self.redactor = redactor
-        self.prices = prices
-        self.listeners = list(listeners)
-        self.directory: RunDirectory | None = None
+        self._run_id = config.run_id
+        self._redactor = redactor
+        self._prices = prices
+        self._listeners = list(listeners)
+        self._directory: RunDirectory | None = None
         self._tally = RunTally(
             prices=prices,
             slice_by=config.slice_by,
@@ -127,11 +127,11 @@ class RunRecorder:
             reducer=config.epoch_reducer,
             cluster_by=config.cluster_by,
         )
-        self.transitions: list[dict[str, str]] = [{"state": "queued", "at": utc_now()}]
-        self.status: str | None = None
-        self.run_error: str | None = None
-        self.final: tuple[dict[str, Any], dict[str, Any]] | None = None
-        self.batches: Mapping[str, Any] | None = None
+        self._transitions: list[dict[str, str]] = [{"state": "queued", "at": utc_now()}]
+        self._status: str | None = None
+        self._run_error: str | None = None
+        self._final: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self._batches: Mapping[str, Any] | None = None
         """``--batch``: the engine's batch counters when it stopped (batches submitted,
         resumed, still pending and the oldest one's age); the manifest's ``batches``."""
         self._version = package_version() or "unknown"
@@ -144,6 +144,67 @@ class RunRecorder:
         self._figures: tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]] | None = None
         """The figures as last computed; dropped by every new line (computed once per run
         when the gates and the end of the run both ask with no result between)."""
+
+    # Read-only views: the recorder's state changes only through its own methods.
+
+    @property
+    def config(self) -> RunConfig:
+        """What the manifest says about the run's configuration."""
+        return self._config
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self._run_id
+
+    @property
+    def labels(self) -> LabelFile | None:
+        """The human labels of ``--human-labels``, else ``None``."""
+        return self._labels
+
+    @property
+    def redactor(self) -> Redactor:
+        """What every written line and document goes through."""
+        return self._redactor
+
+    @property
+    def prices(self) -> PriceTable:
+        """The price table for cost."""
+        return self._prices
+
+    @property
+    def directory(self) -> RunDirectory | None:
+        """The run directory, once :meth:`open` created it."""
+        return self._directory
+
+    @property
+    def transitions(self) -> tuple[Mapping[str, str], ...]:
+        """The states of §3 noted so far, each with its time, oldest first."""
+        return tuple(self._transitions)
+
+    @property
+    def status(self) -> str | None:
+        """The terminal status, once :meth:`finalize` has run."""
+        return self._status
+
+    @property
+    def run_error(self) -> str | None:
+        """Why the run failed outside any item (the first reason), else ``None``."""
+        return self._run_error
+
+    @property
+    def final(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The summary and slices written at the end, once :meth:`finalize` has run."""
+        return self._final
+
+    @property
+    def batches(self) -> Mapping[str, Any] | None:
+        """``--batch``: the engine's batch counters noted by :meth:`note_batches`."""
+        return self._batches
+
+    def note_batches(self, counters: Mapping[str, Any] | None) -> None:
+        """Keep ``--batch``'s counters for the manifest (``None``: the run used none)."""
+        self._batches = dict(counters) if counters is not None else None
 
     @property
     def summary(self) -> MetricsAccumulator:
@@ -158,7 +219,7 @@ class RunRecorder:
     @property
     def created_at(self) -> str:
         """When the run was queued."""
-        return self.transitions[0]["at"]
+        return self._transitions[0]["at"]
 
     @property
     def items(self) -> int:
@@ -167,15 +228,15 @@ class RunRecorder:
 
     def transition(self, state: str) -> None:
         """Note a state of §3 (``validating``, ``running``, …) with its time."""
-        self.transitions.append({"state": state, "at": utc_now()})
+        self._transitions.append({"state": state, "at": utc_now()})
 
     def resume_history(self, history: Sequence[Mapping[str, str]]) -> None:
         """Start from an earlier attempt's states (a service run resumed after a restart)."""
-        self.transitions = [{"state": step["state"], "at": step["at"]} for step in history]
+        self._transitions = [{"state": step["state"], "at": step["at"]} for step in history]
 
     def fail(self, reason: str) -> None:
         """The run failed outside any item (``reason`` goes to the manifest; the first wins)."""
-        self.run_error = self.run_error or reason
+        self._run_error = self._run_error or reason
 
     # -- open ------------------------------------------------------------------------------
 
@@ -190,11 +251,11 @@ class RunRecorder:
             found = source()
         except (DatasetRejected, ConfigError):
             return False
-        directory = RunDirectory.create(self.config.run_dir, self.run_id, self.redactor)
-        self.directory = directory
+        directory = RunDirectory.create(self._config.run_dir, self._run_id, self._redactor)
+        self._directory = directory
         self._datasets = found.datasets
         self._selected_records = found.selected_records
-        self._recorded = bytearray(found.selected_records * len(self.config.models))
+        self._recorded = bytearray(found.selected_records * len(self._config.models))
         for index in self._pending_marks:  # deselections before the directory opened
             self.mark_recorded(index)
         self._pending_marks.clear()
@@ -208,15 +269,15 @@ class RunRecorder:
                     yield entry
 
         head, lines = artifacts.input_dataset(
-            self.run_id, found.datasets, records(), found.record_count
+            self._run_id, found.datasets, records(), found.record_count
         )
         try:
             directory.write_json_stream(INPUT_DATASET, head, "records", lines)
         except (DatasetRejected, ConfigError) as exc:
-            self.run_error = f"the dataset changed while the run started: {exc}"
+            self._run_error = f"the dataset changed while the run started: {exc}"
         entries = found.entries
         if isinstance(entries, DatasetStream) and entries.datasets != found.datasets:
-            self.run_error = self.run_error or (
+            self._run_error = self._run_error or (
                 "the dataset changed while the run started: its checksum differs between reads"
             )
         directory.flush()
@@ -231,7 +292,7 @@ class RunRecorder:
 
     def mark_recorded(self, index: int) -> None:
         """Note that item ``index`` needs no line (recorded, or deselected)."""
-        if self.directory is None:
+        if self._directory is None:
             self._pending_marks.append(index)
         elif 0 <= index < len(self._recorded):
             self._recorded[index] = 1
@@ -241,14 +302,14 @@ class RunRecorder:
         return 0 <= index < len(self._recorded) and bool(self._recorded[index])
 
     def _write(self, name: str, line: dict[str, Any]) -> None:
-        assert self.directory is not None
+        assert self._directory is not None
         self._figures = None
-        if self.run_error is not None:
+        if self._run_error is not None:
             return
         try:
-            self.directory.append(name, line)
+            self._directory.append(name, line)
         except OSError as exc:  # storage outage: the run fails, the evaluation carries on
-            self.run_error = f"cannot write {name}: {exc}"
+            self._run_error = f"cannot write {name}: {exc}"
 
     def record_invalid(self, rejection: Mapping[str, Any], item_id: str) -> None:
         """An invalid record's item (``ItemSpec.rejection()``)."""
@@ -257,7 +318,7 @@ class RunRecorder:
         dataset = rejection["dataset"] or rejection["source_stem"]
         key = ("invalid", dataset, rejection["source_index"])  # one record for all its models
         self._tally.add_invalid(key, dataset=dataset, model=rejection["model"])
-        self._write(FAILURES, artifacts.invalid_failure_line(self.run_id, item_id, rejection))
+        self._write(FAILURES, artifacts.invalid_failure_line(self._run_id, item_id, rejection))
 
     def record(
         self,
@@ -274,7 +335,7 @@ class RunRecorder:
         if record is not None:
             self.mark_recorded(record.index)
         self._figures = None
-        generation_settings = self.config.generation_settings.get(result.model, {})
+        generation_settings = self._config.generation_settings.get(result.model, {})
         item_line: PredictionLine | None = None
         for epoch in result.epochs or (result,):
             data = epoch.to_dict()
@@ -282,17 +343,17 @@ class RunRecorder:
             if len(attempts) > 1 and not self._retried:
                 self._retried = True
                 self.transition("retrying")
-            for line in artifacts.attempt_lines(self.run_id, item_id, data):
+            for line in artifacts.attempt_lines(self._run_id, item_id, data):
                 self._write(ATTEMPT_LOGS, line)
             item_line = artifacts.prediction_line(
-                self.run_id, item_id, data, test_outcome,
+                self._run_id, item_id, data, test_outcome,
                 record=record,
                 generation_settings=generation_settings,
                 version=self._version,
             )  # fmt: skip
             self._write(PREDICTIONS, dict(item_line))
             if epoch.transcript is not None:
-                self._write(TRANSCRIPTS, artifacts.transcript_line(self.run_id, item_id, epoch))
+                self._write(TRANSCRIPTS, artifacts.transcript_line(self._run_id, item_id, epoch))
             self._tally.add_epoch(
                 item_line,
                 tags=record.tags if record else (),
@@ -302,21 +363,21 @@ class RunRecorder:
                 # The epoch is the unit of account: every epoch line without a verdict is a
                 # failures.jsonl line of its own, as error_rate counts it.
                 failure = artifacts.failure_line(
-                    self.run_id, item_id, item_line, record.source_index if record else None
+                    self._run_id, item_id, item_line, record.source_index if record else None
                 )
                 if failure is not None:
                     self._write(FAILURES, {**failure, "epoch": item_line.get("epoch")})
         assert item_line is not None
         if result.epochs:
             item_line = artifacts.prediction_line(
-                self.run_id, item_id, result.to_dict(), test_outcome,
+                self._run_id, item_id, result.to_dict(), test_outcome,
                 record=record,
                 generation_settings=generation_settings,
                 version=self._version,
             )  # fmt: skip
         else:
             failure = artifacts.failure_line(
-                self.run_id, item_id, item_line, record.source_index if record else None
+                self._run_id, item_id, item_line, record.source_index if record else None
             )
             if failure is not None:
                 self._write(FAILURES, failure)
@@ -329,29 +390,29 @@ class RunRecorder:
             tags=record.tags if record else (),
             metadata=record.metadata if record else None,
         )
-        for listener in self.listeners:
+        for listener in self._listeners:
             listener(result, record)
 
     # -- finalize ----------------------------------------------------------------------------
 
     def _manifest(self) -> dict[str, Any]:
-        summary = self.final[0] if self.final else self.summary.to_dict(resamples=1)
+        summary = self._final[0] if self._final else self.summary.to_dict(resamples=1)
         body = build_manifest(
-            config=self.config,
+            config=self._config,
             datasets=self._datasets,
-            transitions=self.transitions,
-            status=self.status or self.transitions[-1]["state"],
+            transitions=self._transitions,
+            status=self._status or self._transitions[-1]["state"],
             selection={
-                **self.config.selection,
+                **self._config.selection,
                 "selected_records": self._selected_records,
                 "items": len(self._recorded),
             },
             evaluators=self._tally.evaluators,
             denominators={key: summary[key] for key in DENOMINATORS},
-            error=self.run_error,
+            error=self._run_error,
         )
-        if self.batches is not None:
-            body["batches"] = dict(self.batches)
+        if self._batches is not None:
+            body["batches"] = dict(self._batches)
         return body
 
     @property
@@ -362,7 +423,7 @@ class RunRecorder:
     @property
     def seed(self) -> int:
         """The seed of the bootstrap intervals."""
-        return self.config.seed if self.config.seed is not None else BOOTSTRAP_SEED
+        return self._config.seed if self._config.seed is not None else BOOTSTRAP_SEED
 
     def figures(self) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
         """The run's figures as they stand.
@@ -375,11 +436,11 @@ class RunRecorder:
         if self._figures is not None:
             return self._figures
         seed = self.seed
-        metrics = {"run_id": self.run_id, "metrics_version": "1", "computed_at": utc_now()}
+        metrics = {"run_id": self._run_id, "metrics_version": "1", "computed_at": utc_now()}
         summary = {
             **metrics,
-            "models": list(self.config.models),
-            "price_table": list(self.prices.sources),
+            "models": list(self._config.models),
+            "price_table": list(self._prices.sources),
             "bootstrap": {
                 "seed": seed,
                 "resamples": BOOTSTRAP_RESAMPLES,
@@ -389,15 +450,15 @@ class RunRecorder:
         }
         by_slice = {**metrics, **self._tally.slices_block(seed)}
         errors: list[dict[str, Any]] = []
-        if self._reads_lines and self.directory is not None:
-            from pytest_legaleval.metrics._runfiles import iter_jsonl
+        if self._reads_lines and self._directory is not None:
+            from pytest_legaleval.metrics._runfiles import prediction_lines
 
-            self.directory.flush()
+            self._directory.flush()
             blocks, slice_blocks, errors = line_figures(
-                iter_jsonl(Path(self.directory.path) / PREDICTIONS),
-                labels=self.labels,
-                reducer=self.config.epoch_reducer,
-                consistency=self.config.judge_epochs > 1 or len(self.config.judge_models) > 1,
+                prediction_lines(Path(self._directory.path) / PREDICTIONS),
+                labels=self._labels,
+                reducer=self._config.epoch_reducer,
+                consistency=self._config.judge_epochs > 1 or len(self._config.judge_models) > 1,
                 seed=seed,
             )
             summary.update(blocks)
@@ -411,24 +472,26 @@ class RunRecorder:
         The gates compare; the recorder writes (it is the run directory's only writer),
         before :meth:`finalize` checksums and seals the directory.
         """
-        if self.directory is None:
+        if self._directory is None:
             return
         try:
             for line in lines:
-                self.directory.append(REGRESSIONS, dict(line), flush=False)
-            self.directory.touch(REGRESSIONS)
-            self.directory.flush()
+                self._directory.append(REGRESSIONS, dict(line), flush=False)
+            self._directory.touch(REGRESSIONS)
+            self._directory.flush()
         except OSError as exc:
-            self.run_error = self.run_error or f"cannot write {REGRESSIONS}: {exc}"
+            self._run_error = self._run_error or f"cannot write {REGRESSIONS}: {exc}"
 
     def _write_derived(self, summary: Mapping[str, Any], by_slice: Mapping[str, Any]) -> None:
         """The registered artifacts computed from the finished run (``metrics._artifacts``)."""
-        from pytest_legaleval.metrics._runfiles import iter_jsonl
+        from pytest_legaleval.metrics._runfiles import prediction_lines
 
-        directory = self.directory
+        directory = self._directory
         assert directory is not None
         predictions = Path(directory.path) / PREDICTIONS
-        finished = FinishedRun(self.run_id, summary, by_slice, lambda: iter_jsonl(predictions))
+        finished = FinishedRun(
+            self._run_id, summary, by_slice, lambda: prediction_lines(predictions)
+        )
         for row in table():
             if row.derive is None:
                 continue
@@ -438,43 +501,43 @@ class RunRecorder:
                 for line in lines or ():
                     directory.append(row.name, dict(line), flush=False)
             except Exception as exc:
-                self.run_error = self.run_error or f"cannot compute {row.name}: {exc!r}"
+                self._run_error = self._run_error or f"cannot compute {row.name}: {exc!r}"
                 continue
             if lines is not None:
                 directory.touch(row.name)
 
     def finalize(self, interrupted: bool) -> None:
         """Write the metrics and the final manifest, checksum and seal the directory."""
-        directory = self.directory
+        directory = self._directory
         if directory is None:
             return
         self.transition("finalizing")
         summary, by_slice, label_errors = self.figures()
-        self.final = (summary, by_slice)
-        self.status = terminal_status(
+        self._final = (summary, by_slice)
+        self._status = terminal_status(
             # an errored epoch is a failure even where the item still got a verdict
             failed_records=summary["failed_records"] + (summary.get("errored_epochs") or 0),
             interrupted=interrupted,
-            run_error=self.run_error,
+            run_error=self._run_error,
         )
         try:
-            if self.config.epochs > 1:
+            if self._config.epochs > 1:
                 for line in self._tally.flaky_lines():
                     directory.append(FLAKY_RECORDS, line, flush=False)
                 directory.touch(FLAKY_RECORDS)
                 for line in self._tally.epochs.incomplete_lines():
                     directory.append(INCOMPLETE_RECORDS, line, flush=False)
                 directory.touch(INCOMPLETE_RECORDS)
-            if self.labels is not None:
+            if self._labels is not None:
                 for error in label_errors:
                     directory.append(HUMAN_LABELS_VALIDATION, error, flush=False)
                 directory.touch(HUMAN_LABELS_VALIDATION)
-            directory.write_json(METRICS_SUMMARY, self.final[0])
-            directory.write_json(METRICS_BY_SLICE, self.final[1])
-            self._write_derived(*self.final)
+            directory.write_json(METRICS_SUMMARY, self._final[0])
+            directory.write_json(METRICS_BY_SLICE, self._final[1])
+            self._write_derived(*self._final)
         except OSError as exc:
-            self.run_error = self.run_error or f"cannot write the metrics: {exc}"
-            self.status = "failed"
-        self.transition(self.status)
+            self._run_error = self._run_error or f"cannot write the metrics: {exc}"
+            self._status = "failed"
+        self.transition(self._status)
         directory.write_json(RUN_MANIFEST, self._manifest())
         directory.finalize()

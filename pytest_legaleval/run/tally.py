@@ -120,7 +120,7 @@ def is_official_policy(policy_id: object) -> bool:
 
 
 def line_figures(
-    lines: Iterable[Mapping[str, Any]],
+    lines: Iterable[PredictionLine],
     *,
     labels: LabelFile | None,
     reducer: str,

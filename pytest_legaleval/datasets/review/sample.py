@@ -39,7 +39,7 @@ from pytest_legaleval.errors import ConfigError
 from pytest_legaleval.metrics._artifacts import PREDICTIONS
 from pytest_legaleval.metrics._audit_items import collect_items, epoch_reducer
 from pytest_legaleval.metrics._ppi import labels_needed
-from pytest_legaleval.metrics._runfiles import iter_jsonl, load_run, run_reducer
+from pytest_legaleval.metrics._runfiles import load_run, prediction_lines, run_reducer
 
 __all__ = [
     "DEFAULT_STRATA",
@@ -148,9 +148,9 @@ def _population(run_dir: Path, strata: Sequence[str]) -> tuple[str, dict[str, li
     predictions = run.path / PREDICTIONS
     if not predictions.is_file():
         raise ConfigError(f"{run.path}: the run has no {PREDICTIONS} to review")
-    items = collect_items(iter_jsonl(predictions), epoch_reducer(run_reducer(run)))
+    items = collect_items(prediction_lines(predictions), epoch_reducer(run_reducer(run)))
     fields: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for row in iter_jsonl(predictions):
+    for row in prediction_lines(predictions):
         key = (str(row.get("record_id")), str(row.get("model") or ""))
         if key in items.verdicts and key not in fields:
             fields[key] = row
