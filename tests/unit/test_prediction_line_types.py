@@ -26,48 +26,20 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 import pytest
 
-from pytest_legaleval.metrics import (
-    _audit as audit,
-)
-from pytest_legaleval.metrics import (
-    _audit_items as audit_items,
-)
-from pytest_legaleval.metrics import (
-    _baseline as baseline,
-)
-from pytest_legaleval.metrics import (
-    _benchmarks as benchmarks,
-)
-from pytest_legaleval.metrics import (
-    _epoch_summary as epoch_summary,
-)
-from pytest_legaleval.metrics import (
-    _epochs as epochs,
-)
-from pytest_legaleval.metrics import (
-    _gate_paths as gate_paths,
-)
-from pytest_legaleval.metrics import (
-    _gates as gates,
-)
-from pytest_legaleval.metrics import (
-    _judge_consistency as judge_consistency,
-)
-from pytest_legaleval.metrics import (
-    _lines as lines,
-)
-from pytest_legaleval.metrics import (
-    _power as power,
-)
-from pytest_legaleval.metrics import (
-    _runfiles as runfiles,
-)
-from pytest_legaleval.metrics import (
-    _slices as slices,
-)
-from pytest_legaleval.metrics import (
-    _summary as summary,
-)
+from pytest_legaleval.metrics import _audit as audit
+from pytest_legaleval.metrics import _audit_items as audit_items
+from pytest_legaleval.metrics import _baseline as baseline
+from pytest_legaleval.metrics import _benchmarks as benchmarks
+from pytest_legaleval.metrics import _epoch_summary as epoch_summary
+from pytest_legaleval.metrics import _epochs as epochs
+from pytest_legaleval.metrics import _gate_paths as gate_paths
+from pytest_legaleval.metrics import _gates as gates
+from pytest_legaleval.metrics import _judge_consistency as judge_consistency
+from pytest_legaleval.metrics import _lines as lines
+from pytest_legaleval.metrics import _power as power
+from pytest_legaleval.metrics import _runfiles as runfiles
+from pytest_legaleval.metrics import _slices as slices
+from pytest_legaleval.metrics import _summary as summary
 from pytest_legaleval.metrics._artifacts import FinishedRun
 from pytest_legaleval.metrics._human_labels import LabelFile
 from pytest_legaleval.metrics._rundir_check import (
@@ -185,20 +157,20 @@ LINE_NAMES = frozenset(
      "slice_rows", "baseline_rows"}
 )  # fmt: skip
 NOT_LINES = {
-    ("clustered.py", "cluster_value", "row"): "a dataset record or a line (power, run_checks)",
-    ("clustered.py", "slim_cluster_field", "row"): "a record or a line, and nested parts",
-    ("gates.py", "_row_value", "row"): "a line or an invalid item's row (runfiles.invalid_items)",
-    ("gates.py", "row_matches", "row"): "a line or an invalid item's row",
-    ("items.py", "failure_type", "result"): "an EvalResult's dict (run.artifacts) or a line",
-    ("items.py", "item_category", "result"): "an outcome/reason pair (pytest.outcomes) or a line",
-    ("items.py", "record_key", "result"): "an EvalResult's dict or a line",
-    ("items.py", "attachment_warnings", "result"): "an EvalResult's dict (report.texts) or a line",
-    ("rundir_check.py", "_check_fields", "row"): "the conversion itself: a parsed, untyped row",
-    ("rundir_check.py", "as_prediction_line", "row"): "the conversion itself",
-    ("calibration.py", "_gap", "row"): "a calibration table row",
-    ("human_labels.py", "_label_row", "row"): "a human label row",
-    ("human_labels.py", "labels_from_rows", "rows"): "human label rows",
-    ("artifacts.py", "register_artifact", "row"): "a row of the artifact table",
+    ("_clustered.py", "cluster_value", "row"): "a dataset record or a line (power, run_checks)",
+    ("_clustered.py", "slim_cluster_field", "row"): "a record or a line, and nested parts",
+    ("_gates.py", "_row_value", "row"): "a line or an invalid item's row (runfiles.invalid_items)",
+    ("_gates.py", "row_matches", "row"): "a line or an invalid item's row",
+    ("_items.py", "failure_type", "result"): "an EvalResult's dict (run.artifacts) or a line",
+    ("_items.py", "item_category", "result"): "an outcome/reason pair (pytest.outcomes) or a line",
+    ("_items.py", "record_key", "result"): "an EvalResult's dict or a line",
+    ("_items.py", "attachment_warnings", "result"): "an EvalResult's dict (report.texts) or a line",
+    ("_rundir_check.py", "_check_fields", "row"): "the conversion itself: a parsed, untyped row",
+    ("_rundir_check.py", "as_prediction_line", "row"): "the conversion itself",
+    ("_calibration.py", "_gap", "row"): "a calibration table row",
+    ("_human_labels.py", "_label_row", "row"): "a human label row",
+    ("_human_labels.py", "labels_from_rows", "rows"): "human label rows",
+    ("_artifacts.py", "register_artifact", "row"): "a row of the artifact table",
     ("gating.py", "__init__", "baseline"): "the Baseline (its predictions are typed)",
 }
 
