@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import json
-import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -91,8 +90,6 @@ def _item_ids(run_dir: Path) -> list[str]:
 def test_a_run_outlives_a_lock_held_through_its_whole_evaluation(
     tmp_path: Path, mock: MockOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Another test in the same worker may have left the package logger above WARNING.
-    caplog.set_level(logging.WARNING, logger="pytest_legaleval.service.storage")
     data, store, settings = _service(tmp_path, mock)
     locker = Locker(data.state).hold()
     result: list[str] = []

@@ -11,6 +11,7 @@ no module imports pytest's private ``_pytest``. The layers are import contracts 
 from __future__ import annotations
 
 import ast
+import logging
 import re
 import subprocess
 import sys
@@ -122,14 +123,27 @@ def test_an_unknown_name_on_the_package_is_an_attribute_error() -> None:
 
 
 def _lint_imports(config: Path, root: Path) -> int:
-    """import-linter's exit status for ``config`` (the package found under ``root``)."""
+    """import-linter's exit status for ``config`` (the package found under ``root``).
+
+    Its CLI configures logging with ``dictConfig``, which disables every logger that
+    already exists; they are enabled again afterwards, or a later test in this process
+    would find the package's log records gone.
+    """
     from importlinter.cli import lint_imports
 
+    loggers = [
+        logger
+        for logger in logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger)
+    ]
+    disabled = {logger: logger.disabled for logger in loggers}
     sys.path.insert(0, str(root))
     try:
         return lint_imports(config_filename=str(config), no_cache=True, no_logo=True)
     finally:
         sys.path.remove(str(root))
+        for logger, was in disabled.items():
+            logger.disabled = was
 
 
 @needs_import_linter
