@@ -39,7 +39,7 @@ from pytest_legaleval.importers.base import (
 )
 from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.readers import read_table
-from pytest_legaleval.protocols.apex import apex_generation_prompt
+from pytest_legaleval.protocols.apex import generation_prompt
 
 __all__ = ["IMPORTER", "attachments", "record", "rubric"]
 
@@ -148,7 +148,7 @@ def record(
             # APEX's grader stops on a criterion that is not an object and drops the task
             raise RowError("a criterion of Rubric JSON is not an object: APEX skips the task")
         domain, given = row.get("Domain", ""), row.get("Prompt", "")
-        prompt = apex_generation_prompt(
+        prompt = generation_prompt(
             domain if isinstance(domain, str) else "", given if isinstance(given, str) else ""
         )
     out = new_record(f"apexv1:{task_id(row)}", "apexv1", "rubric_qa", prompt, metadata=meta)

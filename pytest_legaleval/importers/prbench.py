@@ -58,7 +58,7 @@ from pytest_legaleval.importers.base import (
 )
 from pytest_legaleval.importers.protocols import resolve_protocol
 from pytest_legaleval.importers.readers import read_table
-from pytest_legaleval.protocols.prbench import prbench_weight
+from pytest_legaleval.protocols.prbench import criterion_weight
 
 __all__ = ["IMPORTER", "conversation", "official_conversation", "rubric", "splits_of"]
 
@@ -186,7 +186,7 @@ def official_rubric(row: Mapping[str, Any]) -> list[dict[str, Any]]:
         title = item.get("title") if isinstance(item, dict) else None
         if not isinstance(annotations, dict) or not isinstance(title, str) or not title:
             raise RowError(f"rubric[{position}] has no annotations or no title text")
-        key, weight = prbench_weight(annotations)
+        key, weight = criterion_weight(annotations)
         if weight is None:
             why = f"{key} is not a number" if key else "no weight_class"
             raise RowError(f"rubric[{position}]: {why}")

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
-    "APEX_FILES_HEADER",
-    "APEX_RESPONSE_GENERATION_PROMPT",
-    "apex_generation_prompt",
+    "FILES_HEADER",
+    "RESPONSE_GENERATION_PROMPT",
+    "generation_prompt",
 ]
 
-APEX_FILES_HEADER = "==== Attached files content: ===="
+FILES_HEADER = "==== Attached files content: ===="
 
-APEX_RESPONSE_GENERATION_PROMPT = (
+RESPONSE_GENERATION_PROMPT = (
     "SYSTEM_PROMPT\n"
     "You are an AI assistant that produces final, domain-appropriate deliverables from a given task description and (optionally) attached files. You will be given the following inputs:\n"
     "Inputs\n"
@@ -46,12 +46,12 @@ APEX_RESPONSE_GENERATION_PROMPT = (
 """``response_generation_prompt.txt``, byte for byte."""
 
 
-def apex_generation_prompt(domain: str, prompt: str, files: Sequence[tuple[str, str]] = ()) -> str:
+def generation_prompt(domain: str, prompt: str, files: Sequence[tuple[str, str]] = ()) -> str:
     """The one user message that asks for an answer (``files``: name and text of each)."""
-    text = APEX_RESPONSE_GENERATION_PROMPT.replace("{{Domain}}", domain).replace(
+    text = RESPONSE_GENERATION_PROMPT.replace("{{Domain}}", domain).replace(
         "{{Prompt}}", prompt
     )
     parsed = "\n\n".join(f"=== {name} ===\n{body.strip()}" for name, body in files)
     if parsed.strip():
-        return f"{text}\n\n{APEX_FILES_HEADER}\n\n{parsed}"
+        return f"{text}\n\n{FILES_HEADER}\n\n{parsed}"
     return text

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-__all__ = ["prbench_weight"]
+__all__ = ["criterion_weight"]
 
 
-def prbench_weight(annotations: Mapping[str, object]) -> tuple[str, float | None]:
+def criterion_weight(annotations: Mapping[str, object]) -> tuple[str, float | None]:
     """``Criterion.find_weight``: the key ``weight_class`` names and the number there.
 
     Returns:

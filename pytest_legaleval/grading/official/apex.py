@@ -37,13 +37,9 @@ from typing import Any
 
 from pytest_legaleval.errors import LegalEvalError
 from pytest_legaleval.protocols.apex import (
-    APEX_FILES_HEADER as FILES_HEADER,
-)
-from pytest_legaleval.protocols.apex import (
-    APEX_RESPONSE_GENERATION_PROMPT as RESPONSE_GENERATION_PROMPT,
-)
-from pytest_legaleval.protocols.apex import (
-    apex_generation_prompt as generation_prompt,
+    FILES_HEADER,
+    RESPONSE_GENERATION_PROMPT,
+    generation_prompt,
 )
 
 __all__ = [

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from pytest_legaleval.errors import LegalEvalError
 from pytest_legaleval.grading.official.numeric import numpy_mean, pairwise_sum
-from pytest_legaleval.protocols.prbench import prbench_weight
+from pytest_legaleval.protocols.prbench import criterion_weight
 
 __all__ = [
     "GRADER_TEMPLATE",
@@ -203,7 +203,7 @@ def weight_of(annotations: Mapping[str, object]) -> float:
         PrbenchScoringError: no ``weight_class``, or no number under the key it names.
 
     """
-    key, value = prbench_weight(annotations)
+    key, value = criterion_weight(annotations)
     if not key:
         raise PrbenchScoringError("a criterion has no weight_class")
     if value is None:
