@@ -76,6 +76,8 @@ __all__ = [
     "Upstream",
     "count",
     "figure",
+    "heading",
+    "mapping",
     "protocol_for_benchmark",
     "protocol_for_policy",
     "protocols",
@@ -97,6 +99,11 @@ def figure(value: Any, digits: int = 3) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return DASH
     return f"{value:.{digits}f}" if math.isfinite(value) else DASH
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when a mapping, else an empty one (a figures block read back may hold anything)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def count(value: Any) -> str:
@@ -144,6 +151,11 @@ class Cell:
     data: tuple[tuple[str, str], ...] = ()
     span: int = 1
     header: bool = False
+
+
+def heading(text: str, *, title: str | None = None, span: int = 1) -> Cell:
+    """A heading cell (``header=True``, no CSS class): a table's column or group name."""
+    return Cell(text, kind="", title=title, span=span, header=True)
 
 
 @dataclass(frozen=True)

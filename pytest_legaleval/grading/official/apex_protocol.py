@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.grading._protocols import (
-    BenchmarkProtocol,
     Card,
     Cell,
     Row,
@@ -28,18 +27,21 @@ from pytest_legaleval.grading._protocols import (
     Upstream,
     count,
     figure,
+    heading,
+    mapping,
     register,
 )
 from pytest_legaleval.grading.official import apex as ax
 from pytest_legaleval.grading.official.judged import ApexOfficialGrader
 from pytest_legaleval.grading.official.judged_figures import (
+    JudgedProtocol,
     JudgedTally,
+    accounting,
     beside,
     beside_cells,
     beside_heads,
     judge_block,
     judge_note,
-    mapping,
     number,
 )
 
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["PROTOCOL", "ApexProtocol"]
 
 
-class ApexProtocol(BenchmarkProtocol):
+class ApexProtocol(JudgedProtocol):
     """APEX's own: ``grading_prompt.txt`` per criterion, percent met, runs-median."""
 
     id = ax.PROTOCOL
@@ -58,10 +60,6 @@ class ApexProtocol(BenchmarkProtocol):
     version = ax.PROTOCOL_VERSION
     upstream = Upstream(ax.UPSTREAM_REPO, ax.UPSTREAM_COMMIT)
     source = "apex"
-
-    def tally(self) -> JudgedTally:
-        """A fresh tally of one model's items in one epoch."""
-        return JudgedTally()
 
     def figures(self, tallies: Sequence[Any]) -> dict[str, Any]:
         """``score``, ``n_tasks``, ``skipped_tasks``, ``domains``, the judge, ours beside."""
@@ -95,13 +93,11 @@ class ApexProtocol(BenchmarkProtocol):
 
     def terminal_line(self, figures: Mapping[str, Any]) -> str:
         """The score, tasks scored and left out, our accounting and the judge."""
-        ours = mapping(figures.get("ours"))
         return (
             f"score {figure(figures.get('score'), 2)} (0-100, mean over "
             f"{figures.get('n_tasks', 0)} tasks of the median over epochs of percent met; "
-            f"{figures.get('skipped_tasks', 0)} tasks left out; judge failures scored not "
-            f"met as upstream does: {figures.get('judge_failed_unmet', 0)}; ours: "
-            f"{ours.get('judge_errors', 0)} judge errors, never a 0){judge_note(figures)}"
+            f"{figures.get('skipped_tasks', 0)} tasks left out; {accounting(figures)})"
+            f"{judge_note(figures)}"
         )
 
     def report_intro(self) -> str:
@@ -116,13 +112,9 @@ class ApexProtocol(BenchmarkProtocol):
 
     def report_tables(self, models: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Table]:
         """One row per model: the score, per domain, then ours beside it."""
-
-        def head(text: str) -> Cell:
-            return Cell(text, kind="", header=True)
-
         columns = Row((
-            head("model"), head("score"), head("tasks"), head("left out"),
-            head("per domain"), *beside_heads(),
+            heading("model"), heading("score"), heading("tasks"), heading("left out"),
+            heading("per domain"), *beside_heads(),
         ))  # fmt: skip
         rows = []
         for model, figures in models:

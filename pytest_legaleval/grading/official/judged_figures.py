@@ -14,24 +14,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_legaleval.grading._protocols import Cell
+from pytest_legaleval.grading._protocols import BenchmarkProtocol, Cell, heading, mapping
 from pytest_legaleval.records import Record
 
 __all__ = [
+    "JudgedProtocol",
     "JudgedTally",
+    "accounting",
     "beside",
     "beside_cells",
     "beside_heads",
     "judge_block",
     "judge_note",
-    "mapping",
     "number",
 ]
-
-
-def mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` when a mapping, else an empty one."""
-    return value if isinstance(value, Mapping) else {}
 
 
 def number(value: Any) -> float | None:
@@ -60,6 +56,14 @@ class JudgedTally:
         self.failed_unmet += int(number(official.get("judge_failed_unmet")) or 0)
         self.graded += line.get("outcome") in ("passed", "failed")
         self.judge_errors += line.get("reason") == "judge_error"
+
+
+class JudgedProtocol(BenchmarkProtocol):
+    """What the judged protocols (PRBench, APEX) share: one :class:`JudgedTally` per epoch."""
+
+    def tally(self) -> JudgedTally:
+        """A fresh tally of one model's items in one epoch."""
+        return JudgedTally()
 
 
 def judge_block(tallies: Sequence[JudgedTally], published: str) -> dict[str, Any]:
@@ -92,14 +96,24 @@ def judge_note(figures: Mapping[str, Any]) -> str:
     )
 
 
+def accounting(figures: Mapping[str, Any]) -> str:
+    """The terminal line's account of judge failures: the official rule's count and ours."""
+    ours = mapping(figures.get("ours"))
+    return (
+        f"judge failures scored not met as upstream does: "
+        f"{figures.get('judge_failed_unmet', 0)}; ours: {ours.get('judge_errors', 0)} judge "
+        "errors, never a 0"
+    )
+
+
 def beside_heads() -> tuple[Cell, ...]:
     """The report's headings of our own accounting."""
     return (
-        Cell("judge failures (not met)", kind="", header=True,
-             title="criteria the official rule scored not met because the judge failed"),
-        Cell("graded (ours)", kind="", header=True),
-        Cell("judge errors (ours)", kind="", header=True),
-        Cell("judge", kind="", header=True),
+        heading("judge failures (not met)",
+                title="criteria the official rule scored not met because the judge failed"),
+        heading("graded (ours)"),
+        heading("judge errors (ours)"),
+        heading("judge"),
     )  # fmt: skip
 
 

@@ -28,6 +28,8 @@ from pytest_legaleval.grading._protocols import (
     Upstream,
     count,
     figure,
+    heading,
+    mapping,
     register,
 )
 from pytest_legaleval.grading.official import legalbench as lb
@@ -50,16 +52,12 @@ MAX_TASK_ROWS = 1000
 _MANUAL = "needs manual evaluation"
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _mean(values: list[float]) -> float | None:
     return numpy_mean(values) if values else None
 
 
 def _split_of(line: Mapping[str, Any], record: Record | None) -> str:
-    for source in (_mapping(line.get("metadata")), record.metadata if record else {}):
+    for source in (mapping(line.get("metadata")), record.metadata if record else {}):
         split = source.get("split")
         if isinstance(split, str) and split:
             return split
@@ -77,7 +75,7 @@ class _Tally:
         self.not_scored = 0
 
     def add(self, line: Mapping[str, Any], record: Record | None) -> None:
-        official = _mapping(_mapping(line.get("details")).get("official"))
+        official = mapping(mapping(line.get("details")).get("official"))
         task = official.get("task")
         if not isinstance(task, str) and record is not None:
             task = legalbench_task(record)
@@ -107,7 +105,7 @@ class _Tally:
 def _categories(models: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
     names: list[str] = []
     for _, figures in models:
-        names += [str(c) for c in _mapping(figures.get("categories")) if str(c) not in names]
+        names += [str(c) for c in mapping(figures.get("categories")) if str(c) not in names]
     return names
 
 
@@ -118,8 +116,8 @@ def _model_cell(model: str) -> Cell:
 def _task_rows(models: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, str]]:
     keys: set[tuple[str, str]] = set()
     for _, figures in models:
-        for task, splits in _mapping(figures.get("tasks")).items():
-            keys.update((str(task), str(split)) for split in _mapping(splits))
+        for task, splits in mapping(figures.get("tasks")).items():
+            keys.update((str(task), str(split)) for split in mapping(splits))
     # test first: the headline's split
     return sorted(keys, key=lambda k: (k[0], k[1] != "test", k[1]))
 
@@ -128,7 +126,7 @@ def _heads(*names: str | tuple[str, str]) -> Row:
     cells = []
     for name in names:
         text, title = name if isinstance(name, tuple) else (name, None)
-        cells.append(Cell(text, kind="", title=title, header=True))
+        cells.append(heading(text, title=title))
     return Row(tuple(cells))
 
 
@@ -224,8 +222,8 @@ class LegalbenchProtocol(BenchmarkProtocol):
         )  # fmt: skip
         rows = []
         for model, figures in models:
-            cats = _mapping(figures.get("categories"))
-            train = _mapping(figures.get("train_only"))
+            cats = mapping(figures.get("categories"))
+            train = mapping(figures.get("train_only"))
             manual = [str(t) for t in figures.get("manual") or [] if isinstance(t, str)]
             cells = [
                 _model_cell(model),
@@ -233,7 +231,7 @@ class LegalbenchProtocol(BenchmarkProtocol):
                 Cell(count(figures.get("n_tasks"))),
             ]
             for c in categories:
-                inside = _mapping(cats.get(c))
+                inside = mapping(cats.get(c))
                 cells.append(
                     Cell(figure(inside.get("score")), note=f"({count(inside.get('n_tasks'))})")
                     if c in cats
@@ -254,7 +252,7 @@ class LegalbenchProtocol(BenchmarkProtocol):
         rows = []
         for task, split in keys[:MAX_TASK_ROWS]:
             entries = [
-                _mapping(_mapping(_mapping(figures.get("tasks")).get(task)).get(split))
+                mapping(mapping(mapping(figures.get("tasks")).get(task)).get(split))
                 for _, figures in models
             ]
             metric = next((str(x.get("metric")) for x in entries if x.get("metric")), DASH)

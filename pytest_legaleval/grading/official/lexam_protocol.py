@@ -27,6 +27,8 @@ from pytest_legaleval.grading._protocols import (
     Upstream,
     count,
     figure,
+    heading,
+    mapping,
     register,
 )
 from pytest_legaleval.grading.official import lexam as lx
@@ -38,10 +40,6 @@ if TYPE_CHECKING:
     from pytest_legaleval.grading._base import Grade, Grader, GradeRequest
 
 __all__ = ["PROTOCOL", "LexamProtocol"]
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _plain(value: Any, digits: int) -> str:
@@ -65,7 +63,7 @@ class _Tally:
         self.not_scored = 0
 
     def add(self, line: Mapping[str, Any], record: Record | None) -> None:
-        official = _mapping(_mapping(line.get("details")).get("official"))
+        official = mapping(mapping(line.get("details")).get("official"))
         kind = official.get("kind")
         if kind == "mcq" and isinstance(official.get("correct"), bool):
             parts = str(line.get("record_id", "")).split(":")
@@ -131,13 +129,13 @@ class LexamProtocol(BenchmarkProtocol):
 
     def terminal_line(self, figures: Mapping[str, Any]) -> str:
         """MCQ accuracy and the open questions' score, with our own accounting beside it."""
-        mcq = _mapping(figures.get("mcq"))
-        opened = _mapping(figures.get("open"))
+        mcq = mapping(figures.get("mcq"))
+        opened = mapping(figures.get("open"))
         parts = []
         if mcq.get("n"):
             parts.append(f"MCQ accuracy {_plain(mcq.get('accuracy'), 4)} (n={mcq['n']})")
         if opened.get("n"):
-            ours = _mapping(opened.get("ours"))
+            ours = mapping(opened.get("ours"))
             parts.append(
                 f"open questions {_plain(opened.get('score'), 1)} (mean grade x 100, "
                 f"n={opened['n']}; unusable judge replies scored 0 as LEXam does: "
@@ -159,29 +157,28 @@ class LexamProtocol(BenchmarkProtocol):
         """One row per model: the official figures, then ours beside them."""
         sets: list[str] = []
         for _, figures in models:
-            by_set = _mapping(_mapping(figures.get("mcq")).get("by_set"))
+            by_set = mapping(mapping(figures.get("mcq")).get("by_set"))
             sets += [str(s) for s in by_set if str(s) not in sets]
 
-        def head(text: str, span: int = 1, title: str | None = None) -> Cell:
-            return Cell(text, kind="", span=span, title=title, header=True)
-
-        ours_head = head("ours, beside it (not in the official figure)", 3)
-        groups = Row((head(""), head("official", 2 + len(sets) + 3), ours_head, head("")))
+        ours_head = heading("ours, beside it (not in the official figure)", span=3)
+        official_head = heading("official", span=2 + len(sets) + 3)
+        groups = Row((heading(""), official_head, ours_head, heading("")))
         columns = Row((
-            head("model"), head("MCQ accuracy"), head("MCQ n"), *(head(s) for s in sets),
-            head("open score (mean judge grade × 100)"), head("open n"),
-            head("unusable judge replies (scored 0)"), head("graded"),
-            head("mean score × 100"), head("judge errors"),
-            head("not scored", title="items without an official verdict"),
+            heading("model"), heading("MCQ accuracy"), heading("MCQ n"),
+            *(heading(s) for s in sets),
+            heading("open score (mean judge grade × 100)"), heading("open n"),
+            heading("unusable judge replies (scored 0)"), heading("graded"),
+            heading("mean score × 100"), heading("judge errors"),
+            heading("not scored", title="items without an official verdict"),
         ))  # fmt: skip
         rows = []
         for model, figures in models:
-            mcq, open_ = _mapping(figures.get("mcq")), _mapping(figures.get("open"))
-            ours, by_set = _mapping(open_.get("ours")), _mapping(mcq.get("by_set"))
+            mcq, open_ = mapping(figures.get("mcq")), mapping(figures.get("open"))
+            ours, by_set = mapping(open_.get("ours")), mapping(mcq.get("by_set"))
             set_cells = [
                 Cell(
-                    figure(_mapping(by_set[s]).get("accuracy")),
-                    note=f"({count(_mapping(by_set[s]).get('n'))})",
+                    figure(mapping(by_set[s]).get("accuracy")),
+                    note=f"({count(mapping(by_set[s]).get('n'))})",
                 )
                 if s in by_set
                 else Cell(DASH)
@@ -203,7 +200,7 @@ class LexamProtocol(BenchmarkProtocol):
 
     def cards(self, figures: Mapping[str, Any], protocol: str) -> list[Card]:
         """MCQ accuracy and the open questions' score, when the run has them."""
-        mcq, open_ = _mapping(figures.get("mcq")), _mapping(figures.get("open"))
+        mcq, open_ = mapping(figures.get("mcq")), mapping(figures.get("open"))
         cards = []
         if figure(mcq.get("accuracy")) != DASH:
             cards.append(Card(

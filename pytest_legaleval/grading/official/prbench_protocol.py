@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_legaleval.grading._protocols import (
-    BenchmarkProtocol,
     Card,
     Cell,
     Row,
@@ -29,18 +28,21 @@ from pytest_legaleval.grading._protocols import (
     Upstream,
     count,
     figure,
+    heading,
+    mapping,
     register,
 )
 from pytest_legaleval.grading.official import prbench as pr
 from pytest_legaleval.grading.official.judged import PrbenchOfficialGrader
 from pytest_legaleval.grading.official.judged_figures import (
+    JudgedProtocol,
     JudgedTally,
+    accounting,
     beside,
     beside_cells,
     beside_heads,
     judge_block,
     judge_note,
-    mapping,
     number,
 )
 from pytest_legaleval.grading.official.numeric import numpy_mean
@@ -101,7 +103,7 @@ def _mean_over_epochs(epochs: list[dict[str, dict[str, Any]]]) -> dict[str, dict
     return out
 
 
-class PrbenchProtocol(BenchmarkProtocol):
+class PrbenchProtocol(JudgedProtocol):
     """PRBench's own: ``GRADER_TEMPLATE`` per criterion, Σ w·met / Σ w⁺ per task."""
 
     id = pr.PROTOCOL
@@ -110,10 +112,6 @@ class PrbenchProtocol(BenchmarkProtocol):
     version = pr.PROTOCOL_VERSION
     upstream = Upstream(pr.UPSTREAM_REPO, pr.UPSTREAM_COMMIT)
     source = "prbench"
-
-    def tally(self) -> JudgedTally:
-        """A fresh tally of one model's items in one epoch."""
-        return JudgedTally()
 
     def figures(self, tallies: Sequence[Any]) -> dict[str, Any]:
         """The figures over all tasks, ``splits``, the judge and our accounting beside."""
@@ -139,14 +137,11 @@ class PrbenchProtocol(BenchmarkProtocol):
             f"(n={mapping(block).get('n', 0)})"
             for name, block in splits.items()
         )
-        ours = mapping(figures.get("ours"))
         return (
             f"mean_clipped {figure(figures.get('mean_clipped'), 4)} over "
             f"{figures.get('n', 0)} tasks (max(0, mean of Σ w·met / Σ w⁺); mean "
             f"{figure(figures.get('mean'), 4)})"
-            f"{'; ' + shown if shown else ''}; judge failures scored not met as upstream "
-            f"does: {figures.get('judge_failed_unmet', 0)}; ours: "
-            f"{ours.get('judge_errors', 0)} judge errors, never a 0{judge_note(figures)}"
+            f"{'; ' + shown if shown else ''}; {accounting(figures)}{judge_note(figures)}"
         )
 
     def report_intro(self) -> str:
@@ -162,14 +157,11 @@ class PrbenchProtocol(BenchmarkProtocol):
 
     def report_tables(self, models: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Table]:
         """One row per model and split (and all tasks), then ours beside them."""
-
-        def head(text: str) -> Cell:
-            return Cell(text, kind="", header=True)
-
         columns = Row((
-            head("model"), head("split"), head("mean_clipped"), head("mean"), head("std_clipped"),
-            head("mean_normalized"), head("std_normalized"), head("n"),
-            head("negative tasks"), *beside_heads(),
+            heading("model"), heading("split"), heading("mean_clipped"), heading("mean"),
+            heading("std_clipped"), heading("mean_normalized"), heading("std_normalized"),
+            heading("n"),
+            heading("negative tasks"), *beside_heads(),
         ))  # fmt: skip
         rows = []
         for model, figures in models:
