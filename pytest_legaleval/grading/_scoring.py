@@ -86,7 +86,7 @@ def minmax_score(grades: Grades) -> float:
 
 
 def clipped_score(grades: Grades) -> float:
-    """PRBench's clipped rubric score (see the module docstring).
+    """The clipped rubric score (the module docstring gives the rule and whose it is).
 
     Raises:
         ValueError: a weight that is not finite or a grade outside [0, 1].
