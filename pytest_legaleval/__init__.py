@@ -76,6 +76,7 @@ __all__ = [
 ]
 
 
+# Not util.lazy's: importing the package loads only the values and the errors.
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:

@@ -37,10 +37,9 @@ for its own future. Futures never raise; a failure is a ``GenerationResult`` wit
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pytest_legaleval.errors import UnknownAttribute
+from pytest_legaleval.util.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from pytest_legaleval.engine.cache import CachedRow, ResultCache, cache_key
@@ -141,10 +140,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise UnknownAttribute(f"module {__name__!r} has no attribute {name!r}")
-    # Not cached in this module's namespace: a name always comes from the submodule that
-    # is in sys.modules now (pytester's in-process runs drop and re-import submodules).
-    return getattr(importlib.import_module(module), name)
+# Not kept in this module's namespace: a name always comes from the submodule that is in
+# sys.modules now (pytester's in-process runs drop and re-import submodules).
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -30,10 +30,9 @@ The public face (README "Python API"): the names below, each loaded on first use
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pytest_legaleval.errors import UnknownAttribute
+from pytest_legaleval.util.lazy import face_dir, lazy_getattr
 
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers; loaded lazily at run time
     from pytest_legaleval.metrics._artifacts import Artifact, register_artifact
@@ -69,14 +68,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise UnknownAttribute(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
+__dir__ = face_dir(globals())

@@ -33,10 +33,9 @@ It must never import pytest (or ``_pytest``), nor the ``cli`` package. Only ``ap
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pytest_legaleval.errors import UnknownAttribute
+from pytest_legaleval.util.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from pytest_legaleval.service.app import Backend as Backend
@@ -102,8 +101,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise UnknownAttribute(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_getattr(__name__, {name: f"{__name__}.{m}" for name, m in _LAZY.items()})
