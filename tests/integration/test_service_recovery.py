@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -88,8 +89,17 @@ def _item_ids(run_dir: Path) -> list[str]:
 
 
 def test_a_run_outlives_a_lock_held_through_its_whole_evaluation(
-    tmp_path: Path, mock: MockOpenAIServer, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    mock: MockOpenAIServer,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The storage logger's news is what this test reads: whatever an earlier test in this
+    # process did to the logging tree (a dictConfig disables every existing logger, a level
+    # set on the package's logger), the storage logger speaks at WARNING here.
+    storage_log = logging.getLogger("pytest_legaleval.service.storage")
+    monkeypatch.setattr(storage_log, "disabled", False)
+    caplog.set_level(logging.WARNING, logger=storage_log.name)
     data, store, settings = _service(tmp_path, mock)
     locker = Locker(data.state).hold()
     result: list[str] = []
